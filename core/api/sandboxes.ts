@@ -1,0 +1,2 @@
+/** Endpoints of the sandbox area under /v2/sandboxes. */
+export const sandboxEndpoints = {} as const

@@ -1,0 +1,6 @@
+/**
+ * slipway: the pure domain core. Schemas, rules and state machines of the deployment control
+ * plane and the sandbox area, the API description, and the typed client. No I/O here except the
+ * client's HTTP calls, which go through the injected fetch.
+ */
+export * from "./api/index.ts"
