@@ -10,4 +10,5 @@ export * from "./common.ts"
 export * from "./endpoint.ts"
 export * from "./errors.ts"
 export * from "./validation.ts"
+export * from "./openapi.ts"
 export { deploymentEndpoints, sandboxEndpoints, systemEndpoints }

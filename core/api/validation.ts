@@ -103,11 +103,11 @@ export const toValidationIssues = (issue: SchemaIssue.Issue, prefix: Loc = []): 
 }
 
 /**
- * Decodes `input` with `schema`, collecting every issue (not just the first) and rejecting
- * unknown keys, as FastAPI models with `extra="forbid"` do.
+ * Decodes `input` with `schema`, collecting every issue (not just the first) and, unless told
+ * to ignore them (query strings), rejecting unknown keys as FastAPI models with `extra="forbid"` do.
  */
-export const decodeWithIssues = <S extends Schema.Top>(schema: S, prefix: Loc = []) => {
-  const decode = Schema.decodeUnknownExit(schema as any, { errors: "all", onExcessProperty: "error" })
+export const decodeWithIssues = <S extends Schema.Top>(schema: S, prefix: Loc = [], options: { readonly excess?: "error" | "ignore" } = {}) => {
+  const decode = Schema.decodeUnknownExit(schema as any, { errors: "all", onExcessProperty: options.excess ?? "error" })
   return (input: unknown): Result.Result<S["Type"], Array<ValidationIssue>> => {
     const exit = decode(input)
     if (Exit.isSuccess(exit)) return Result.succeed(exit.value as S["Type"])

@@ -1,0 +1,17 @@
+/** Extra commands of the key tool contributed by server areas (e.g. the storage quota). */
+import type { ServerConfig } from "./config.ts"
+import type { Db } from "./db/database.ts"
+
+export interface AdminCommand {
+  readonly name: string
+  readonly usage: string
+  readonly run: (input: {
+    readonly db: Db
+    readonly config: ServerConfig
+    readonly values: Record<string, string | boolean | undefined>
+    readonly positionals: ReadonlyArray<string>
+    readonly fail: (message: string) => never
+  }) => void
+}
+
+export const adminCommands: ReadonlyArray<AdminCommand> = []

@@ -1,0 +1,46 @@
+/** Opens the SQLite file with the pragmas the server relies on and applies pending migrations. */
+import Database from "better-sqlite3"
+import { mkdirSync } from "node:fs"
+import { dirname } from "node:path"
+import type { Migration } from "./migrations.ts"
+
+export type Db = Database.Database
+
+/**
+ * WAL with synchronous=NORMAL: every committed transaction is in the WAL before the call
+ * returns, so a killed process (SIGKILL, crash) loses nothing it acknowledged; only a power loss
+ * of the host can drop the last commits. FULL would fsync on every commit, which on this class of
+ * disk costs an order of magnitude in write throughput (see bench/). SLIPWAY_SYNCHRONOUS=FULL
+ * trades that speed for power-loss durability.
+ */
+export const openDatabase = (path: string, migrations: ReadonlyArray<Migration>, synchronous: "NORMAL" | "FULL" = "NORMAL"): Db => {
+  if (path !== ":memory:" && !path.startsWith("file:")) mkdirSync(dirname(path), { recursive: true })
+  const db = new Database(path)
+  db.pragma("journal_mode = WAL")
+  db.pragma(`synchronous = ${synchronous}`)
+  db.pragma("foreign_keys = ON")
+  db.pragma("busy_timeout = 5000")
+  migrate(db, migrations)
+  return db
+}
+
+export const migrate = (db: Db, migrations: ReadonlyArray<Migration>): ReadonlyArray<string> => {
+  db.exec("CREATE TABLE IF NOT EXISTS schema_migrations (id TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+  const applied = new Set(db.prepare("SELECT id FROM schema_migrations").pluck().all() as Array<string>)
+  const record = db.prepare("INSERT INTO schema_migrations (id, applied_at) VALUES (?, ?)")
+  const pending = [...migrations].sort((a, b) => a.id.localeCompare(b.id)).filter((migration) => !applied.has(migration.id))
+  for (const migration of pending) {
+    db.transaction(() => {
+      db.exec(migration.sql)
+      record.run(migration.id, new Date().toISOString())
+    }).immediate()
+  }
+  return pending.map((migration) => migration.id)
+}
+
+/** Flushes the WAL into the main file and closes; used on graceful shutdown. */
+export const closeDatabase = (db: Db): void => {
+  if (!db.open) return
+  db.pragma("wal_checkpoint(TRUNCATE)")
+  db.close()
+}

@@ -1,0 +1,5 @@
+/** Every area the server serves. A new area adds its module here. */
+import type { ServerModule } from "./module.ts"
+import { systemModule } from "./system/routes.ts"
+
+export const modules: ReadonlyArray<ServerModule> = [systemModule]
