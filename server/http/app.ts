@@ -162,6 +162,14 @@ const decodeRequest = (route: CompiledRoute, params: Record<string, string>, sea
   return Result.succeed({ params: decodedParams, query: decodedQuery, body: Result.isSuccess(body) ? body.success : undefined })
 }
 
+const emptyBody = Buffer.alloc(0)
+
+/** Most handlers are synchronous (SQLite): take their result at once, and await only those that suspend. */
+const runHandler = <A, E>(effect: Effect.Effect<A, E>): Exit.Exit<A, E> | Promise<Exit.Exit<A, E>> => {
+  const fiber = Effect.runFork(effect)
+  return fiber.pollUnsafe() ?? new Promise((resolve) => fiber.addObserver(resolve))
+}
+
 export const makeApp = (options: AppOptions) => {
   const router = makeRouter(options.routes.map(compile).map((route) => ({ endpoint: route.endpoint, handler: route })))
   const { log } = options
@@ -209,13 +217,13 @@ export const makeApp = (options: AppOptions) => {
       }
       auth = result
     }
-    const raw = route.decodeBody || route.endpoint.auth === false ? await readBody(request) : (request.resume(), Buffer.alloc(0))
+    const raw = route.decodeBody ? await readBody(request) : (request.resume(), emptyBody)
     if (raw instanceof PayloadTooLarge) return sendError(response, raw, requestId)
     const decoded = decodeRequest(route, match.params, search, raw, request.headers["content-type"])
     if (Result.isFailure(decoded)) return sendError(response, decoded.failure, requestId)
 
     const context: RequestContext = { auth: auth!, requestId, headers: request.headers, rawBody: raw }
-    const exit = await Effect.runPromiseExit(route.handler(decoded.success as DecodedInput<any>, context))
+    const exit = await runHandler(route.handler(decoded.success as DecodedInput<any>, context))
     if (Exit.isSuccess(exit)) {
       send(response, route.endpoint.status, route.endpoint.status === 204 ? undefined : exit.value, requestId)
       return route.endpoint.status
