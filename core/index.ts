@@ -4,3 +4,4 @@
  * client's HTTP calls, which go through the injected fetch.
  */
 export * from "./api/index.ts"
+export * from "./client/index.ts"
