@@ -72,9 +72,15 @@ export const endpoint = <const E extends EndpointSpec>(
 type EncodedOf<S> = S extends Schema.Top ? S["Encoded"] : never
 type TypeOf<S> = S extends Schema.Top ? S["Type"] : never
 
+/**
+ * Query values travel as text, so where the encoded form is a string (`limit` is `"20"` on the
+ * wire) a number or boolean is accepted too: callers write `{ limit: 20 }`.
+ */
+type QueryInput<T> = { readonly [K in keyof T]?: T[K] | (T[K] extends string | undefined ? number | boolean : never) }
+
 /** What a caller passes: the encoded (JSON) form of params, query and body. */
 export type EndpointInput<E extends Endpoint> = (E["params"] extends Schema.Top ? { readonly params: EncodedOf<E["params"]> } : {}) &
-  (E["query"] extends Schema.Top ? { readonly query?: Partial<EncodedOf<E["query"]>> } : {}) &
+  (E["query"] extends Schema.Top ? { readonly query?: QueryInput<EncodedOf<E["query"]>> } : {}) &
   (E["body"] extends Schema.Top ? { readonly body: EncodedOf<E["body"]> } : {})
 
 /** What a server handler receives: decoded params, query and body. */

@@ -94,7 +94,7 @@ describe("makeClient: requests", () => {
 
   it("renders the path, encodes the query without undefined values, and sends auth, tenant and agent headers", async () => {
     const { client, server } = await setup([{ json: thingJson }], { tenantId: "tenant-9", userAgent: "test-agent/1" })
-    await Effect.runPromise(client.getThing({ params: { thing_id: "a b/c" }, query: { limit: "5", name_contains: undefined } }))
+    await Effect.runPromise(client.getThing({ params: { thing_id: "a b/c" }, query: { limit: 5, name_contains: undefined } }))
     const [request] = server.requests
     expect(request!.method).toBe("GET")
     expect(request!.url).toBe("/v2/things/a%20b%2Fc?limit=5")
@@ -138,6 +138,8 @@ describe("makeClient: requests", () => {
     void client.getThing()
     // @ts-expect-error the body must match the body schema
     void client.createThing({ body: { name: 1, tags: [] } })
+    // @ts-expect-error the query only takes its declared fields
+    void client.getThing({ params: { thing_id: "t1" }, query: { limt: 5 } })
     void client.ping()
     expect(typeof client.getThing).toBe("function")
   })
