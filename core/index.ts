@@ -5,3 +5,4 @@
  */
 export * from "./api/index.ts"
 export * from "./client/index.ts"
+export * from "./sandboxes/index.ts"
