@@ -1,6 +1,7 @@
 /** Extra commands of the key tool contributed by server areas (e.g. the storage quota). */
 import type { ServerConfig } from "./config.ts"
 import type { Db } from "./db/database.ts"
+import { quotaCommand } from "./sandboxes/admin.ts"
 
 export interface AdminCommand {
   readonly name: string
@@ -14,4 +15,4 @@ export interface AdminCommand {
   }) => void
 }
 
-export const adminCommands: ReadonlyArray<AdminCommand> = []
+export const adminCommands: ReadonlyArray<AdminCommand> = [quotaCommand]

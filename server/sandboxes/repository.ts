@@ -65,6 +65,7 @@ export interface SandboxRow {
   readonly template_id: string
   readonly template_name: string
   readonly pool_id: string | null
+  readonly pool_name: string | null
   readonly status: SandboxStatus
   readonly status_message: string | null
   readonly created_at: string
@@ -76,7 +77,7 @@ export type NewTemplate = Omit<TemplateRow, "mounts"> & {
   readonly mounts: ReadonlyArray<{ readonly volume_id: string; readonly mount_path: string }>
 }
 export type NewPool = Omit<PoolRow, "template_name">
-export type NewSandbox = Omit<SandboxRow, "template_name">
+export type NewSandbox = Omit<SandboxRow, "template_name" | "pool_name">
 
 /** True when `error` is SQLite refusing a duplicate of a UNIQUE index (a lost race on a name). */
 export const isUniqueViolation = (error: unknown): boolean =>
@@ -103,7 +104,7 @@ const templateColumns = `t.id, t.tenant_id, t.name, t.image, t.cpu_millicores, t
 const poolColumns = "p.id, p.tenant_id, p.name, p.template_id, pt.name AS template_name, p.replicas, p.created_at, p.updated_at"
 
 const sandboxColumns =
-  "s.id, s.tenant_id, s.name, s.template_id, st.name AS template_name, s.pool_id, s.status, s.status_message, s.created_at, s.updated_at"
+  "s.id, s.tenant_id, s.name, s.template_id, st.name AS template_name, s.pool_id, sp.name AS pool_name, s.status, s.status_message, s.created_at, s.updated_at"
 
 export interface Page {
   readonly limit: number
@@ -111,9 +112,9 @@ export interface Page {
 }
 
 export const makeSandboxRepository = (db: Db) => {
-  const prepare = <R = unknown>(source: string) => db.prepare<any, R>(source).safeIntegers(true)
+  const prepare = <R = unknown>(source: string) => db.prepare<unknown[], R>(source).safeIntegers(true)
   /** For statements with no quantities: plain numbers. */
-  const prepareNumbers = <R = unknown>(source: string) => db.prepare<any, R>(source)
+  const prepareNumbers = <R = unknown>(source: string) => db.prepare<unknown[], R>(source)
 
   // Organizations (quota)
   const orgQuota = prepareNumbers<{ storage_quota: string | null }>("SELECT storage_quota FROM organizations WHERE id = ?")
@@ -168,7 +169,7 @@ export const makeSandboxRepository = (db: Db) => {
   const deletePoolSandboxes = prepareNumbers("DELETE FROM sandboxes WHERE pool_id = ?")
 
   // Sandboxes
-  const sandboxFrom = "FROM sandboxes s JOIN sandbox_templates st ON st.id = s.template_id"
+  const sandboxFrom = "FROM sandboxes s JOIN sandbox_templates st ON st.id = s.template_id LEFT JOIN sandbox_pools sp ON sp.id = s.pool_id"
   const sandboxByName = prepareNumbers<SandboxRow>(`SELECT ${sandboxColumns} ${sandboxFrom} WHERE s.tenant_id = ? AND s.name = ?`)
   const sandboxPage = prepareNumbers<SandboxRow>(`SELECT ${sandboxColumns} ${sandboxFrom} WHERE ${pageWhere("sandboxes", "s")}`)
   const poolSandboxes = prepareNumbers<SandboxRow>(`SELECT ${sandboxColumns} ${sandboxFrom} WHERE s.pool_id = ? ORDER BY s.seq`)
