@@ -6,3 +6,4 @@
 export * from "./api/index.ts"
 export * from "./client/index.ts"
 export * from "./sandboxes/index.ts"
+export * from "./deployments/index.ts"
