@@ -1,0 +1,179 @@
+/**
+ * Races, run against two child servers on the same database file so their SQLite transactions
+ * really contend (one process alone serializes its synchronous handlers):
+ * - concurrent volume growth and creation never leave the organization's usage above its quota,
+ *   and the acknowledged sizes add up exactly to the final usage;
+ * - concurrent renames (and creates) to one name: exactly one succeeds, the rest get Conflict;
+ * - concurrent PATCHes of one deployment create exactly one revision each, with no lost update.
+ */
+import { execFileSync } from "node:child_process"
+import { join } from "node:path"
+import { Result } from "effect"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { parseQuantity, toBytes } from "../../core/index.ts"
+import { type ChildServer, makeRequester, tempDatabasePath } from "../support/server.ts"
+import { endpointNamed, errorShapeProblem, spawnPair, stopChild } from "./support.ts"
+
+const QUOTA = "60Gi"
+const Gi = 1024n ** 3n
+
+const bytesOf = (text: string): bigint => {
+  const quantity = parseQuantity(text)
+  if (Result.isFailure(quantity)) throw new Error(`bad quantity ${text}`)
+  const bytes = toBytes(quantity.success)
+  if (Result.isFailure(bytes)) throw new Error(`bad quantity ${text}`)
+  return bytes.success
+}
+
+const database = tempDatabasePath("slipway-races")
+let servers: [ChildServer, ChildServer]
+/** Round-robin over the two servers. */
+const on = (i: number) => servers[i % 2]!
+
+beforeAll(async () => {
+  servers = await spawnPair(database.path, { SLIPWAY_STORAGE_QUOTA: QUOTA })
+})
+afterAll(async () => {
+  await Promise.all(servers?.map((server) => stopChild(server)) ?? [])
+  database.remove()
+})
+
+/** A key for a new tenant in a new organization (its own quota), minted with the key tool. */
+const mintKey = (): string =>
+  execFileSync(process.execPath, ["server/keys.ts", "create", "--tenant", crypto.randomUUID()], {
+    cwd: join(import.meta.dirname, "../.."),
+    env: { ...process.env, DATABASE_PATH: database.path },
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "pipe"]
+  }).trim()
+
+const requesters = (key: string) => servers.map((server) => makeRequester(server.url, key))
+
+const listAll = async (request: ReturnType<typeof makeRequester>, kind: string): Promise<Array<any>> => {
+  const response = await request("GET", `/v2/sandboxes/${kind}?limit=500`)
+  expect(response.status).toBe(200)
+  const key = kind === "boxes" ? "sandboxes" : kind
+  return response.body[key]
+}
+
+const expectShape = (name: string, status: number, body: unknown) => {
+  expect(errorShapeProblem(endpointNamed(name), status, body), JSON.stringify(body)).toBeUndefined()
+}
+
+describe("storage quota under concurrent writes from two servers", () => {
+  it("50 concurrent size increases whose sum exceeds the quota never pass it, and successes add up to the usage", async () => {
+    const [a, b] = requesters(mintKey())
+    const names = Array.from({ length: 50 }, (_, i) => `grow-${i}`)
+    for (const name of names) expect((await a!("POST", "/v2/sandboxes/volumes", { body: { name, size: "1Gi" } })).status).toBe(201)
+    // 50Gi used of 60Gi; the increases ask for 1–3Gi each, ~100Gi in all.
+    const deltas = names.map((_, i) => BigInt((i % 3) + 1))
+    const answers = await Promise.all(
+      names.map((name, i) => (i % 2 === 0 ? a! : b!)("PATCH", `/v2/sandboxes/volumes/${name}`, { body: { size: `${1n + deltas[i]!}Gi` } }))
+    )
+    let granted = 0n
+    answers.forEach((answer, i) => {
+      expect([200, 429], JSON.stringify(answer.body)).toContain(answer.status)
+      if (answer.status === 200) {
+        granted += deltas[i]! * Gi
+        expect(answer.body.size).toBe(`${1n + deltas[i]!}Gi`)
+      } else {
+        expectShape("updateVolume", answer.status, answer.body)
+        const [, limit, usage, requested] = /limit (\S+), current usage (\S+), requested increase (\S+)$/.exec(answer.body.detail)!
+        expect(bytesOf(limit!)).toBe(bytesOf(QUOTA))
+        expect(bytesOf(requested!)).toBe(deltas[i]! * Gi)
+        // Refused only when it really would not fit.
+        expect(bytesOf(usage!) + bytesOf(requested!)).toBeGreaterThan(bytesOf(QUOTA))
+      }
+    })
+    const volumes = await listAll(b!, "volumes")
+    expect(volumes).toHaveLength(50)
+    const usage = volumes.reduce((sum, volume) => sum + bytesOf(volume.size), 0n)
+    expect(usage).toBeLessThanOrEqual(bytesOf(QUOTA))
+    expect(usage).toBe(50n * Gi + granted)
+    // Each volume has exactly the size its own answer reported.
+    for (const [i, name] of names.entries()) {
+      const volume = volumes.find((candidate) => candidate.name === name)
+      expect(volume.size, name).toBe(answers[i]!.status === 200 ? `${1n + deltas[i]!}Gi` : "1Gi")
+    }
+    expect(answers.filter((answer) => answer.status === 429).length).toBeGreaterThan(0)
+    // Greedy filling: nothing that was refused would still fit at the end... unless a larger one took its place.
+    expect(bytesOf(QUOTA) - usage).toBeLessThan(3n * Gi)
+  })
+
+  it("50 concurrent creates of 7Gi under a 60Gi quota: exactly 8 succeed", async () => {
+    const [a, b] = requesters(mintKey())
+    const answers = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => (i % 2 === 0 ? a! : b!)("POST", "/v2/sandboxes/volumes", { body: { name: `create-${i}`, size: "7Gi" } }))
+    )
+    const created = answers.filter((answer) => answer.status === 201)
+    for (const answer of answers) {
+      expect([201, 429], JSON.stringify(answer.body)).toContain(answer.status)
+      if (answer.status === 429) expectShape("createVolume", answer.status, answer.body)
+    }
+    expect(created).toHaveLength(8)
+    const volumes = await listAll(a!, "volumes")
+    expect(volumes.map((volume) => volume.name).sort()).toEqual(created.map((answer) => answer.body.name).sort())
+    expect(volumes.reduce((sum, volume) => sum + bytesOf(volume.size), 0n)).toBe(56n * Gi)
+  })
+
+  it("concurrent absolute resizes of one volume: only growth is applied, the largest wins, usage stays exact", async () => {
+    const [a, b] = requesters(mintKey())
+    expect((await a!("POST", "/v2/sandboxes/volumes", { body: { name: "one", size: "1Gi" } })).status).toBe(201)
+    const sizes = Array.from({ length: 20 }, (_, i) => i + 2)
+    const answers = await Promise.all(sizes.map((size, i) => (i % 2 === 0 ? a! : b!)("PATCH", "/v2/sandboxes/volumes/one", { body: { size: `${size}Gi` } })))
+    for (const answer of answers) {
+      expect([200, 400], JSON.stringify(answer.body)).toContain(answer.status)
+      if (answer.status === 400) {
+        expectShape("updateVolume", answer.status, answer.body)
+        expect(answer.body.detail.error).toBe("ResizeError")
+      }
+    }
+    expect(answers[answers.length - 1]!.status).toBe(200)
+    expect((await b!("GET", "/v2/sandboxes/volumes/one")).body.size).toBe("21Gi")
+  })
+})
+
+describe("concurrent renames and creates to one name", () => {
+  const kinds = [
+    { kind: "volumes", update: "updateVolume", create: (name: string) => ({ name, size: "1Gi" }) },
+    { kind: "templates", update: "updateTemplate", create: (name: string) => ({ name, image: "python:3.12" }) },
+    { kind: "pools", update: "updatePool", create: (name: string) => ({ name, template_name: "base", replicas: 0 }) },
+    { kind: "boxes", update: "updateBox", create: (name: string) => ({ name, template_name: "base" }) }
+  ]
+
+  for (const { kind, update, create } of kinds) {
+    it(`${kind}: 20 concurrent renames to one name, exactly one succeeds and 19 get Conflict`, async () => {
+      const [a, b] = requesters(mintKey())
+      if (kind === "pools" || kind === "boxes") {
+        expect((await a!("POST", "/v2/sandboxes/templates", { body: { name: "base", image: "python:3.12" } })).status).toBe(201)
+      }
+      const names = Array.from({ length: 20 }, (_, i) => `${kind}-${i}`)
+      for (const name of names) expect((await a!("POST", `/v2/sandboxes/${kind}`, { body: create(name) })).status, name).toBe(201)
+      const answers = await Promise.all(names.map((name, i) => (i % 2 === 0 ? a! : b!)("PATCH", `/v2/sandboxes/${kind}/${name}`, { body: { name: "target" } })))
+      const winners = answers.filter((answer) => answer.status === 200)
+      expect(winners).toHaveLength(1)
+      for (const answer of answers.filter((candidate) => candidate.status !== 200)) {
+        expect(answer.status).toBe(409)
+        expectShape(update, answer.status, answer.body)
+        expect(answer.body.detail.error).toBe("Conflict")
+      }
+      const listed = (await listAll(b!, kind)).filter((item) => item.pool_name == null).map((item) => item.name)
+      const winner = names[answers.findIndex((answer) => answer.status === 200)]!
+      expect(listed.sort()).toEqual([...names.filter((name) => name !== winner), "target"].sort())
+    })
+
+    it(`${kind}: 20 concurrent creates of one name, exactly one succeeds and 19 get Conflict`, async () => {
+      const [a, b] = requesters(mintKey())
+      if (kind === "pools" || kind === "boxes") {
+        expect((await a!("POST", "/v2/sandboxes/templates", { body: { name: "base", image: "python:3.12" } })).status).toBe(201)
+      }
+      const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? a! : b!)("POST", `/v2/sandboxes/${kind}`, { body: create("same") })))
+      expect(answers.filter((answer) => answer.status === 201)).toHaveLength(1)
+      for (const answer of answers.filter((candidate) => candidate.status !== 201)) {
+        expect(answer.status, JSON.stringify(answer.body)).toBe(409)
+        expect(answer.body.detail.error).toBe("Conflict")
+      }
+      expect((await listAll(b!, kind)).filter((item) => item.name === "same")).toHaveLength(1)
+    })
+  }
+})
