@@ -3,17 +3,19 @@
  * DEPLOYED, a state it will not leave, or the time budget runs out.
  */
 import { Clock, Duration, Effect } from "effect"
+import { isTerminal, type RevisionStatus, revisionStatuses } from "../deployments/revision.ts"
 import { RevisionFailed, RevisionTimeout } from "./errors.ts"
 
-/**
- * Revision states that end the wait without success: the failures, and being superseded
- * (SKIPPED before it started, INTERRUPTED while in progress). UNKNOWN counts as terminal so a
- * wait never spins on a revision the server has lost track of.
- * TODO: use isFailed/isTerminal from core/deployments/revision.ts once that module lands.
- */
-const failedStatuses: ReadonlySet<string> = new Set(["CREATE_FAILED", "BUILD_FAILED", "DEPLOY_FAILED", "SKIPPED", "INTERRUPTED", "UNKNOWN"])
+const knownStatuses: ReadonlySet<string> = new Set(revisionStatuses)
 
-export const isFailedRevisionStatus = (status: string): boolean => failedStatuses.has(status)
+/**
+ * Whether the wait ends without success: a terminal state other than DEPLOYED (a failure,
+ * superseded as SKIPPED/INTERRUPTED, or UNKNOWN, which nothing will advance). A status this
+ * client does not know yet (a newer server) keeps the wait going until its timeout rather than
+ * failing a revision that may well be in progress.
+ */
+export const isFailedRevisionStatus = (status: string): boolean =>
+  status !== "DEPLOYED" && knownStatuses.has(status) && isTerminal(status as RevisionStatus)
 
 /** What waitForRevision needs of a revision; the API's Revision has more. */
 export interface RevisionLike {

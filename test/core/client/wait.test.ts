@@ -71,6 +71,12 @@ describe("waitForRevision", () => {
     expect(await Effect.runPromise(Effect.flip(waitForRevision(client, fast)))).toMatchObject({ _tag: "RevisionFailed", status })
   })
 
+  it("keeps polling through a status this client does not know yet", async () => {
+    const { client, server } = await revisionServer(["WARMING_CACHES", "DEPLOYED"])
+    expect(await Effect.runPromise(waitForRevision(client, fast))).toMatchObject({ status: "DEPLOYED" })
+    expect(server.requests).toHaveLength(2)
+  })
+
   it("fails with RevisionTimeout, the last status and the elapsed time when the budget runs out", async () => {
     const { client, server } = await revisionServer(["BUILDING"])
     const error = await Effect.runPromise(Effect.flip(waitForRevision(client, { ...fast, timeout: 300 })))
