@@ -235,7 +235,11 @@ export const deploymentEndpoints = {
     status: 202,
     // Authenticated by the integration's webhook signature, not by an API key.
     auth: false,
-    body: PushEvent,
+    // A `ping` (sent when the webhook is added) has none of a push's keys, so any JSON object is
+    // accepted here; the server decodes PushEvent once the signature and X-GitHub-Event are checked.
+    body: Schema.Union([PushEvent, Schema.Record(Schema.String, Schema.Unknown)]),
+    /** The revisions the push created (empty for a ping or a push that matches no deployment). */
+    success: Schema.Struct({ revision_ids: Schema.Array(Uuid) }),
     errors: [401, 422]
   }),
   listTracingProjects: endpoint({
