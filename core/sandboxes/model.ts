@@ -15,7 +15,7 @@ import { ProxyConfig, ProxyConfigInput } from "./proxy.ts"
 import { CpuQuantity, MemoryQuantity, StorageQuantity, VolumeSize } from "./quantity.ts"
 
 /** Defaults a missing key to an encoded (JSON) value, which then decodes like a sent one. */
-const defaultTo = <A>(value: A) => Schema.withDecodingDefaultKey(Effect.succeed(value))
+const withDefault = <S extends Schema.Top>(schema: S, value: S["Encoded"]) => Schema.withDecodingDefaultKey<S>(Effect.succeed(value))(schema)
 
 // ---------------------------------------------------------------------------------------------
 // Shared pieces
@@ -50,8 +50,8 @@ const WaitSeconds = Int.check(rule((n: number) => n >= 1 && n <= maxWaitSeconds,
 
 /** `wait_for_ready` (default false) and `timeout` (seconds, default 60) of create requests. */
 const waitFields = {
-  wait_for_ready: Schema.Boolean.pipe(defaultTo(false)),
-  timeout: WaitSeconds.pipe(defaultTo(defaultWaitSeconds))
+  wait_for_ready: withDefault(Schema.Boolean, false),
+  timeout: withDefault(WaitSeconds, defaultWaitSeconds)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -147,17 +147,17 @@ const uniqueMounts = Schema.makeFilter<ReadonlyArray<{ readonly volume_name: str
 )
 
 export const TemplateResourcesInput = Schema.Struct({
-  cpu: CpuQuantity.pipe(defaultTo(defaultCpu)),
-  memory: MemoryQuantity.pipe(defaultTo(defaultMemory)),
+  cpu: withDefault(CpuQuantity, defaultCpu),
+  memory: withDefault(MemoryQuantity, defaultMemory),
   storage: Schema.optionalKey(StorageQuantity)
 }).annotate({ identifier: "TemplateResourcesInput" })
 
 export const CreateTemplate = Schema.Struct({
   name: DnsLabel,
   image: Image,
-  resources: TemplateResourcesInput.pipe(defaultTo({})),
-  volume_mounts: Schema.Array(VolumeMountInput).check(uniqueMounts).pipe(defaultTo([])),
-  proxy_config: ProxyConfigInput.pipe(defaultTo({}))
+  resources: withDefault(TemplateResourcesInput, {}),
+  volume_mounts: withDefault(Schema.Array(VolumeMountInput).check(uniqueMounts), []),
+  proxy_config: withDefault(ProxyConfigInput, {})
 }).annotate({ identifier: "CreateTemplate" })
 export type CreateTemplate = typeof CreateTemplate.Type
 

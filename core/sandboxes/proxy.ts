@@ -118,7 +118,7 @@ const uniqueRuleNames = Schema.makeFilter<ReadonlyArray<{ readonly name: string 
   { [issueTypeKey]: "value_error" } as any
 )
 
-const defaultTo = <A>(value: A) => Schema.withDecodingDefaultKey(Effect.succeed(value))
+const withDefault = <S extends Schema.Top>(schema: S, value: S["Encoded"]) => Schema.withDecodingDefaultKey<S>(Effect.succeed(value))(schema)
 
 // ---------------------------------------------------------------------------------------------
 // Stored / response shapes: every field present.
@@ -144,14 +144,14 @@ export type ProxyConfig = typeof ProxyConfig.Type
 export const ProxyRuleInput = Schema.Struct({
   name: RuleName,
   match_hosts: MatchHosts,
-  inject_headers: InjectHeaders.pipe(defaultTo({})),
-  match_paths: MatchPaths.pipe(defaultTo([])),
-  enabled: Schema.Boolean.pipe(defaultTo(true))
+  inject_headers: withDefault(InjectHeaders, {}),
+  match_paths: withDefault(MatchPaths, []),
+  enabled: withDefault(Schema.Boolean, true)
 }).annotate({ identifier: "ProxyRuleInput" })
 
 export const ProxyConfigInput = Schema.Struct({
-  rules: Schema.Array(ProxyRuleInput).check(uniqueRuleNames).pipe(defaultTo([])),
-  no_proxy: NoProxy.pipe(defaultTo([]))
+  rules: withDefault(Schema.Array(ProxyRuleInput).check(uniqueRuleNames), []),
+  no_proxy: withDefault(NoProxy, [])
 }).annotate({ identifier: "ProxyConfigInput" })
 
 /** What a template without `proxy_config` gets. */
