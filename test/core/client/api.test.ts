@@ -2,7 +2,7 @@
 import { Effect } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
 import { Api } from "../../../core/api/index.ts"
-import { makeClient } from "../../../core/client/index.ts"
+import { makeClient, waitForRevision } from "../../../core/client/index.ts"
 import { type FakeServer, type Handler, startFakeServer } from "./fake-server.ts"
 
 let server: FakeServer | undefined
@@ -57,5 +57,96 @@ describe("makeClient(Api): sandbox area", () => {
     )
     expect(await Effect.runPromise(client.deleteBox({ params: { name: "b1" } }))).toBeUndefined()
     expect(await Effect.runPromise(Effect.flip(client.deleteBox({ params: { name: "gone" } })))).toMatchObject({ _tag: "SandboxNotFound" })
+  })
+})
+
+const deploymentId = "0b7a2f8e-3c1d-4e5f-8a9b-1c2d3e4f5a6b"
+const firstRevisionId = "1a2b3c4d-5e6f-4a1b-8c2d-3e4f5a6b7c8d"
+const secondRevisionId = "2b3c4d5e-6f7a-4b2c-9d3e-4f5a6b7c8d9e"
+const stamp = "2025-01-01T00:00:00.000Z"
+const sourceRevisionConfig = { repo_ref: null, graph_config_path: null, image_uri: "registry.example/agent:1", repo_commit_sha: null }
+
+const deployment = (latestRevisionId: string) => ({
+  name: "agent",
+  source: "external_container",
+  source_config: {
+    integration_id: null,
+    repo_url: null,
+    deployment_type: null,
+    build_on_push: null,
+    custom_url: null,
+    resource_spec: null,
+    listener_id: null,
+    listener_config: null,
+    install_command: null,
+    build_command: null
+  },
+  source_revision_config: sourceRevisionConfig,
+  secrets: [{ name: "TOKEN", value: "********" }],
+  id: deploymentId,
+  created_at: stamp,
+  updated_at: stamp,
+  status: "AWAITING_DATABASE",
+  latest_revision_id: latestRevisionId,
+  active_revision_id: null,
+  image_version: null
+})
+
+const revision = (id: string, status: string) => ({
+  id,
+  created_at: stamp,
+  updated_at: stamp,
+  status,
+  source: "external_container",
+  source_revision_config: sourceRevisionConfig,
+  deployment_id: deploymentId,
+  status_message: null
+})
+
+describe("makeClient(Api): deployment control plane", () => {
+  it("create, update, then wait for the new revision: the action's flow", async () => {
+    const statuses = ["QUEUED", "DEPLOYING", "DEPLOYED"]
+    let polls = 0
+    const { client, server } = await setup((request) => {
+      if (request.method === "POST") return { status: 201, json: deployment(firstRevisionId) }
+      if (request.method === "PATCH") return { json: deployment(secondRevisionId) }
+      return { json: revision(secondRevisionId, statuses[Math.min(polls++, statuses.length - 1)]!) }
+    })
+    const flow = Effect.gen(function* () {
+      const created = yield* client.createDeployment({
+        body: { name: "agent", source: "external_container", source_revision_config: { image_uri: "registry.example/agent:1" } }
+      })
+      const updated = yield* client.updateDeployment({
+        params: { deployment_id: created.id },
+        body: { secrets: [{ name: "TOKEN", value: "s3cret" }] }
+      })
+      return yield* waitForRevision(client, { deploymentId: updated.id, revisionId: updated.latest_revision_id!, interval: 5, timeout: 5_000 })
+    })
+    const deployed = await Effect.runPromise(flow)
+    expect(deployed).toMatchObject({ id: secondRevisionId, status: "DEPLOYED", deployment_id: deploymentId })
+    expect(server.requests.map((request) => `${request.method} ${request.url}`)).toEqual([
+      "POST /v2/deployments",
+      `PATCH /v2/deployments/${deploymentId}`,
+      `GET /v2/deployments/${deploymentId}/revisions/${secondRevisionId}`,
+      `GET /v2/deployments/${deploymentId}/revisions/${secondRevisionId}`,
+      `GET /v2/deployments/${deploymentId}/revisions/${secondRevisionId}`
+    ])
+    expect(JSON.parse(server.requests[1]!.body)).toEqual({ secrets: [{ name: "TOKEN", value: "s3cret" }] })
+  })
+
+  it("getDeployment of an unknown id: NotFound with the server's message", async () => {
+    const { client } = await setup(() => ({ status: 404, json: { detail: `Deployment ${deploymentId} not found` } }))
+    const error = await Effect.runPromise(Effect.flip(client.getDeployment({ params: { deployment_id: deploymentId } })))
+    expect(error).toMatchObject({ _tag: "NotFound", message: `Deployment ${deploymentId} not found` })
+  })
+
+  it("redeployRevision refused: BadRequest, not retried", async () => {
+    const { client, server } = await setup(() => ({ status: 400, json: { detail: "revision never deployed" } }))
+    const error = await Effect.runPromise(
+      Effect.flip(client.redeployRevision({ params: { deployment_id: deploymentId, revision_id: firstRevisionId } }))
+    )
+    expect(error).toMatchObject({ _tag: "BadRequest" })
+    expect(server.requests).toHaveLength(1)
+    expect(server.requests[0]!.url).toBe(`/v2/deployments/${deploymentId}/revisions/${firstRevisionId}/redeploy`)
   })
 })
