@@ -1,0 +1,274 @@
+/**
+ * Bad input, property-based: every endpoint of `Api` gets random and near-valid bodies (valid
+ * bodies with fields mutated along the paths its schema describes), path parameters and query
+ * strings. Whatever arrives, the server never answers 5xx, every error has the spec's shape
+ * (422 `detail` list of {loc, msg, type}; string `detail`; sandbox `{error, message}`), and every
+ * success decodes with the endpoint's success schema. Malformed JSON is 422, a body over the
+ * limit 413, a wrong content type 415.
+ *
+ * Runs use a fixed seed (FUZZ_SEED to change it); fast-check prints the seed and the shrunk
+ * counterexample on failure.
+ */
+import fc from "fast-check"
+import { Exit, Schema } from "effect"
+import { request as httpRequest } from "node:http"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import type { Endpoint } from "../../core/index.ts"
+import { startTestServer, TEST_KEY, type TestServer } from "../support/server.ts"
+import { bodyArbitrary, paramArbitrary, queryArbitrary } from "./fuzz-support.ts"
+import { endpoints as allEndpoints, errorShapeProblem, pathParamNames, samplePath } from "./support.ts"
+
+/** FUZZ_AREA=sandbox|control|system narrows a run while debugging; npm test fuzzes everything. */
+const area = process.env.FUZZ_AREA
+const endpoints = allEndpoints.filter((endpoint) => area === undefined || endpoint.area === area)
+
+const seed = Number(process.env.FUZZ_SEED ?? 20_250_611)
+const bodyRuns = Number(process.env.FUZZ_RUNS ?? 120)
+const pathRuns = Math.ceil(bodyRuns / 2)
+
+let t: TestServer
+/** Existing resources the path fuzzing aims at (and mutates). */
+const existing: Record<string, Array<string>> = {}
+
+let counter = 0
+const unique = (prefix: string) => `${prefix}-${(counter++).toString(36)}`
+
+/** A valid body for each endpoint that takes one: the baseline the mutations start from. */
+const validBodies: Record<string, () => any> = {
+  createTemplate: () => ({
+    name: unique("fz-tpl"),
+    image: "python:3.12",
+    resources: { cpu: "500m", memory: "512Mi", storage: "1Gi" },
+    volume_mounts: [{ volume_name: "fz-volume", mount_path: "/data" }],
+    proxy_config: { rules: [{ name: "api", match_hosts: ["api.example.com"], inject_headers: { authorization: "Bearer ${TOKEN}" }, match_paths: ["/v1/*"], enabled: true }], no_proxy: ["localhost"] }
+  }),
+  updateTemplate: () => ({ name: unique("fz-tpl") }),
+  createVolume: () => ({ name: unique("fz-vol"), size: "1Gi", storage_class: "standard", wait_for_ready: false, timeout: 60 }),
+  updateVolume: () => ({ name: unique("fz-vol"), size: "2Gi" }),
+  createPool: () => ({ name: unique("fz-pool"), template_name: "fz-template", replicas: 1, wait_for_ready: true, timeout: 30 }),
+  updatePool: () => ({ name: unique("fz-pool"), replicas: 2 }),
+  createBox: () => ({ template_name: "fz-template", name: unique("fz-box"), wait_for_ready: false, timeout: 60 }),
+  updateBox: () => ({ name: unique("fz-box") }),
+  createDeployment: () => ({
+    name: unique("fz-dep"),
+    source: "external_container",
+    source_config: {
+      custom_url: "https://example.com/agent",
+      resource_spec: {
+        min_scale: 1,
+        max_scale: 3,
+        cpu: 1,
+        memory_mb: 1024,
+        labels: { team: "fuzz" },
+        volumes: [{ name: "data", emptyDir: {} }],
+        volume_mounts: [{ name: "data", mountPath: "/data" }],
+        sidecars: [{ name: "side", image: "busybox", env: [{ name: "A_B", value: "1" }], resources: { limits: { cpu: "1" } } }]
+      }
+    },
+    source_revision_config: { image_uri: "registry.example.com/agent:1" },
+    secrets: [{ name: "OPENAI_API_KEY", value: "sk-fuzz" }],
+    image_version: "1.0.0"
+  }),
+  updateDeployment: () => ({ source_revision_config: { image_uri: `registry.example.com/agent:${unique("v")}` }, secrets: [{ name: "K", value: "v" }], image_version: "2" }),
+  createRevision: () => ({ source_revision_config: { image_uri: "registry.example.com/agent:3" }, secrets: null }),
+  createListener: () => ({ compute_type: "k8s", compute_config: { k8s_namespaces: ["default", "agents"] } }),
+  updateListener: () => ({ compute_config: { k8s_namespaces: ["other"] } }),
+  gitPushWebhook: () => ({
+    ref: "refs/heads/main",
+    after: "0123456789abcdef0123456789abcdef01234567",
+    repository: { clone_url: "https://github.com/o/r.git", html_url: "https://github.com/o/r", full_name: "o/r" }
+  })
+}
+
+/** Path parameters that name existing resources. */
+const existingParams = (endpoint: Endpoint): Record<string, string> => {
+  const kind = /\/v2\/sandboxes\/(\w+)\//.exec(endpoint.path)?.[1]
+  const params: Record<string, string> = {}
+  for (const name of pathParamNames(endpoint)) {
+    const pool = name === "name" ? existing[kind ?? ""] : existing[name]
+    if (pool && pool.length > 0) params[name] = pool[0]!
+  }
+  return params
+}
+
+const rawRequest = (method: string, path: string, body: Buffer | undefined, headers: Record<string, string>) =>
+  new Promise<{ status: number; body: any; text: string }>((resolve, reject) => {
+    const url = new URL(t.url)
+    const request = httpRequest({ host: url.hostname, port: url.port, method, path, agent: false, headers: { "x-api-key": TEST_KEY, ...headers } }, (response) => {
+      const chunks: Array<Buffer> = []
+      response.on("data", (chunk: Buffer) => chunks.push(chunk))
+      response.on("end", () => {
+        const text = Buffer.concat(chunks).toString("utf8")
+        let parsed: unknown = text
+        try {
+          parsed = text === "" ? undefined : JSON.parse(text)
+        } catch {
+          // stays text; the shape check reports it
+        }
+        resolve({ status: response.statusCode ?? 0, body: parsed, text })
+      })
+    })
+    request.on("error", reject)
+    request.end(body)
+  })
+
+const decodesAsSuccess = (endpoint: Endpoint, body: unknown): string | undefined => {
+  if (!endpoint.success) return body === undefined ? undefined : `unexpected body ${JSON.stringify(body)}`
+  const exit = Schema.decodeUnknownExit(endpoint.success as any)(body)
+  return Exit.isSuccess(exit) ? undefined : `success body does not decode: ${JSON.stringify(body).slice(0, 300)}`
+}
+
+/** The one verdict for every answer: never 5xx, errors in the spec's shapes, successes in the endpoint's. */
+const verdict = (endpoint: Endpoint, status: number, body: unknown, routeMayMiss: boolean): string | undefined => {
+  if (status >= 500) return `${status} ${JSON.stringify(body)}`
+  if (status >= 200 && status < 300) return status === endpoint.status ? decodesAsSuccess(endpoint, body) : `success status ${status}, expected ${endpoint.status}`
+  // A bent path may no longer match this endpoint's route: then the router's own 404/405 answers.
+  if (routeMayMiss && (status === 404 || status === 405) && typeof (body as any)?.detail === "string") return undefined
+  return errorShapeProblem(endpoint, status, body)
+}
+
+const check = (endpoint: Endpoint, label: string, answer: { status: number; body: unknown }, routeMayMiss = false) => {
+  const problem = verdict(endpoint, answer.status, answer.body, routeMayMiss)
+  if (problem) throw new Error(`${endpoint.method} ${endpoint.path} (${label}) → ${answer.status}: ${problem}`)
+}
+
+const send = (endpoint: Endpoint, path: string, body?: unknown) => {
+  const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body), "utf8")
+  return rawRequest(endpoint.method, path, payload, payload ? { "content-type": "application/json" } : {})
+}
+
+beforeAll(async () => {
+  t = await startTestServer({ storageQuota: "20Gi" })
+  const create = async (path: string, body: unknown) => {
+    const response = await t.request("POST", path, { body })
+    if (response.status !== 201) throw new Error(`setup ${path}: ${response.status} ${JSON.stringify(response.body)}`)
+    return response.body
+  }
+  await create("/v2/sandboxes/volumes", { name: "fz-volume", size: "1Gi" })
+  await create("/v2/sandboxes/templates", { name: "fz-template", image: "python:3.12" })
+  await create("/v2/sandboxes/templates", { name: "fz-template-2", image: "python:3.12" })
+  await create("/v2/sandboxes/pools", { name: "fz-pool", template_name: "fz-template", replicas: 1 })
+  await create("/v2/sandboxes/boxes", { name: "fz-box", template_name: "fz-template" })
+  existing.volumes = ["fz-volume"]
+  existing.templates = ["fz-template-2", "fz-template"]
+  existing.pools = ["fz-pool"]
+  existing.boxes = ["fz-box"]
+  if (area !== undefined && area !== "control") return
+  const deployment = await create("/v2/deployments", validBodies.createDeployment!())
+  const listener = await create("/v2/listeners", validBodies.createListener!())
+  existing.deployment_id = [deployment.id]
+  existing.revision_id = [deployment.latest_revision_id]
+  existing.listener_id = [listener.id]
+})
+afterAll(() => t?.close())
+
+describe("the fuzzing baseline", () => {
+  it("has a valid body for every endpoint that takes one, and the server accepts it", async () => {
+    const withBody = allEndpoints.filter((endpoint) => endpoint.body)
+    expect(withBody.map((endpoint) => endpoint.name).filter((name) => !validBodies[name])).toEqual([])
+    for (const endpoint of withBody) {
+      if (area !== undefined && endpoint.area !== area) continue
+      const decoded = Schema.decodeUnknownExit(endpoint.body as any, { onExcessProperty: "error" })(validBodies[endpoint.name]!())
+      expect(Exit.isSuccess(decoded), `${endpoint.name}: ${String(Exit.isFailure(decoded) && decoded.cause)}`).toBe(true)
+    }
+  })
+})
+
+describe("random and near-valid input never yields a 5xx or an off-spec body", () => {
+  for (const endpoint of endpoints) {
+    const label = `${endpoint.method} ${endpoint.path}`
+
+    if (endpoint.body) {
+      it(`${label}: bodies`, async () => {
+        const arbitrary = bodyArbitrary(endpoint, validBodies[endpoint.name]!)
+        await fc.assert(
+          fc.asyncProperty(arbitrary, async (body) => {
+            check(endpoint, `body ${JSON.stringify(body).slice(0, 200)}`, await send(endpoint, samplePath(endpoint, existingParams(endpoint)), body))
+          }),
+          { seed, numRuns: bodyRuns }
+        )
+      })
+    }
+
+    if (pathParamNames(endpoint).length > 0) {
+      it(`${label}: path parameters`, async () => {
+        const names = pathParamNames(endpoint)
+        const kind = /\/v2\/sandboxes\/(\w+)\//.exec(endpoint.path)?.[1] ?? ""
+        const arbitrary = fc.record(Object.fromEntries(names.map((name) => [name, paramArbitrary(name, (name === "name" ? existing[kind] : existing[name]) ?? [])])))
+        await fc.assert(
+          fc.asyncProperty(arbitrary, async (params) => {
+            const path = endpoint.path.replace(/\{(\w+)\}/g, (_, name: string) => (params as Record<string, string>)[name]!)
+            const body = validBodies[endpoint.name]?.()
+            check(endpoint, `path ${path}`, await send(endpoint, path, body), true)
+          }),
+          { seed, numRuns: pathRuns }
+        )
+      })
+    }
+
+    if (endpoint.query) {
+      it(`${label}: query strings`, async () => {
+        await fc.assert(
+          fc.asyncProperty(queryArbitrary(endpoint), async (query) => {
+            const path = `${samplePath(endpoint, existingParams(endpoint))}?${query}`
+            check(endpoint, `query ${query}`, await send(endpoint, path))
+          }),
+          { seed, numRuns: bodyRuns }
+        )
+      })
+    }
+  }
+})
+
+describe("request bodies that are not JSON, too large or of another type", () => {
+  const withBody = endpoints.filter((endpoint) => endpoint.body && endpoint.auth)
+
+  for (const endpoint of withBody) {
+    const label = `${endpoint.method} ${endpoint.path}`
+    const path = () => samplePath(endpoint, existingParams(endpoint))
+
+    it(`${label}: malformed JSON is 422 json_invalid`, async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.oneof(
+            fc.constantFrom("{", "{'name': 'x'}", '{"name": }', "[1,", "nul", '{"a":1}}', "\u0000", '{"name":"x",}', "NaN", "{\"a\":\"\\x\"}"),
+            fc.json().map((text) => text + "}")
+          ),
+          async (text) => {
+            const answer = await rawRequest(endpoint.method, path(), Buffer.from(text, "utf8"), { "content-type": "application/json" })
+            check(endpoint, `malformed ${text}`, answer)
+            expect(answer.status, text).toBe(422)
+            expect(answer.body.detail[0].type).toBe("json_invalid")
+            expect(answer.body.detail[0].loc[0]).toBe("body")
+          }
+        ),
+        { seed, numRuns: 20 }
+      )
+    })
+
+    it(`${label}: an empty body is 422 missing`, async () => {
+      const answer = await rawRequest(endpoint.method, path(), undefined, { "content-type": "application/json" })
+      expect(answer.status).toBe(422)
+      expect(answer.body.detail).toEqual([{ loc: ["body"], msg: "Field required", type: "missing" }])
+    })
+
+    it(`${label}: a body over 1 MiB is 413, declared or streamed`, async () => {
+      const big = Buffer.from(JSON.stringify({ ...validBodies[endpoint.name]!(), padding: "x".repeat(1024 * 1024) }), "utf8")
+      const declared = await rawRequest(endpoint.method, path(), big, { "content-type": "application/json" })
+      expect(declared.status).toBe(413)
+      expect(declared.body).toEqual({ detail: "Request body too large" })
+      const streamed = await rawRequest(endpoint.method, path(), big, { "content-type": "application/json", "transfer-encoding": "chunked" })
+      expect(streamed.status).toBe(413)
+      expect(streamed.body).toEqual({ detail: "Request body too large" })
+    })
+
+    it(`${label}: a body of another content type is 415`, async () => {
+      const body = Buffer.from(JSON.stringify(validBodies[endpoint.name]!()), "utf8")
+      for (const type of ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/xml", "text/json", "application/jsonp"]) {
+        const answer = await rawRequest(endpoint.method, path(), body, { "content-type": type })
+        expect(answer.status, type).toBe(415)
+        expect(typeof answer.body.detail, type).toBe("string")
+      }
+    })
+  }
+})
