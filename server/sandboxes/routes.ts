@@ -136,6 +136,13 @@ const exactBytes = (quantity: Quantity): bigint => Result.getOrThrow(toBytes(qua
 /** The stored canonical text back to a quantity (it keeps the format the client wrote). */
 const storedQuantity = (text: string): Quantity => Result.getOrThrow(parseQuantity(text))
 
+/**
+ * Test hook: holds every quota decision open this long between reading the usage and writing,
+ * so the concurrency tests can show that the transaction, not luck, keeps the quota. Never set
+ * it in production: it blocks the process for that long on each volume create or resize.
+ */
+const quotaRaceDelayMs = Number(process.env.SLIPWAY_TEST_QUOTA_DELAY_MS ?? 0) || 0
+
 /** Attempts to find a free generated name before giving up (each try has 27^6 ≈ 387M suffixes). */
 const nameAttempts = 16
 
@@ -172,7 +179,9 @@ export const sandboxRoutes = (context: ServerContext): ReadonlyArray<Route> => {
   /** Organization usage and quota, read inside the caller's transaction. */
   const storage = (organizationId: string) => {
     const quota = effectiveQuota(repository, organizationId, config.storageQuota)
-    return { usage: fromBytes(repository.organizationUsage(organizationId)), quota: quota.quantity }
+    const usage = fromBytes(repository.organizationUsage(organizationId))
+    if (quotaRaceDelayMs > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, quotaRaceDelayMs)
+    return { usage, quota: quota.quantity }
   }
 
   /** A free sandbox name: `<prefix>-<random>`, asked again on the rare clash. */
