@@ -28,7 +28,6 @@ import {
   planPoolDeletion,
   planPoolScale,
   planVolumeResize,
-  type ProxyConfig,
   type Quantity,
   resolveStorageClass,
   SandboxConflict,
@@ -116,19 +115,6 @@ const decide = <A, E extends ApiError>(result: Result.Result<A, E>): A => (Resul
 
 const now = () => new Date().toISOString()
 
-/**
- * The decoded create-template body. The core's schema fills defaults with
- * `withDecodingDefaultKey`, whose decoded field types it currently reports as `unknown`;
- * this restates them (the schema guarantees them at run time).
- */
-interface CreateTemplateBody {
-  readonly name: string
-  readonly image: string
-  readonly resources: { readonly cpu: Quantity; readonly memory: Quantity; readonly storage?: Quantity }
-  readonly volume_mounts: ReadonlyArray<{ readonly volume_name: string; readonly mount_path: string }>
-  readonly proxy_config: ProxyConfig
-}
-
 const notFound = (kind: string, name: string) => new SandboxNotFound({ message: `${kind} ${name} not found` })
 const taken = (kind: string, name: string) => new SandboxConflict({ message: `${kind} ${name} already exists` })
 
@@ -214,10 +200,9 @@ export const sandboxRoutes = (context: ServerContext): ReadonlyArray<Route> => {
     // -------------------------------------------------------------------------------------------
     // Templates
 
-    implement(Api.createTemplate, ({ body: decoded }, { auth }) =>
+    implement(Api.createTemplate, ({ body }, { auth }) =>
       transact(
         () => {
-          const body = decoded as CreateTemplateBody
           const tenantId = auth.tenantId
           const volumes = body.volume_mounts.map((mount) => repository.volumeByName(tenantId, mount.volume_name))
           decide(
@@ -248,7 +233,7 @@ export const sandboxRoutes = (context: ServerContext): ReadonlyArray<Route> => {
           })
           return templateJson(repository.templateByName(tenantId, body.name)!)
         },
-        () => taken("template", decoded.name)
+        () => taken("template", body.name)
       )
     ),
 

@@ -4,7 +4,7 @@
  * of name uniqueness really interleave across processes.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type ChildServer, spawnServer, tempDatabasePath } from "../../support/server.ts"
+import { type ApiResponse, type ChildServer, spawnServer, tempDatabasePath } from "../../support/server.ts"
 import { runKeys, sandboxApi } from "./helpers.ts"
 
 const database = tempDatabasePath("slipway-race")
@@ -77,7 +77,7 @@ describe("two servers on one database", () => {
     const raised = await runKeys(database.path, ["quota", "--org", "00000000-0000-4000-8000-000000000000", "--set", "60Gi"])
     expect(raised.code, raised.stderr).toBe(0)
     const before = await usage()
-    const requests = await burst(30, (api, index) =>
+    const requests = await burst<{ kind: "resize" | "create"; index: number; response: ApiResponse }>(30, (api, index) =>
       index % 3 === 0
         ? api.call("PATCH", `/volumes/race-vol-${index % 20}`, { size: `${5 + (index % 4)}Gi` }).then((response) => ({ kind: "resize" as const, index, response }))
         : api.createVolume(`race-new-${index}`, `${1 + (index % 5)}Gi`).then((response) => ({ kind: "create" as const, index, response }))
