@@ -106,6 +106,15 @@ const poolColumns = "p.id, p.tenant_id, p.name, p.template_id, pt.name AS templa
 const sandboxColumns =
   "s.id, s.tenant_id, s.name, s.template_id, st.name AS template_name, s.pool_id, sp.name AS pool_name, s.status, s.status_message, s.created_at, s.updated_at"
 
+/** The list queries, exported so tests can check their query plans. */
+export const listSql = {
+  volumes: `SELECT ${volumeColumns} FROM sandbox_volumes v WHERE ${pageWhere("sandbox_volumes", "v")}`,
+  templates: `SELECT ${templateColumns} FROM sandbox_templates t WHERE ${pageWhere("sandbox_templates", "t")}`,
+  pools: `SELECT ${poolColumns} FROM sandbox_pools p JOIN sandbox_templates pt ON pt.id = p.template_id WHERE ${pageWhere("sandbox_pools", "p")}`,
+  sandboxes: `SELECT ${sandboxColumns} FROM sandboxes s JOIN sandbox_templates st ON st.id = s.template_id
+    LEFT JOIN sandbox_pools sp ON sp.id = s.pool_id WHERE ${pageWhere("sandboxes", "s")}`
+}
+
 export interface Page {
   readonly limit: number
   readonly offset: number
@@ -125,7 +134,7 @@ export const makeSandboxRepository = (db: Db) => {
 
   // Volumes
   const volumeByName = prepare<VolumeRow>(`SELECT ${volumeColumns} FROM sandbox_volumes v WHERE v.tenant_id = ? AND v.name = ?`)
-  const volumePage = prepare<VolumeRow>(`SELECT ${volumeColumns} FROM sandbox_volumes v WHERE ${pageWhere("sandbox_volumes", "v")}`)
+  const volumePage = prepare<VolumeRow>(listSql.volumes)
   const insertVolume = prepare(
     `INSERT INTO sandbox_volumes (id, tenant_id, organization_id, name, size_bytes, size, storage_class, created_at, updated_at)
      VALUES (@id, @tenant_id, @organization_id, @name, @size_bytes, @size, @storage_class, @created_at, @updated_at)`
@@ -141,7 +150,7 @@ export const makeSandboxRepository = (db: Db) => {
 
   // Templates
   const templateByName = prepare<TemplateRow>(`SELECT ${templateColumns} FROM sandbox_templates t WHERE t.tenant_id = ? AND t.name = ?`)
-  const templatePage = prepare<TemplateRow>(`SELECT ${templateColumns} FROM sandbox_templates t WHERE ${pageWhere("sandbox_templates", "t")}`)
+  const templatePage = prepare<TemplateRow>(listSql.templates)
   const insertTemplate = prepare(
     `INSERT INTO sandbox_templates (id, tenant_id, name, image, cpu_millicores, cpu, memory_bytes, memory, storage_bytes, storage,
        proxy_config, created_at, updated_at)
@@ -159,7 +168,7 @@ export const makeSandboxRepository = (db: Db) => {
   // Pools
   const poolFrom = "FROM sandbox_pools p JOIN sandbox_templates pt ON pt.id = p.template_id"
   const poolByName = prepareNumbers<PoolRow>(`SELECT ${poolColumns} ${poolFrom} WHERE p.tenant_id = ? AND p.name = ?`)
-  const poolPage = prepareNumbers<PoolRow>(`SELECT ${poolColumns} ${poolFrom} WHERE ${pageWhere("sandbox_pools", "p")}`)
+  const poolPage = prepareNumbers<PoolRow>(listSql.pools)
   const insertPool = prepareNumbers(
     `INSERT INTO sandbox_pools (id, tenant_id, name, template_id, replicas, created_at, updated_at)
      VALUES (@id, @tenant_id, @name, @template_id, @replicas, @created_at, @updated_at)`
@@ -171,7 +180,7 @@ export const makeSandboxRepository = (db: Db) => {
   // Sandboxes
   const sandboxFrom = "FROM sandboxes s JOIN sandbox_templates st ON st.id = s.template_id LEFT JOIN sandbox_pools sp ON sp.id = s.pool_id"
   const sandboxByName = prepareNumbers<SandboxRow>(`SELECT ${sandboxColumns} ${sandboxFrom} WHERE s.tenant_id = ? AND s.name = ?`)
-  const sandboxPage = prepareNumbers<SandboxRow>(`SELECT ${sandboxColumns} ${sandboxFrom} WHERE ${pageWhere("sandboxes", "s")}`)
+  const sandboxPage = prepareNumbers<SandboxRow>(listSql.sandboxes)
   const poolSandboxes = prepareNumbers<SandboxRow>(`SELECT ${sandboxColumns} ${sandboxFrom} WHERE s.pool_id = ? ORDER BY s.seq`)
   const sandboxNameTaken = prepareNumbers("SELECT 1 FROM sandboxes WHERE tenant_id = ? AND name = ?").pluck()
   const insertSandbox = prepareNumbers(
