@@ -1,6 +1,7 @@
 /** Extra commands of the key tool contributed by server areas (e.g. the storage quota). */
 import type { ServerConfig } from "./config.ts"
 import type { Db } from "./db/database.ts"
+import { integrationCommand } from "./deployments/admin.ts"
 import { quotaCommand } from "./sandboxes/admin.ts"
 
 export interface AdminCommand {
@@ -15,4 +16,4 @@ export interface AdminCommand {
   }) => void
 }
 
-export const adminCommands: ReadonlyArray<AdminCommand> = [quotaCommand]
+export const adminCommands: ReadonlyArray<AdminCommand> = [quotaCommand, integrationCommand]

@@ -36,6 +36,8 @@ const main = () => {
       org: { type: "string" },
       description: { type: "string" },
       set: { type: "string" },
+      owner: { type: "string" },
+      provider: { type: "string" },
       help: { type: "boolean", short: "h" }
     }
   })

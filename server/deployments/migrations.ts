@@ -45,6 +45,7 @@ export const deploymentMigrations: ReadonlyArray<Migration> = [
         status TEXT NOT NULL,
         status_message TEXT,
         source_revision_config TEXT NOT NULL,
+        secrets TEXT NOT NULL,
         deployed_at TEXT,
         created_at TEXT NOT NULL,
         updated_at TEXT NOT NULL,

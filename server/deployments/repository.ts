@@ -38,6 +38,8 @@ export interface RevisionRow {
   readonly status_message: string | null
   /** JSON text of this revision's SourceRevisionConfig. */
   readonly source_revision_config: string
+  /** JSON text: the secrets this revision runs with, values sealed. */
+  readonly secrets: string
   readonly deployed_at: string | null
   readonly created_at: string
   readonly updated_at: string
@@ -88,7 +90,7 @@ const finalList = FINAL_REVISION_STATUSES.map((status) => `'${status}'`).join(",
 
 const deploymentColumns =
   "id, tenant_id, name, source, source_config, source_revision_config, secrets, image_version, status, latest_revision_id, active_revision_id, revision_seq, created_at, updated_at"
-const revisionColumns = "id, tenant_id, deployment_id, seq, source, status, status_message, source_revision_config, deployed_at, created_at, updated_at"
+const revisionColumns = "id, tenant_id, deployment_id, seq, source, status, status_message, source_revision_config, secrets, deployed_at, created_at, updated_at"
 
 export const makeDeploymentRepository = (db: Db) => {
   // Deployments
@@ -121,14 +123,14 @@ export const makeDeploymentRepository = (db: Db) => {
   )
   const pushTargets = db.prepare(
     `SELECT ${deploymentColumns} FROM deployments
-     WHERE tenant_id = ? AND source = 'gitrepo' AND build_on_push = 1 AND status != 'AWAITING_DELETE' AND repo_ref = ?`
+     WHERE tenant_id = ? AND source = 'gitrepo' AND build_on_push = 1 AND status != 'AWAITING_DELETE' AND repo_ref IN (?, ?)`
   )
   const pendingDeletes = db.prepare("SELECT tenant_id, id, updated_at FROM deployments WHERE status = 'AWAITING_DELETE'")
 
   // Revisions
   const revisionById = db.prepare(`SELECT ${revisionColumns} FROM revisions WHERE tenant_id = ? AND deployment_id = ? AND id = ?`)
   const insertRevision = db.prepare(
-    `INSERT INTO revisions (${revisionColumns}) VALUES (@id, @tenant_id, @deployment_id, @seq, @source, @status, @status_message, @source_revision_config, @deployed_at, @created_at, @updated_at)`
+    `INSERT INTO revisions (${revisionColumns}) VALUES (@id, @tenant_id, @deployment_id, @seq, @source, @status, @status_message, @source_revision_config, @secrets, @deployed_at, @created_at, @updated_at)`
   )
   const listRevisions = db.prepare(
     `SELECT ${revisionColumns} FROM revisions
@@ -165,9 +167,10 @@ export const makeDeploymentRepository = (db: Db) => {
   )
   const deleteListener = db.prepare("DELETE FROM listeners WHERE tenant_id = ? AND id = ?")
   const listListeners = db.prepare(`SELECT ${listenerColumns} FROM listeners WHERE tenant_id = ? ORDER BY created_at, id LIMIT ? OFFSET ?`)
-  const listenerInUse = db.prepare(
-    "SELECT 1 FROM deployments WHERE tenant_id = ? AND json_extract(source_config, '$.listener_id') = ? LIMIT 1"
-  ).pluck()
+  const listenerUsers = db.prepare(
+    `SELECT name, json_extract(source_config, '$.listener_config.k8s_namespace') AS namespace FROM deployments
+     WHERE tenant_id = ? AND json_extract(source_config, '$.listener_id') = ? ORDER BY name`
+  )
 
   // Integrations
   const integrationColumns = "id, tenant_id, provider, owner, owner_key, webhook_secret, installed_at"
@@ -205,7 +208,8 @@ export const makeDeploymentRepository = (db: Db) => {
         limit,
         offset
       }) as Array<DeploymentRow>,
-    pushTargets: (tenantId: string, repoRef: string) => pushTargets.all(tenantId, repoRef) as Array<DeploymentRow>,
+    /** Candidates for a push to `ref` (a full ref, or its branch name): the core decides which match. */
+    pushTargets: (tenantId: string, ref: string, branch: string) => pushTargets.all(tenantId, ref, branch) as Array<DeploymentRow>,
     pendingDeletes: () => pendingDeletes.all() as Array<{ tenant_id: string; id: string; updated_at: string }>,
 
     revision: (tenantId: string, deploymentId: string, id: string) => revisionById.get(tenantId, deploymentId, id) as RevisionRow | undefined,
@@ -227,7 +231,8 @@ export const makeDeploymentRepository = (db: Db) => {
     updateListener: (row: ListenerRow) => updateListener.run(row).changes > 0,
     deleteListener: (tenantId: string, id: string) => deleteListener.run(tenantId, id).changes > 0,
     listListeners: (tenantId: string, limit: number, offset: number) => listListeners.all(tenantId, limit, offset) as Array<ListenerRow>,
-    listenerInUse: (tenantId: string, id: string) => listenerInUse.get(tenantId, id) !== undefined,
+    /** The deployments on a listener and the namespace each deploys into. */
+    listenerUsers: (tenantId: string, id: string) => listenerUsers.all(tenantId, id) as Array<{ name: string; namespace: string | null }>,
 
     insertIntegration: (row: IntegrationRow) => void insertIntegration.run(row),
     integrations: (tenantId: string) => integrationsOfTenant.all(tenantId) as Array<IntegrationRow>,
