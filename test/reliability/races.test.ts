@@ -177,3 +177,47 @@ describe("concurrent renames and creates to one name", () => {
     })
   }
 })
+
+describe("concurrent PATCHes of one deployment from two servers", () => {
+  it("create exactly one revision each, applied one after another with no lost update", async () => {
+    const [a, b] = requesters(mintKey())
+    const created = await a!("POST", "/v2/deployments", {
+      body: { name: "raced", source: "external_container", source_revision_config: { image_uri: "registry.example.com/app:0" } }
+    })
+    expect(created.status, JSON.stringify(created.body)).toBe(201)
+    const id: string = created.body.id
+    // Even patches change the image (revision config), odd ones the resource spec (deployment config): both create a revision.
+    const patches = Array.from({ length: 20 }, (_, i) =>
+      i % 2 === 0 ? { source_revision_config: { image_uri: `registry.example.com/app:${i + 1}` } } : { source_config: { resource_spec: { min_scale: 1, max_scale: i + 1 } } }
+    )
+    const answers = await Promise.all(patches.map((body, i) => (i % 2 === 0 ? a! : b!)("PATCH", `/v2/deployments/${id}`, { body })))
+    for (const answer of answers) expect(answer.status, JSON.stringify(answer.body)).toBe(200)
+    const made = answers.map((answer) => answer.body.latest_revision_id as string)
+    expect(new Set(made).size).toBe(20)
+    expect(made).not.toContain(created.body.latest_revision_id)
+
+    const listed = await b!("GET", `/v2/deployments/${id}/revisions?limit=100`)
+    expect(listed.status).toBe(200)
+    const revisions: Array<{ id: string; source_revision_config: { image_uri: string } }> = [...listed.body.resources].reverse()
+    expect(revisions).toHaveLength(21)
+    expect(revisions[0]!.id).toBe(created.body.latest_revision_id)
+    expect(new Set(revisions.slice(1).map((revision) => revision.id))).toEqual(new Set(made))
+
+    // Replay in revision order: each revision holds the previous one's values plus its own PATCH.
+    let image = "registry.example.com/app:0"
+    let maxScale: number | undefined
+    for (const revision of revisions.slice(1)) {
+      const index = made.indexOf(revision.id)
+      const patch = patches[index]!
+      if ("source_revision_config" in patch) image = patch.source_revision_config.image_uri
+      else maxScale = patch.source_config.resource_spec.max_scale
+      expect(revision.source_revision_config.image_uri, `revision ${revision.id} (patch ${index})`).toBe(image)
+      // The PATCH's own answer showed the state right after it.
+      expect(answers[index]!.body.source_revision_config.image_uri).toBe(image)
+    }
+    const final = await a!("GET", `/v2/deployments/${id}`)
+    expect(final.body.latest_revision_id).toBe(revisions[revisions.length - 1]!.id)
+    expect(final.body.source_revision_config.image_uri).toBe(image)
+    expect(final.body.source_config.resource_spec.max_scale).toBe(maxScale)
+  })
+})

@@ -77,6 +77,24 @@ describe("every endpoint refuses requests without a valid key", () => {
     })
   }
 
+  it("refuses the push webhook without a valid signature (no key stands in for one)", async () => {
+    const body = JSON.stringify({ ref: "refs/heads/main", after: "0".repeat(40), repository: { clone_url: "https://github.com/o/r.git", html_url: "https://github.com/o/r", full_name: "o/r" } })
+    const attempts: Array<Record<string, string>> = [
+      {},
+      { "x-hub-signature-256": "" },
+      { "x-hub-signature-256": `sha256=${"0".repeat(64)}` },
+      { "x-hub-signature-256": `sha256=${createHash("sha256").update(body).digest("hex")}` },
+      { "x-hub-signature-256": "sha1=abc" },
+      { "x-api-key": TEST_KEY },
+      { "x-api-key": TEST_KEY, "x-hub-signature-256": `sha256=${"f".repeat(64)}`, "x-github-event": "push" }
+    ]
+    for (const headers of attempts) {
+      const response = await t.request("POST", "/v1/integrations/gitrepo/webhook", { key: null, raw: body, headers: { "content-type": "application/json", "x-github-event": "push", ...headers } })
+      expect([401, 403], `${JSON.stringify(headers)}: ${response.status} ${JSON.stringify(response.body)}`).toContain(response.status)
+      expect(typeof response.body.detail).toBe("string")
+    }
+  })
+
   it("refuses a key for a tenant it does not grant (403), without leaking whether the tenant exists", async () => {
     const other = t.keyFor(crypto.randomUUID())
     for (const endpoint of guarded.slice(0, 5)) {
