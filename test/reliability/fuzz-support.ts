@@ -194,18 +194,27 @@ export const bodyArbitrary = (endpoint: Endpoint, valid: () => Json): fc.Arbitra
   )
 }
 
-/** Path parameter values: random text, bent uuids, bent names and encodings that test the router. */
-export const paramArbitrary = (name: string, existing: ReadonlyArray<string>): fc.Arbitrary<string> => {
-  const uuid = fc.uuid()
-  const bentUuid = fc.tuple(uuid, fc.nat(35), fc.constantFrom("g", "-", "", "Z", "0", "%")).map(([id, at, char]) => id.slice(0, at) + char + id.slice(at + 1))
-  const encoded = fc.string({ maxLength: 40 }).map(percentEncode)
-  const raw = fc.constantFrom("%", "%zz", "%E0%A4%A", "%2F", "a%2Fb", "%00", "..", ".", "%2e%2e", "a%20b", "a?b=1", "a#b", "~", "+", "\\", "%C0%AE")
-  const names = existing.length > 0 ? fc.constantFrom(...existing) : fc.constant("absent")
-  const bentName = fc.tuple(names, fc.constantFrom("", "-", "A", ".", "_", "%20", "x".repeat(60))).map(([value, suffix]) => value + suffix)
-  const options = [encoded, raw, bentName, names.map((value) => value.toUpperCase()), fc.string({ unit: "binary", maxLength: 10 }).map(percentEncode)]
-  if (name.endsWith("_id")) options.push(bentUuid, uuid, uuid.map((id) => id.toUpperCase()), uuid.map((id) => `{${id}}`))
+/**
+ * Path parameter values as a function of a real one (an existing item): the real value, bent
+ * copies of it (suffixes, case, a changed character), random text and encodings that test the router.
+ */
+export const paramArbitrary = (name: string): fc.Arbitrary<(real: string) => string> => {
+  const fixed = (arbitrary: fc.Arbitrary<string>) => arbitrary.map((value) => () => value)
+  const encoded = fixed(fc.string({ maxLength: 40 }).map(percentEncode))
+  const raw = fixed(fc.constantFrom("%", "%zz", "%E0%A4%A", "%2F", "a%2Fb", "%00", "..", ".", "%2e%2e", "a%20b", "a?b=1", "a#b", "~", "+", "\\", "%C0%AE"))
+  const real = fc.constant((value: string) => value)
+  const suffixed = fc.constantFrom("-", "A", ".", "_", "%20", "%00", "x".repeat(60), "/", "/x").map((suffix) => (value: string) => value + suffix)
+  const bent = fc.tuple(fc.nat(40), fc.constantFrom("g", "-", "", "Z", "0", "%25", "A")).map(([at, char]) => (value: string) => {
+    const index = at % Math.max(1, value.length)
+    return value.slice(0, index) + char + value.slice(index + 1)
+  })
+  const options = [real, real, suffixed, bent, fc.constant((value: string) => value.toUpperCase()), encoded, raw, fixed(fc.string({ unit: "binary", maxLength: 10 }).map(percentEncode))]
+  if (name.endsWith("_id")) options.push(fixed(fc.uuid()), fc.constant((value: string) => `{${value}}`))
   // An empty segment addresses another route (the list), which is not this endpoint's input.
-  return fc.oneof(...options).filter((value) => value !== "")
+  return fc.oneof(...options).map((make) => (value: string) => {
+    const made = make(value)
+    return made === "" ? "x" : made
+  })
 }
 
 /** Percent-encodes UTF-8 bytes (lone surrogates included, which `encodeURIComponent` refuses). */

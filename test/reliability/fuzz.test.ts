@@ -16,7 +16,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { Endpoint } from "../../core/index.ts"
 import { startTestServer, TEST_KEY, type TestServer } from "../support/server.ts"
 import { bodyArbitrary, paramArbitrary, queryArbitrary } from "./fuzz-support.ts"
-import { endpoints as allEndpoints, errorShapeProblem, pathParamNames, samplePath } from "./support.ts"
+import { DEFAULT_TENANT_ID } from "../../server/index.ts"
+import { makeDeploymentRepository } from "../../server/deployments/repository.ts"
+import { sign } from "../../server/deployments/webhook.ts"
+import { endpoints as allEndpoints, errorShapeProblem, isWebhook, pathParamNames, samplePath } from "./support.ts"
 
 /** FUZZ_AREA=sandbox|control|system narrows a run while debugging; npm test fuzzes everything. */
 const area = process.env.FUZZ_AREA
@@ -27,8 +30,6 @@ const bodyRuns = Number(process.env.FUZZ_RUNS ?? 120)
 const pathRuns = Math.ceil(bodyRuns / 2)
 
 let t: TestServer
-/** Existing resources the path fuzzing aims at (and mutates). */
-const existing: Record<string, Array<string>> = {}
 
 let counter = 0
 const unique = (prefix: string) => `${prefix}-${(counter++).toString(36)}`
@@ -80,14 +81,33 @@ const validBodies: Record<string, () => any> = {
   })
 }
 
-/** Path parameters that name existing resources. */
-const existingParams = (endpoint: Endpoint): Record<string, string> => {
-  const kind = /\/v2\/sandboxes\/(\w+)\//.exec(endpoint.path)?.[1]
-  const params: Record<string, string> = {}
-  for (const name of pathParamNames(endpoint)) {
-    const pool = name === "name" ? existing[kind ?? ""] : existing[name]
-    if (pool && pool.length > 0) params[name] = pool[0]!
+/** Which kind of item a path addresses: `volumes`, `deployment_id`, ... */
+const kindOf = (endpoint: Endpoint, param: string) => (param === "name" ? (/\/v2\/sandboxes\/(\w+)\//.exec(endpoint.path)?.[1] ?? "") : param)
+
+/**
+ * A fresh item for each run of a property that addresses one, so an earlier run's rename or
+ * delete never leaves later runs aimed at nothing. Returns the path parameters that name it.
+ */
+const freshTarget = async (endpoint: Endpoint): Promise<Record<string, string>> => {
+  const names = pathParamNames(endpoint)
+  if (names.length === 0) return {}
+  const create = async (path: string, body: unknown) => {
+    const response = await t.request("POST", path, { body })
+    if (response.status !== 201) throw new Error(`fresh target ${path}: ${response.status} ${JSON.stringify(response.body)}`)
+    return response.body
   }
+  const params: Record<string, string> = {}
+  const kind = kindOf(endpoint, names[0]!)
+  if (kind === "volumes") params.name = (await create("/v2/sandboxes/volumes", { name: unique("fz-vol"), size: "1Mi" })).name
+  else if (kind === "templates") params.name = (await create("/v2/sandboxes/templates", { name: unique("fz-tpl"), image: "python:3.12" })).name
+  else if (kind === "pools") params.name = (await create("/v2/sandboxes/pools", { name: unique("fz-pool"), template_name: "fz-template", replicas: 1 })).name
+  else if (kind === "boxes") params.name = (await create("/v2/sandboxes/boxes", { name: unique("fz-box"), template_name: "fz-template" })).name
+  else if (kind === "listener_id") params.listener_id = (await create("/v2/listeners", validBodies.createListener!())).id
+  else if (kind === "deployment_id") {
+    const deployment = await create("/v2/deployments", { name: unique("fz-dep"), source: "external_container", source_revision_config: { image_uri: "registry.example.com/agent:1" } })
+    params.deployment_id = deployment.id
+    params.revision_id = deployment.latest_revision_id
+  } else throw new Error(`no fresh target for ${endpoint.path}`)
   return params
 }
 
@@ -134,31 +154,35 @@ const check = (endpoint: Endpoint, label: string, answer: { status: number; body
 
 const send = (endpoint: Endpoint, path: string, body?: unknown) => {
   const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body), "utf8")
-  return rawRequest(endpoint.method, path, payload, payload ? { "content-type": "application/json" } : {})
+  const headers: Record<string, string> = payload ? { "content-type": "application/json" } : {}
+  if (payload && isWebhook(endpoint)) {
+    headers["x-github-event"] = "push"
+    headers["x-hub-signature-256"] = sign(webhookSecret, payload)
+  }
+  return rawRequest(endpoint.method, path, payload, headers)
 }
+
+/** The webhook secret of an integration for GitHub owner "o", so fuzzed pushes get past the signature. */
+const webhookSecret = "fuzz-webhook-secret"
 
 beforeAll(async () => {
   t = await startTestServer({ storageQuota: "20Gi" })
-  const create = async (path: string, body: unknown) => {
-    const response = await t.request("POST", path, { body })
-    if (response.status !== 201) throw new Error(`setup ${path}: ${response.status} ${JSON.stringify(response.body)}`)
-    return response.body
-  }
-  await create("/v2/sandboxes/volumes", { name: "fz-volume", size: "1Gi" })
-  await create("/v2/sandboxes/templates", { name: "fz-template", image: "python:3.12" })
-  await create("/v2/sandboxes/templates", { name: "fz-template-2", image: "python:3.12" })
-  await create("/v2/sandboxes/pools", { name: "fz-pool", template_name: "fz-template", replicas: 1 })
-  await create("/v2/sandboxes/boxes", { name: "fz-box", template_name: "fz-template" })
-  existing.volumes = ["fz-volume"]
-  existing.templates = ["fz-template-2", "fz-template"]
-  existing.pools = ["fz-pool"]
-  existing.boxes = ["fz-box"]
+  const template = await t.request("POST", "/v2/sandboxes/templates", { body: { name: "fz-template", image: "python:3.12" } })
+  if (template.status !== 201) throw new Error(`setup: ${template.status} ${JSON.stringify(template.body)}`)
   if (area !== undefined && area !== "control") return
-  const deployment = await create("/v2/deployments", validBodies.createDeployment!())
-  const listener = await create("/v2/listeners", validBodies.createListener!())
-  existing.deployment_id = [deployment.id]
-  existing.revision_id = [deployment.latest_revision_id]
-  existing.listener_id = [listener.id]
+  makeDeploymentRepository(t.server.db).insertIntegration({
+    id: crypto.randomUUID(),
+    tenant_id: DEFAULT_TENANT_ID,
+    provider: "github",
+    owner: "o",
+    owner_key: "o",
+    webhook_secret: webhookSecret,
+    installed_at: new Date().toISOString()
+  })
+  const gitDeployment = await t.request("POST", "/v2/deployments", {
+    body: { name: "fz-git", source: "gitrepo", source_config: { repo_url: "https://github.com/o/r", deployment_type: "dev", build_on_push: true }, source_revision_config: { repo_ref: "main", graph_config_path: "langgraph.json" } }
+  })
+  if (gitDeployment.status !== 201) throw new Error(`setup: ${gitDeployment.status} ${JSON.stringify(gitDeployment.body)}`)
 })
 afterAll(() => t?.close())
 
@@ -183,7 +207,8 @@ describe("random and near-valid input never yields a 5xx or an off-spec body", (
         const arbitrary = bodyArbitrary(endpoint, validBodies[endpoint.name]!)
         await fc.assert(
           fc.asyncProperty(arbitrary, async (body) => {
-            check(endpoint, `body ${JSON.stringify(body).slice(0, 200)}`, await send(endpoint, samplePath(endpoint, existingParams(endpoint)), body))
+            const path = samplePath(endpoint, await freshTarget(endpoint))
+            check(endpoint, `body ${JSON.stringify(body).slice(0, 200)}`, await send(endpoint, path, body))
           }),
           { seed, numRuns: bodyRuns }
         )
@@ -193,11 +218,11 @@ describe("random and near-valid input never yields a 5xx or an off-spec body", (
     if (pathParamNames(endpoint).length > 0) {
       it(`${label}: path parameters`, async () => {
         const names = pathParamNames(endpoint)
-        const kind = /\/v2\/sandboxes\/(\w+)\//.exec(endpoint.path)?.[1] ?? ""
-        const arbitrary = fc.record(Object.fromEntries(names.map((name) => [name, paramArbitrary(name, (name === "name" ? existing[kind] : existing[name]) ?? [])])))
+        const arbitrary = fc.record(Object.fromEntries(names.map((name) => [name, paramArbitrary(name)])))
         await fc.assert(
-          fc.asyncProperty(arbitrary, async (params) => {
-            const path = endpoint.path.replace(/\{(\w+)\}/g, (_, name: string) => (params as Record<string, string>)[name]!)
+          fc.asyncProperty(arbitrary, async (bend) => {
+            const target = await freshTarget(endpoint)
+            const path = endpoint.path.replace(/\{(\w+)\}/g, (_, name: string) => (bend as Record<string, (real: string) => string>)[name]!(target[name]!))
             const body = validBodies[endpoint.name]?.()
             check(endpoint, `path ${path}`, await send(endpoint, path, body), true)
           }),
@@ -210,7 +235,7 @@ describe("random and near-valid input never yields a 5xx or an off-spec body", (
       it(`${label}: query strings`, async () => {
         await fc.assert(
           fc.asyncProperty(queryArbitrary(endpoint), async (query) => {
-            const path = `${samplePath(endpoint, existingParams(endpoint))}?${query}`
+            const path = `${samplePath(endpoint, await freshTarget(endpoint))}?${query}`
             check(endpoint, `query ${query}`, await send(endpoint, path))
           }),
           { seed, numRuns: bodyRuns }
@@ -225,7 +250,7 @@ describe("request bodies that are not JSON, too large or of another type", () =>
 
   for (const endpoint of withBody) {
     const label = `${endpoint.method} ${endpoint.path}`
-    const path = () => samplePath(endpoint, existingParams(endpoint))
+    const path = () => samplePath(endpoint)
 
     it(`${label}: malformed JSON is 422 json_invalid`, async () => {
       await fc.assert(
