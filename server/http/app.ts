@@ -26,6 +26,26 @@ import { makeRouter } from "./router.ts"
 
 export const MAX_BODY_BYTES = 1024 * 1024
 
+/**
+ * Bodies nested deeper than this are refused (422). Free-form objects in the schemas accept any
+ * depth, but JSON.stringify overflows the stack on deep input and SQLite's JSON functions stop
+ * at 1000 levels: either was a 500.
+ */
+export const MAX_JSON_DEPTH = 100
+
+/** Iterative, so the check itself cannot overflow the stack. */
+const nestedDeeperThan = (value: unknown, limit: number): boolean => {
+  const pending: Array<[unknown, number]> = [[value, 1]]
+  while (pending.length > 0) {
+    const [node, depth] = pending.pop()!
+    if (depth > limit) return true
+    for (const child of Array.isArray(node) ? node : Object.values(node as object)) {
+      if (child !== null && typeof child === "object") pending.push([child, depth + 1])
+    }
+  }
+  return false
+}
+
 export interface RequestContext {
   /** Present on every endpoint whose description has `auth: true`. */
   readonly auth: AuthContext
@@ -136,6 +156,10 @@ const decodeBody = (route: CompiledRoute, raw: Buffer, contentType: string | und
     parsed = JSON.parse(raw.toString("utf8"))
   } catch (error) {
     return Result.fail(ValidationError.single(["body", jsonPosition(error)], "JSON decode error", "json_invalid"))
+  }
+  // A body of n bytes nests at most n/2 levels: small bodies skip the walk.
+  if (raw.length > 2 * MAX_JSON_DEPTH && parsed !== null && typeof parsed === "object" && nestedDeeperThan(parsed, MAX_JSON_DEPTH)) {
+    return Result.fail(ValidationError.single(["body"], `JSON nested too deeply (more than ${MAX_JSON_DEPTH} levels)`, "value_error"))
   }
   return Result.mapError(route.decodeBody(parsed), (issues) => new ValidationError({ issues }))
 }

@@ -152,6 +152,11 @@ const check = (endpoint: Endpoint, label: string, answer: { status: number; body
   if (problem) throw new Error(`${endpoint.method} ${endpoint.path} (${label}) → ${answer.status}: ${problem}`)
 }
 
+const signedHeaders = (endpoint: Endpoint, text: string): Record<string, string> => ({
+  "content-type": "application/json",
+  ...(isWebhook(endpoint) ? { "x-github-event": "push", "x-hub-signature-256": sign(webhookSecret, Buffer.from(text, "utf8")) } : {})
+})
+
 const send = (endpoint: Endpoint, path: string, body?: unknown) => {
   const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body), "utf8")
   const headers: Record<string, string> = payload ? { "content-type": "application/json" } : {}
@@ -246,7 +251,7 @@ describe("random and near-valid input never yields a 5xx or an off-spec body", (
 })
 
 describe("request bodies that are not JSON, too large or of another type", () => {
-  const withBody = endpoints.filter((endpoint) => endpoint.body && endpoint.auth)
+  const withBody = endpoints.filter((endpoint) => endpoint.body)
 
   for (const endpoint of withBody) {
     const label = `${endpoint.method} ${endpoint.path}`
@@ -286,6 +291,33 @@ describe("request bodies that are not JSON, too large or of another type", () =>
       expect(streamed.status).toBe(413)
       expect(streamed.body).toEqual({ detail: "Request body too large" })
     })
+
+    it(`${label}: deeply nested JSON is 422, never a 5xx`, async () => {
+      // Free-form objects (securityContext, webhook extras) accept any depth in the schema; the
+      // server's JSON handling (JSON.stringify, SQLite's json functions) does not.
+      for (const depth of [101, 1_001, 20_000, 300_000]) {
+        const deep = "[".repeat(depth) + "]".repeat(depth)
+        const valid = validBodies[endpoint.name]!()
+        const placements = [deep, JSON.stringify(valid).replace(/\}$/, `,"deep":${deep}}`)]
+        if (endpoint.name === "createDeployment") {
+          placements.push(JSON.stringify(valid).replace('"sidecars":[{', `"sidecars":[{"securityContext":{"x":${deep}},`))
+        }
+        for (const text of placements) {
+          const answer = await rawRequest(endpoint.method, path(), Buffer.from(text, "utf8"), signedHeaders(endpoint, text))
+          check(endpoint, `depth ${depth}`, answer)
+          expect(answer.status, `depth ${depth}: ${answer.text.slice(0, 200)}`).toBe(422)
+        }
+      }
+    })
+
+    if (endpoint.name === "createDeployment") {
+      it(`${label}: free-form objects nested 60 levels deep are still accepted`, async () => {
+        const nested = "[".repeat(50) + "]".repeat(50)
+        const text = JSON.stringify(validBodies.createDeployment!()).replace('"sidecars":[{', `"sidecars":[{"securityContext":{"x":${nested}},`)
+        const answer = await rawRequest("POST", "/v2/deployments", Buffer.from(text, "utf8"), { "content-type": "application/json" })
+        expect(answer.status, answer.text.slice(0, 300)).toBe(201)
+      })
+    }
 
     it(`${label}: a body of another content type is 415`, async () => {
       const body = Buffer.from(JSON.stringify(validBodies[endpoint.name]!()), "utf8")
