@@ -45,6 +45,9 @@ export interface RevisionRow {
   readonly updated_at: string
 }
 
+/** A revision as read back for answers, the runtime and redeploys: without its secrets. */
+export type RevisionView = Omit<RevisionRow, "secrets">
+
 export interface ListenerRow {
   readonly id: string
   readonly tenant_id: string
@@ -91,6 +94,8 @@ const finalList = FINAL_REVISION_STATUSES.map((status) => `'${status}'`).join(",
 const deploymentColumns =
   "id, tenant_id, name, source, source_config, source_revision_config, secrets, image_version, status, latest_revision_id, active_revision_id, revision_seq, created_at, updated_at"
 const revisionColumns = "id, tenant_id, deployment_id, seq, source, status, status_message, source_revision_config, secrets, deployed_at, created_at, updated_at"
+/** What reads of a revision need: everything but its (sealed) secrets, which only a rollout would use. */
+const revisionViewColumns = "id, tenant_id, deployment_id, seq, source, status, status_message, source_revision_config, deployed_at, created_at, updated_at"
 
 export const makeDeploymentRepository = (db: Db) => {
   // Deployments
@@ -128,7 +133,7 @@ export const makeDeploymentRepository = (db: Db) => {
   const pendingDeletes = db.prepare("SELECT tenant_id, id, updated_at FROM deployments WHERE status = 'AWAITING_DELETE'")
 
   // Revisions
-  const revisionById = db.prepare(`SELECT ${revisionColumns} FROM revisions WHERE tenant_id = ? AND deployment_id = ? AND id = ?`)
+  const revisionById = db.prepare(`SELECT ${revisionViewColumns} FROM revisions WHERE tenant_id = ? AND deployment_id = ? AND id = ?`)
   const insertRevision = db.prepare(
     `INSERT INTO revisions (${revisionColumns}) VALUES (@id, @tenant_id, @deployment_id, @seq, @source, @status, @status_message, @source_revision_config, @secrets, @deployed_at, @created_at, @updated_at)`
   )
@@ -139,12 +144,15 @@ export const makeDeploymentRepository = (db: Db) => {
      ORDER BY seq DESC LIMIT @limit OFFSET @offset`
   )
   const unfinishedRevisions = db.prepare(
-    `SELECT ${revisionColumns} FROM revisions WHERE tenant_id = ? AND deployment_id = ? AND status NOT IN (${finalList}) ORDER BY seq`
+    `SELECT ${revisionViewColumns} FROM revisions WHERE tenant_id = ? AND deployment_id = ? AND status NOT IN (${finalList}) ORDER BY seq`
   )
   const setRevisionStatus = db.prepare(
     "UPDATE revisions SET status = ?, status_message = ?, deployed_at = coalesce(deployed_at, ?), updated_at = ? WHERE tenant_id = ? AND id = ?"
   )
-  const inProgressRevisions = db.prepare(`SELECT ${revisionColumns} FROM revisions WHERE status NOT IN (${finalList}) ORDER BY seq`)
+  const advanceRevision = db.prepare(
+    "UPDATE revisions SET status = ?, status_message = ?, deployed_at = coalesce(deployed_at, ?), updated_at = ? WHERE tenant_id = ? AND id = ? AND status = ?"
+  )
+  const inProgressRevisions = db.prepare(`SELECT ${revisionViewColumns} FROM revisions WHERE status NOT IN (${finalList}) ORDER BY seq`)
 
   // Tracing projects
   const upsertTracingProject = db.prepare(
@@ -212,14 +220,17 @@ export const makeDeploymentRepository = (db: Db) => {
     pushTargets: (tenantId: string, ref: string, branch: string) => pushTargets.all(tenantId, ref, branch) as Array<DeploymentRow>,
     pendingDeletes: () => pendingDeletes.all() as Array<{ tenant_id: string; id: string; updated_at: string }>,
 
-    revision: (tenantId: string, deploymentId: string, id: string) => revisionById.get(tenantId, deploymentId, id) as RevisionRow | undefined,
+    revision: (tenantId: string, deploymentId: string, id: string) => revisionById.get(tenantId, deploymentId, id) as RevisionView | undefined,
     insertRevision: (row: RevisionRow) => void insertRevision.run(row),
     listRevisions: (tenantId: string, deploymentId: string, statuses: string | null, limit: number, offset: number) =>
       listRevisions.all({ tenant_id: tenantId, deployment_id: deploymentId, statuses, limit, offset }) as Array<RevisionRow>,
-    unfinishedRevisions: (tenantId: string, deploymentId: string) => unfinishedRevisions.all(tenantId, deploymentId) as Array<RevisionRow>,
+    unfinishedRevisions: (tenantId: string, deploymentId: string) => unfinishedRevisions.all(tenantId, deploymentId) as Array<RevisionView>,
     setRevisionStatus: (tenantId: string, id: string, status: string, message: string | null, deployedAt: string | null, now: string) =>
       setRevisionStatus.run(status, message, deployedAt, now, tenantId, id).changes > 0,
-    inProgressRevisions: () => inProgressRevisions.all() as Array<RevisionRow>,
+    /** Moves a revision on only if it is still in `from` (nothing else superseded it meanwhile). */
+    advanceRevision: (tenantId: string, id: string, from: string, to: string, message: string | null, deployedAt: string | null, now: string) =>
+      advanceRevision.run(to, message, deployedAt, now, tenantId, id, from).changes > 0,
+    inProgressRevisions: () => inProgressRevisions.all() as Array<RevisionView>,
 
     upsertTracingProject: (id: string, tenantId: string, name: string, deploymentId: string, now: string) =>
       void upsertTracingProject.run(id, tenantId, name, deploymentId, now),

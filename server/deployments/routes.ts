@@ -37,7 +37,7 @@ import {
 import type { Route } from "../http/app.ts"
 import { implement, type ServerContext } from "../module.ts"
 import { ownerKey } from "./admin.ts"
-import type { DeploymentRepository, DeploymentRow, ListenerRow, RevisionRow } from "./repository.ts"
+import type { DeploymentRepository, DeploymentRow, ListenerRow, RevisionRow, RevisionView } from "./repository.ts"
 import type { DeploymentRuntime } from "./runtime.ts"
 import { makeSecretBox } from "./secrets.ts"
 import { verifySignature } from "./webhook.ts"
@@ -92,7 +92,7 @@ export const toDeployment = (row: DeploymentRow) => ({
   image_version: row.image_version
 })
 
-export const toRevision = (row: RevisionRow) => ({
+export const toRevision = (row: RevisionView) => ({
   id: row.id,
   created_at: row.created_at,
   updated_at: row.updated_at,
@@ -185,9 +185,19 @@ export const deploymentRoutes = (context: ServerContext, { repository: repo, run
     return { revision, updated, stopped }
   }
 
+  const workOf = (revision: RevisionRow) => ({
+    tenantId: revision.tenant_id,
+    deploymentId: revision.deployment_id,
+    revisionId: revision.id,
+    source: revision.source,
+    status: revision.status,
+    sourceRevisionConfig: revision.source_revision_config,
+    since: revision.updated_at
+  })
+
   const announce = (written: { revision: RevisionRow; stopped: ReadonlyArray<string> }) => {
     for (const id of written.stopped) runtime.revisionStopped(id)
-    runtime.revisionCreated({ tenantId: written.revision.tenant_id, deploymentId: written.revision.deployment_id, revisionId: written.revision.id })
+    runtime.revisionCreated(workOf(written.revision))
   }
 
   const refuseIfDeleting = (row: DeploymentRow) => {
@@ -259,7 +269,7 @@ export const deploymentRoutes = (context: ServerContext, { repository: repo, run
           if ((error as { code?: string })?.code === "SQLITE_CONSTRAINT_UNIQUE") taken()
           throw error
         }
-        runtime.revisionCreated({ tenantId: auth.tenantId, deploymentId, revisionId: revision.id })
+        runtime.revisionCreated(workOf(revision))
         return toDeployment(row)
       })
     ),
@@ -321,17 +331,17 @@ export const deploymentRoutes = (context: ServerContext, { repository: repo, run
 
     implement(Api.deleteDeployment, ({ params }, { auth }) =>
       run(() => {
-        const stopped = repo.transaction(() => {
+        const deleting = repo.transaction(() => {
           const row = mustGetDeployment(auth.tenantId, params.deployment_id)
           if (row.status === "AWAITING_DELETE") return undefined
           const at = now()
-          const ids = supersedeUnfinished(auth.tenantId, row.id, at)
+          const stopped = supersedeUnfinished(auth.tenantId, row.id, at)
           repo.setDeploymentStatus(auth.tenantId, row.id, deploymentStatus({ activeRevisionId: row.active_revision_id, maxScale: null, deleting: true }), at)
-          return ids
+          return { stopped, at }
         })
-        if (stopped) {
-          for (const id of stopped) runtime.revisionStopped(id)
-          runtime.deleteRequested(auth.tenantId, params.deployment_id)
+        if (deleting) {
+          for (const id of deleting.stopped) runtime.revisionStopped(id)
+          runtime.deleteRequested(auth.tenantId, params.deployment_id, deleting.at)
         }
       })
     ),

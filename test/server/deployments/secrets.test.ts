@@ -70,10 +70,10 @@ describe("runtime shutdown", () => {
     for (let index = 0; index < 5; index++) await t.request("POST", "/v2/deployments", { body: containerBody() })
     await new Promise((resolve) => setTimeout(resolve, 40))
     await t.close()
-    const advancedAtClose = lines.filter((line) => line.includes("revision advanced")).length
+    const advancedAtClose = lines.filter((line) => line.includes("revisions advanced")).length
     expect(advancedAtClose).toBeGreaterThan(0)
     await new Promise((resolve) => setTimeout(resolve, 200))
-    expect(lines.filter((line) => line.includes("revision advanced")).length).toBe(advancedAtClose)
+    expect(lines.filter((line) => line.includes("revisions advanced")).length).toBe(advancedAtClose)
     expect(lines.filter((line) => line.includes("\"level\":\"error\""))).toEqual([])
   })
 })
