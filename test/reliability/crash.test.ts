@@ -4,10 +4,12 @@
  * `foreign_key_check`, no write is left half-done (every deployment has its first revision, its
  * latest revision and its tracing project; every revision belongs to an existing deployment),
  * and after a restart every write the server acknowledged is there. A write in flight at the
- * kill may or may not have happened, but nothing in between.
+ * kill may or may not have happened, but nothing in between. The revision runtime resumes from
+ * the database: acknowledged deletes complete and every deployment ends up READY on its latest
+ * revision.
  */
 import { afterAll, describe, expect, it } from "vitest"
-import { type ChildServer, spawnServer, tempDatabasePath } from "../support/server.ts"
+import { type ChildServer, eventually, spawnServer, tempDatabasePath } from "../support/server.ts"
 import { integrityCheck, sleep, stopChild, withDatabase } from "./support.ts"
 
 const database = tempDatabasePath("slipway-crash")
@@ -90,7 +92,8 @@ const writer = async (request: Requester, id: string, alive: () => boolean, expe
     acknowledged.count++
     const deploymentId: string = deployment.body.id
     const revisions: Array<{ id: string; image: string }> = [{ id: deployment.body.latest_revision_id, image: `registry.example.com/app:${n}-1` }]
-    expectations.push(deploymentState(deploymentId, `d-${n}`, revisions))
+    const live = deploymentState(deploymentId, `d-${n}`, revisions)
+    expectations.push(live)
     const patched = await attempt(request, "PATCH", `/v2/deployments/${deploymentId}`, { source_revision_config: { image_uri: `registry.example.com/app:${n}-2` } })
     if (!patched) return
     expect(patched.status, JSON.stringify(patched.body)).toBe(200)
@@ -101,7 +104,55 @@ const writer = async (request: Requester, id: string, alive: () => boolean, expe
     expect(revision.status, JSON.stringify(revision.body)).toBe(201)
     acknowledged.count++
     revisions.push({ id: revision.body.id, image: `registry.example.com/app:${n}-3` })
+
+    // Every third deployment is deleted: once acknowledged, it must be gone after the restart.
+    if (step % 3 === 0) {
+      // Writers share the list: remove this deployment's own expectation.
+      expectations.splice(expectations.indexOf(live), 1)
+      const deleted = await attempt(request, "DELETE", `/v2/deployments/${deploymentId}`)
+      if (!deleted) return
+      expect(deleted.status, JSON.stringify(deleted.body)).toBe(204)
+      acknowledged.count++
+      expectations.push(deletedDeployment(deploymentId))
+    }
   }
+}
+
+/** An acknowledged delete: the runtime finishes it after a restart (the deployment answers 404). */
+const deletedDeployment = (id: string): Expectation => ({
+  label: `deleted ${id}`,
+  check: async (server) => {
+    try {
+      await eventually(async () => ((await server.request("GET", `/v2/deployments/${id}`)).status === 404 ? true : undefined), 10_000, 50)
+      return undefined
+    } catch {
+      return `deployment ${id} was deleted (204) but is still there after the restart`
+    }
+  }
+})
+
+/** The runtime resumes from the database: every deployment still there ends up READY on its latest revision. */
+const settled = async (server: ChildServer): Promise<ReadonlyArray<string>> => {
+  let problems: ReadonlyArray<string> = []
+  try {
+    await eventually(async () => {
+      const listed: Array<any> = []
+      for (let offset = 0; ; ) {
+        const page = await server.request("GET", `/v2/deployments?limit=100&offset=${offset}`)
+        listed.push(...page.body.resources)
+        if (page.body.resources.length < 100) break
+        offset = page.body.offset
+      }
+      problems = listed
+        .filter((deployment) => deployment.status !== "AWAITING_DELETE")
+        .filter((deployment) => deployment.status !== "READY" || deployment.active_revision_id !== deployment.latest_revision_id)
+        .map((deployment) => `${deployment.name}: ${deployment.status}, active ${deployment.active_revision_id}, latest ${deployment.latest_revision_id}`)
+      return problems.length === 0 ? true : undefined
+    }, 20_000, 100)
+  } catch {
+    // reported below
+  }
+  return problems
 }
 
 const present = (path: string): Expectation => ({
@@ -189,7 +240,12 @@ describe("SIGKILL under concurrent writes", () => {
       server.process.kill("SIGKILL")
       await server.exited
       alive = false
-      await Promise.all(writers)
+      try {
+        await Promise.all(writers)
+      } catch (error) {
+        // The server's own account of a failed write (stack of a 500) explains it.
+        throw new Error(`${(error as Error).message}\n--- server output ---\n${server.output().slice(-4000)}`)
+      }
       child = undefined
       expect(acknowledged.count, `cycle ${cycle}: the writers made progress before the kill`).toBeGreaterThan(20)
       total += acknowledged.count
@@ -200,6 +256,7 @@ describe("SIGKILL under concurrent writes", () => {
       child = await spawnServer({ databasePath: database.path })
       const problems = (await Promise.all(expectations.map((expectation) => expectation.check(child!)))).filter((problem) => problem !== undefined)
       expect(problems).toEqual([])
+      expect(await settled(child)).toEqual([])
       await stopChild(child, "SIGTERM")
       child = undefined
     }

@@ -187,7 +187,7 @@ describe("concurrent PATCHes of one deployment from two servers", () => {
     expect(created.status, JSON.stringify(created.body)).toBe(201)
     const id: string = created.body.id
     // Even patches change the image (revision config), odd ones the resource spec (deployment config): both create a revision.
-    const patches = Array.from({ length: 20 }, (_, i) =>
+    const patches: Array<{ source_revision_config?: { image_uri: string }; source_config?: { resource_spec: { min_scale: number; max_scale: number } } }> = Array.from({ length: 20 }, (_, i) =>
       i % 2 === 0 ? { source_revision_config: { image_uri: `registry.example.com/app:${i + 1}` } } : { source_config: { resource_spec: { min_scale: 1, max_scale: i + 1 } } }
     )
     const answers = await Promise.all(patches.map((body, i) => (i % 2 === 0 ? a! : b!)("PATCH", `/v2/deployments/${id}`, { body })))
@@ -209,8 +209,8 @@ describe("concurrent PATCHes of one deployment from two servers", () => {
     for (const revision of revisions.slice(1)) {
       const index = made.indexOf(revision.id)
       const patch = patches[index]!
-      if ("source_revision_config" in patch) image = patch.source_revision_config.image_uri
-      else maxScale = patch.source_config.resource_spec.max_scale
+      if (patch.source_revision_config) image = patch.source_revision_config.image_uri
+      else maxScale = patch.source_config!.resource_spec.max_scale
       expect(revision.source_revision_config.image_uri, `revision ${revision.id} (patch ${index})`).toBe(image)
       // The PATCH's own answer showed the state right after it.
       expect(answers[index]!.body.source_revision_config.image_uri).toBe(image)

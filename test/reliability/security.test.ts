@@ -42,7 +42,8 @@ describe("every endpoint refuses requests without a valid key", () => {
       t.request(endpoint.method, samplePath(endpoint), { key: null, headers, ...(body ? { body } : {}) })
 
     it(`${label}: 401 Missing API key without a credential`, async () => {
-      for (const headers of [{}, { "x-api-key": "" }, { authorization: "" }, { authorization: "Bearer " }, { authorization: `Basic ${btoa("a:b")}` }]) {
+      const missing: Array<Record<string, string>> = [{}, { "x-api-key": "" }, { authorization: "" }, { authorization: "Bearer " }, { authorization: `Basic ${btoa("a:b")}` }]
+      for (const headers of missing) {
         const response = await send(headers)
         expect({ status: response.status, body: response.body }, JSON.stringify(headers)).toEqual({ status: 401, body: { detail: "Missing API key" } })
       }
@@ -51,7 +52,7 @@ describe("every endpoint refuses requests without a valid key", () => {
     it(`${label}: 401 Invalid API key with a wrong, altered or revoked key`, async () => {
       const revoked = t.server.keys.createKey({ tenantId: crypto.randomUUID() })
       expect(t.server.keys.revokeKey(revoked.id)).toBe(true)
-      const wrong = [
+      const wrong: Array<Record<string, string>> = [
         { "x-api-key": "slw_wrong" },
         { "x-api-key": TEST_KEY.slice(0, -1) },
         { "x-api-key": `${TEST_KEY}x` },
@@ -69,7 +70,8 @@ describe("every endpoint refuses requests without a valid key", () => {
     })
 
     it(`${label}: a valid key passes authentication (X-Api-Key and Bearer)`, async () => {
-      for (const headers of [{ "x-api-key": TEST_KEY }, { authorization: `Bearer ${TEST_KEY}` }]) {
+      const valid: Array<Record<string, string>> = [{ "x-api-key": TEST_KEY }, { authorization: `Bearer ${TEST_KEY}` }]
+      for (const headers of valid) {
         const response = await send(headers)
         expect(response.status, JSON.stringify(response.body)).not.toBe(401)
         expect(response.status).toBeLessThan(500)
