@@ -11,7 +11,6 @@
  */
 import fc from "fast-check"
 import { Exit, Schema } from "effect"
-import { request as httpRequest } from "node:http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { Endpoint } from "../../core/index.ts"
 import { startTestServer, TEST_KEY, type TestServer } from "../support/server.ts"
@@ -19,7 +18,7 @@ import { bodyArbitrary, paramArbitrary, queryArbitrary } from "./fuzz-support.ts
 import { DEFAULT_TENANT_ID } from "../../server/index.ts"
 import { makeDeploymentRepository } from "../../server/deployments/repository.ts"
 import { sign } from "../../server/deployments/webhook.ts"
-import { endpoints as allEndpoints, errorShapeProblem, isWebhook, pathParamNames, samplePath } from "./support.ts"
+import { endpoints as allEndpoints, errorShapeProblem, isWebhook, pathParamNames, rawHttp, samplePath } from "./support.ts"
 
 /** FUZZ_AREA=sandbox|control|system narrows a run while debugging; npm test fuzzes everything. */
 const area = process.env.FUZZ_AREA
@@ -112,25 +111,7 @@ const freshTarget = async (endpoint: Endpoint): Promise<Record<string, string>> 
 }
 
 const rawRequest = (method: string, path: string, body: Buffer | undefined, headers: Record<string, string>) =>
-  new Promise<{ status: number; body: any; text: string }>((resolve, reject) => {
-    const url = new URL(t.url)
-    const request = httpRequest({ host: url.hostname, port: url.port, method, path, agent: false, headers: { "x-api-key": TEST_KEY, ...headers } }, (response) => {
-      const chunks: Array<Buffer> = []
-      response.on("data", (chunk: Buffer) => chunks.push(chunk))
-      response.on("end", () => {
-        const text = Buffer.concat(chunks).toString("utf8")
-        let parsed: unknown = text
-        try {
-          parsed = text === "" ? undefined : JSON.parse(text)
-        } catch {
-          // stays text; the shape check reports it
-        }
-        resolve({ status: response.statusCode ?? 0, body: parsed, text })
-      })
-    })
-    request.on("error", reject)
-    request.end(body)
-  })
+  rawHttp(t.url, method, path, body, { "x-api-key": TEST_KEY, ...headers })
 
 const decodesAsSuccess = (endpoint: Endpoint, body: unknown): string | undefined => {
   if (!endpoint.success) return body === undefined ? undefined : `unexpected body ${JSON.stringify(body)}`

@@ -7,9 +7,11 @@
 import { execFileSync } from "node:child_process"
 import { createHash } from "node:crypto"
 import { join } from "node:path"
+import fc from "fast-check"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { DEFAULT_TENANT_ID } from "../../server/index.ts"
 import { type ChildServer, spawnServer, startTestServer, tempDatabasePath, TEST_KEY, type TestServer } from "../support/server.ts"
-import { databaseBytes, databaseFiles, endpoints, isWebhook, samplePath, stopChild } from "./support.ts"
+import { databaseBytes, databaseFiles, endpoints, rawHttp, samplePath, stopChild } from "./support.ts"
 
 const unauthenticated = new Set(["/health", "/openapi.json", "/docs"])
 const guarded = endpoints.filter((endpoint) => endpoint.auth)
@@ -104,6 +106,38 @@ describe("every endpoint refuses requests without a valid key", () => {
       expect(response.status, endpoint.name).toBe(403)
       expect(typeof response.body.detail).toBe("string")
     }
+  })
+})
+
+describe("credential and tenant headers, fuzzed", () => {
+  // What an HTTP client can send in a header value: visible ASCII, space, tab and Latin-1.
+  const headerText = fc.string({ unit: fc.integer({ min: 0x20, max: 0xff }).filter((code) => code !== 0x7f).map((code) => String.fromCharCode(code)), maxLength: 80 })
+  const uuidish = fc.oneof(fc.uuid(), fc.uuid().map((id) => id.toUpperCase()), fc.uuid().map((id) => ` ${id} `), fc.constant(DEFAULT_TENANT_ID), fc.constant(`${DEFAULT_TENANT_ID},${DEFAULT_TENANT_ID}`))
+  const headers = fc.record(
+    {
+      "x-api-key": fc.oneof(headerText, fc.constant(TEST_KEY), fc.constant(` ${TEST_KEY}`), headerText.map((text) => TEST_KEY + text)),
+      authorization: fc.oneof(headerText, headerText.map((text) => `Bearer ${text}`), fc.constant(`Bearer ${TEST_KEY}`), fc.constant(`Bearer  ${TEST_KEY} `)),
+      "x-tenant-id": fc.oneof(headerText, uuidish)
+    },
+    { requiredKeys: [] }
+  )
+
+  it("never answer 5xx, and refusals are 401/403 with a string detail", async () => {
+    const targets = guarded.filter((endpoint) => !endpoint.body).slice(0, 6)
+    await fc.assert(
+      fc.asyncProperty(headers, fc.constantFrom(...targets), async (sent, endpoint) => {
+        const answer = await rawHttp(t.url, endpoint.method, samplePath(endpoint), undefined, sent as Record<string, string>)
+        expect(answer.status, `${JSON.stringify(sent)} → ${answer.text.slice(0, 200)}`).toBeLessThan(500)
+        if (answer.status === 401 || answer.status === 403) expect(typeof answer.body.detail).toBe("string")
+        // Only the real key gets through, however it was sent (HTTP drops spaces and tabs around a header value).
+        if (answer.status !== 401 && answer.status !== 403) {
+          const ows = (value: string | undefined) => (value ?? "").replace(/^[ \t]+|[ \t]+$/g, "")
+          const key = ows(sent["x-api-key"]) || /^Bearer\s+(.+)$/i.exec(ows(sent.authorization))?.[1]
+          expect(key).toBe(TEST_KEY)
+        }
+      }),
+      { seed: Number(process.env.FUZZ_SEED ?? 20_250_611), numRuns: 300 }
+    )
   })
 })
 

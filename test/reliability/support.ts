@@ -171,6 +171,28 @@ export const slowRequest = (baseUrl: string, method: string, path: string, body:
   }
 }
 
+/** One request over a fresh connection, with headers and body exactly as given (no client-side normalization). */
+export const rawHttp = (baseUrl: string, method: string, path: string, body: Buffer | undefined, headers: Record<string, string>) =>
+  new Promise<{ status: number; body: any; text: string }>((resolve, reject) => {
+    const url = new URL(baseUrl)
+    const request = httpRequest({ host: url.hostname, port: url.port, method, path, agent: false, headers }, (response) => {
+      const chunks: Array<Buffer> = []
+      response.on("data", (chunk: Buffer) => chunks.push(chunk))
+      response.on("end", () => {
+        const text = Buffer.concat(chunks).toString("utf8")
+        let parsed: unknown = text
+        try {
+          parsed = text === "" ? undefined : JSON.parse(text)
+        } catch {
+          // stays text; callers' shape checks report it
+        }
+        resolve({ status: response.statusCode ?? 0, body: parsed, text })
+      })
+    })
+    request.on("error", reject)
+    request.end(body)
+  })
+
 /** True when nothing accepts connections at `baseUrl` any more. */
 export const refusesConnections = async (baseUrl: string): Promise<boolean> => {
   try {
