@@ -61,9 +61,15 @@ export const makeFloorOps = (db: Db) => {
     "SELECT id, deployment_id, source, status, status_message, source_revision_config, created_at, updated_at FROM revisions WHERE tenant_id = ? AND deployment_id = ? AND id = ?"
   ))
   const insertRevision = lazy(() => db.prepare(
-    `INSERT INTO revisions (id, tenant_id, deployment_id, seq, source, status, status_message, source_revision_config, deployed_at, created_at, updated_at)
-     VALUES (?, ?, ?, ?, ?, 'QUEUED', NULL, ?, NULL, ?, ?)`
+    `INSERT INTO revisions (id, tenant_id, deployment_id, seq, source, status, status_message, source_revision_config, secrets, deployed_at, created_at, updated_at)
+     VALUES (?, ?, ?, ?, ?, 'CREATING', NULL, ?, ?, NULL, ?, ?)`
   ))
+  const unfinishedRevisions = lazy(() => db.prepare(
+    `SELECT id, status FROM revisions WHERE tenant_id = ? AND deployment_id = ?
+       AND status NOT IN ('DEPLOYED', 'CREATE_FAILED', 'BUILD_FAILED', 'DEPLOY_FAILED', 'SKIPPED', 'INTERRUPTED', 'UNKNOWN')`
+  ))
+  const supersede = lazy(() => db.prepare("UPDATE revisions SET status = ?, status_message = 'Superseded by a newer revision', updated_at = ? WHERE tenant_id = ? AND id = ?"))
+  const nameTaken = lazy(() => db.prepare("SELECT 1 FROM deployments WHERE tenant_id = ? AND name = ?").pluck())
   const updateDeployment = lazy(() => db.prepare(
     "UPDATE deployments SET source_revision_config = ?, latest_revision_id = ?, revision_seq = ?, updated_at = ? WHERE tenant_id = ? AND id = ?"
   ))
@@ -122,15 +128,18 @@ export const makeFloorOps = (db: Db) => {
     return { status: 200, body: { ...row, source_revision_config: JSON.parse(row.source_revision_config) } }
   }
 
-  /** PATCH with a new `source_revision_config`: one new revision, the deployment points at it. */
+  /** PATCH with a new `source_revision_config`: unfinished revisions superseded, one new revision, the deployment points at it. */
   const patchDeployment = db.transaction((auth: Auth, id: string, body: any): Answer => {
     const row = deploymentById().get(auth.tenantId, id) as any
     if (!row) return notFound
     const now = new Date().toISOString()
+    for (const unfinished of unfinishedRevisions().all(auth.tenantId, id) as Array<{ id: string; status: string }>) {
+      supersede().run(unfinished.status === "CREATING" || unfinished.status === "QUEUED" ? "SKIPPED" : "INTERRUPTED", now, auth.tenantId, unfinished.id)
+    }
     const revisionId = randomUUID()
     const config = JSON.stringify({ ...JSON.parse(row.source_revision_config), ...body.source_revision_config })
     const seq = row.revision_seq + 1
-    insertRevision().run(revisionId, auth.tenantId, id, seq, row.source, config, now, now)
+    insertRevision().run(revisionId, auth.tenantId, id, seq, row.source, config, row.secrets, now, now)
     updateDeployment().run(config, revisionId, seq, now, auth.tenantId, id)
     return {
       status: 200,
@@ -147,8 +156,9 @@ export const makeFloorOps = (db: Db) => {
     const sourceConfig = JSON.stringify(body.source_config ?? {})
     const revisionConfig = JSON.stringify(body.source_revision_config ?? {})
     const secrets = JSON.stringify(body.secrets ?? [])
+    if (nameTaken().get(auth.tenantId, body.name) !== undefined) return { status: 409, body: { detail: "name taken" } }
     insertDeployment().run(id, auth.tenantId, body.name, body.source, sourceConfig, revisionConfig, secrets, body.image_version ?? null, revisionId, now, now)
-    insertRevision().run(revisionId, auth.tenantId, id, 1, body.source, revisionConfig, now, now)
+    insertRevision().run(revisionId, auth.tenantId, id, 1, body.source, revisionConfig, secrets, now, now)
     upsertProject().run(randomUUID(), auth.tenantId, body.name, id, now)
     return {
       status: 201,

@@ -7,18 +7,19 @@
  * Loopback only. Prints a table and the verdict per target; writes bench/results/latest.json.
  *
  * Environment (all optional):
- *   BENCH_DURATION      seconds per measured run (default 5)
- *   BENCH_WARMUP        seconds of warm-up before each measured run (default 1)
+ *   BENCH_DURATION      seconds per measured run (default 3)
+ *   BENCH_ROUNDS        measured runs per scenario and target, alternating floor and server; the best counts (default 3)
+ *   BENCH_WARMUP        seconds of warm-up before a scenario's first run on each target (default 1)
  *   BENCH_CONNECTIONS   concurrent connections (default 64)
  *   BENCH_SCALE         fraction of the full data set (default 1: 10k deployments, 100k templates, 10k volumes)
  *   BENCH_ONLY          comma-separated scenario names to run (default all)
  *   BENCH_DIR           where the temporary database lives (default the OS temp dir)
  *   BENCH_KEEP          keep the database directory afterwards
- *   BENCH_REVISION_STEP_MS  the server's SLIPWAY_REVISION_STEP_MS during the load (default 250, the server's default)
+ *   BENCH_RUNTIME_STEP_MS   SLIPWAY_REVISION_STEP_MS of the patch-deployment-with-runtime run (default 250, the server's default)
  *   BENCH_CPU_PROF      directory: run the server under test with --cpu-prof, profiles written there
  */
 import { execFileSync } from "node:child_process"
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { cpus, tmpdir, totalmem } from "node:os"
 import { join, resolve } from "node:path"
 import { allMigrations } from "../server/index.ts"
@@ -41,12 +42,19 @@ import {
 
 const env = process.env
 const num = (name: string, fallback: number) => (env[name] ? Number(env[name]) : fallback)
-const DURATION = num("BENCH_DURATION", 5)
+const DURATION = num("BENCH_DURATION", 3)
+const ROUNDS = Math.max(1, num("BENCH_ROUNDS", 3))
 const WARMUP = num("BENCH_WARMUP", 1)
 const CONNECTIONS = num("BENCH_CONNECTIONS", 64)
 const SCALE = num("BENCH_SCALE", 1)
 const ONLY = env.BENCH_ONLY ? new Set(env.BENCH_ONLY.split(",").map((name) => name.trim())) : undefined
-const STEP_MS = num("BENCH_REVISION_STEP_MS", 250)
+const STEP_MS = num("BENCH_RUNTIME_STEP_MS", 250)
+/**
+ * During the main load the local runtime is parked (an hour per revision state), so that a
+ * write does on the server what it does on the floor: one transaction. What the runtime adds
+ * (a transaction per state change of every new revision) is measured by its own run.
+ */
+const PARKED_STEP_MS = 3_600_000
 const TENANTS = 10
 /** Targets of the issue. */
 const READ_RATIO = 0.8
@@ -243,9 +251,52 @@ const startWithNpm = async (databasePath: string, probePath: string) => {
 // ---------------------------------------------------------------------------------------------
 // Measurements
 
-const load = async (target: Target, scenario: Scenario) => {
-  if (WARMUP > 0) await runLoad({ url: target.url, connections: CONNECTIONS, durationSeconds: WARMUP, next: scenario.next })
-  return runLoad({ url: target.url, connections: CONNECTIONS, durationSeconds: DURATION, next: scenario.next })
+/** CPU time (user + system) a process has used, in microseconds (Linux /proc). */
+const cpuMicros = (pid: number | undefined): number => {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
+    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100
+  } catch {
+    return NaN
+  }
+}
+
+export interface Measured extends LoadResult {
+  /** CPU the target spent per answered request: what it costs, whatever the load generator's speed. */
+  readonly cpuUsPerRequest: number
+  readonly cpuShare: number
+}
+
+const measure = async (target: Target, scenario: Scenario, warmup: boolean): Promise<Measured> => {
+  if (warmup && WARMUP > 0) await runLoad({ url: target.url, connections: CONNECTIONS, durationSeconds: WARMUP, next: scenario.next })
+  const cpuBefore = cpuMicros(target.process.pid)
+  const result = await runLoad({ url: target.url, connections: CONNECTIONS, durationSeconds: DURATION, next: scenario.next })
+  const cpu = cpuMicros(target.process.pid) - cpuBefore
+  return { ...result, cpuUsPerRequest: cpu / result.requests, cpuShare: cpu / 1e6 / result.durationSeconds }
+}
+
+const median = (values: ReadonlyArray<number>) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.floor((sorted.length - 1) / 2)]!
+}
+
+/**
+ * ROUNDS runs per target, alternating which goes first; the machine is shared, so noise only
+ * ever slows a run down: the best run (most answers per second) stands for each target, and
+ * the CPU per request is the median over the runs.
+ */
+const compare = async (targets: { floor: Target; server: Target }, scenario: Scenario) => {
+  const runs: { floor: Array<Measured>; server: Array<Measured> } = { floor: [], server: [] }
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const which of round % 2 === 0 ? (["floor", "server"] as const) : (["server", "floor"] as const)) {
+      runs[which].push(await measure(targets[which], scenario, round < 2))
+    }
+  }
+  const best = (list: Array<Measured>) => {
+    const top = list.reduce((a, b) => (b.rps > a.rps ? b : a))
+    return { ...top, cpuUsPerRequest: median(list.map((run) => run.cpuUsPerRequest)), rounds: list.map((run) => round(run.rps, 0)) }
+  }
+  return { floor: best(runs.floor), server: best(runs.server) }
 }
 
 /** Runs `op` in a loop for `seconds`; answers operations per second. */
@@ -269,11 +320,21 @@ const fsType = (dir: string) => {
   }
 }
 
-const summary = (result: LoadResult) => ({
+type Best = Measured & { readonly rounds: ReadonlyArray<number> }
+interface Compared {
+  readonly scenario: Scenario
+  readonly server: Best
+  readonly floor: Best
+}
+
+const summary = (result: Best) => ({
   rps: round(result.rps, 0),
   p50_ms: round(result.p50Ms),
   p99_ms: round(result.p99Ms),
   max_ms: round(result.maxMs),
+  cpu_us_per_request: round(result.cpuUsPerRequest, 0),
+  cpu_share_of_one_core: round(result.cpuShare),
+  rps_per_run: result.rounds,
   requests: result.requests,
   non_2xx: result.non2xx,
   errors: result.errors,
@@ -324,45 +385,57 @@ const main = async () => {
         `${targets.volumes.reduce((n, v) => n + v.length, 0)} volumes in ${TENANTS} tenants`
     )
 
-    // 3. The server under test on the seeded file, timed to its first answered API request.
+    const floor = await startFloorChild(databasePath)
+    children.push(floor)
+    const results: Array<Compared> = []
+    const record = (scenario: Scenario, compared: { floor: Best; server: Best }) => {
+      results.push({ scenario, ...compared })
+      const { server: sv, floor: fl } = compared
+      log(
+        `${scenario.name}: server ${sv.rps.toFixed(0)} req/s (runs ${sv.rounds.join(", ")}) p50 ${sv.p50Ms.toFixed(2)} p99 ${sv.p99Ms.toFixed(2)} ms ${sv.cpuUsPerRequest.toFixed(0)} us CPU/req` +
+          ` | floor ${fl.rps.toFixed(0)} req/s (runs ${fl.rounds.join(", ")}) ${fl.cpuUsPerRequest.toFixed(0)} us CPU/req | non-2xx ${sv.non2xx}/${fl.non2xx}`
+      )
+    }
+    const all = scenarios(tenants, targets).filter((scenario) => !ONLY || ONLY.has(scenario.name))
+
+    // 3. PATCH with the revision runtime advancing every new revision (SLIPWAY_REVISION_STEP_MS).
+    const patch = all.find((scenario) => scenario.name === "patch-deployment")
+    if (patch) {
+      const live = await startServerChild(databasePath, STEP_MS)
+      children.push(live)
+      record({ ...patch, name: "patch-deployment+runtime", description: `${patch.description}, runtime advancing revisions every ${STEP_MS} ms` }, await compare({ floor, server: live }, patch))
+      await live.stop()
+      children.splice(children.indexOf(live), 1)
+    }
+
+    // 4. The server under test on the seeded file, timed to its first answered API request.
     const firstDeployment = targets.deployments[0]![0]
     const firstRequest = firstDeployment ? `/v2/deployments/${firstDeployment.id}` : "/v2/sandboxes/volumes/vol-a"
     if (env.BENCH_CPU_PROF) mkdirSync(env.BENCH_CPU_PROF, { recursive: true })
-    const server = await startServerChild(databasePath, STEP_MS, firstRequest, env.BENCH_CPU_PROF)
+    const server = await startServerChild(databasePath, PARKED_STEP_MS, firstRequest, env.BENCH_CPU_PROF)
     children.push(server)
     const rssSeeded = residentBytes(server.process.pid)
     log(`seeded start answered GET ${firstRequest} after ${server.startupMs.toFixed(0)} ms; RSS ${mb(rssSeeded?.rss)}`)
-    const floor = await startFloorChild(databasePath)
-    children.push(floor)
 
-    // 4. Load, one target at a time.
-    const results: Array<{ scenario: Scenario; server: LoadResult; floor: LoadResult }> = []
-    for (const scenario of scenarios(tenants, targets)) {
-      if (ONLY && !ONLY.has(scenario.name)) continue
-      log(`${scenario.name}: floor`)
-      const floorResult = await load(floor, scenario)
-      log(`${scenario.name}: server`)
-      const serverResult = await load(server, scenario)
-      results.push({ scenario, server: serverResult, floor: floorResult })
-      log(
-        `${scenario.name}: server ${serverResult.rps.toFixed(0)} req/s p50 ${serverResult.p50Ms.toFixed(2)} p99 ${serverResult.p99Ms.toFixed(2)} ms` +
-          ` | floor ${floorResult.rps.toFixed(0)} req/s | non-2xx ${serverResult.non2xx}/${floorResult.non2xx}`
-      )
+    // 5. Load, one target at a time.
+    for (const scenario of all) {
+      log(`${scenario.name}: ${ROUNDS} runs each of ${DURATION}s`)
+      record(scenario, await compare({ floor, server }, scenario))
     }
+    results.sort((a, b) => all.findIndex((s) => a.scenario.name.startsWith(s.name)) - all.findIndex((s) => b.scenario.name.startsWith(s.name)))
     const rssAfterRun = residentBytes(server.process.pid)
     await floor.stop()
     await server.stop()
     children.length = 0
 
-    // 5. SQLite alone: the write transactions without HTTP, and synchronous NORMAL vs FULL.
+    // 6. SQLite alone: the write transactions without HTTP, and synchronous NORMAL vs FULL.
     const raw: Record<string, number> = {}
     const rawSeconds = Math.max(0.5, Math.min(2, DURATION / 2))
-    const tenantsForRaw = tenants
     for (const synchronous of ["NORMAL", "FULL"] as const) {
       const db = openFloorDatabase(databasePath, synchronous)
       const ops = makeFloorOps(db)
-      for (const scenario of scenarios(tenantsForRaw, targets)) {
-        if (!scenario.raw || (ONLY && !ONLY.has(scenario.name))) continue
+      for (const scenario of all) {
+        if (!scenario.raw) continue
         let failed = 0
         raw[`${scenario.name}:${synchronous}`] = timeLoop(rawSeconds, () => {
           if (scenario.raw!(ops).status >= 300) failed++
@@ -372,7 +445,7 @@ const main = async () => {
       db.close()
     }
 
-    // 6. `npm start` on the seeded file, as a user would run it.
+    // 7. `npm start` on the seeded file, as a user would run it.
     const npmStart = await startWithNpm(databasePath, firstRequest)
     children.push(npmStart)
     log(`npm start answered GET ${firstRequest} after ${npmStart.startupMs.toFixed(0)} ms`)
@@ -408,7 +481,7 @@ interface ReportInput {
   readonly seedMs: number
   readonly startup: { fresh: number; seeded: number; npmStart: number; firstRequest: string }
   readonly memory: Record<string, { rss: number; peak: number } | undefined>
-  readonly results: ReadonlyArray<{ scenario: Scenario; server: LoadResult; floor: LoadResult }>
+  readonly results: ReadonlyArray<Compared>
   readonly raw: Record<string, number>
   readonly controlPlane: boolean
   readonly totalMs: number
@@ -423,23 +496,30 @@ const report = (input: ReportInput) => {
 
   const rows = results.map(({ scenario, server, floor }) => {
     const ratio = server.rps / floor.rps
+    /** Capacity ratio: the floor's CPU per request over the server's (1 = the server costs what the floor costs). */
+    const cpuRatio = floor.cpuUsPerRequest / server.cpuUsPerRequest
     const tail = server.p99Ms / server.p50Ms
     const rawRate = raw[`${scenario.name}:NORMAL`]
-    const serverUs = 1e6 / server.rps
     const sqliteUs = rawRate ? 1e6 / rawRate : undefined
-    if (scenario.kind === "read") {
-      verdicts.push({ target: `${scenario.name}: reads >= ${READ_RATIO}x floor`, pass: ratio >= READ_RATIO, detail: `${ratio.toFixed(2)}x` })
+    const informational = scenario.name.endsWith("+runtime")
+    const costs = `CPU/request: server ${server.cpuUsPerRequest.toFixed(0)} us, floor ${floor.cpuUsPerRequest.toFixed(0)} us (${cpuRatio.toFixed(2)}x)`
+    if (informational) {
+      // Not a target: what the local runtime's state changes add to each PATCH.
+    } else if (scenario.kind === "read") {
+      verdicts.push({ target: `${scenario.name}: reads >= ${READ_RATIO}x floor`, pass: ratio >= READ_RATIO, detail: `${ratio.toFixed(2)}x req/s; ${costs}` })
     } else {
-      const bound = ratio >= WRITE_RATIO ? "SQLite and HTTP (server code adds little)" : "the server's own code"
+      const serverSql = sqliteUs === undefined ? undefined : sqliteUs / server.cpuUsPerRequest
+      const bound =
+        ratio >= WRITE_RATIO
+          ? `SQLite and HTTP, like the floor: the transaction alone takes ${sqliteUs?.toFixed(0) ?? "?"} us, ${serverSql === undefined ? "?" : Math.round(serverSql * 100)}% of the server's CPU per request`
+          : `the server's own code: the transaction alone takes ${sqliteUs?.toFixed(0) ?? "?"} us of the server's ${server.cpuUsPerRequest.toFixed(0)} us CPU per request`
       verdicts.push({
-        target: `${scenario.name}: writes limited by SQLite, not server code (>= ${WRITE_RATIO}x floor doing the same transaction)`,
+        target: `${scenario.name}: writes limited by SQLite, not server code (>= ${WRITE_RATIO}x the floor doing the same transaction)`,
         pass: ratio >= WRITE_RATIO,
-        detail:
-          `${ratio.toFixed(2)}x floor; limited by ${bound}; ` +
-          `server ${serverUs.toFixed(0)} us/req, floor ${(1e6 / floor.rps).toFixed(0)} us/req, SQLite transaction alone ${sqliteUs?.toFixed(0) ?? "?"} us`
+        detail: `${ratio.toFixed(2)}x req/s; limited by ${bound}; ${costs}`
       })
     }
-    verdicts.push({
+    if (!informational) verdicts.push({
       target: `${scenario.name}: p99 <= ${TAIL_RATIO}x p50 at ${CONNECTIONS} connections`,
       pass: tail <= TAIL_RATIO,
       detail: `p50 ${server.p50Ms.toFixed(2)} ms, p99 ${server.p99Ms.toFixed(2)} ms (${tail.toFixed(1)}x)`
@@ -458,9 +538,9 @@ const report = (input: ReportInput) => {
       server: summary(server),
       floor: summary(floor),
       ratio_to_floor: round(ratio),
+      cpu_ratio_to_floor: round(cpuRatio),
       p99_over_p50: round(tail, 1),
-      server_us_per_request: round(serverUs, 0),
-      ...(sqliteUs !== undefined ? { sqlite_transaction_us: round(sqliteUs, 0), sqlite_share_of_server_time: round(sqliteUs / serverUs) } : {})
+      ...(sqliteUs !== undefined ? { sqlite_transaction_us: round(sqliteUs, 0), sqlite_share_of_server_cpu: round(sqliteUs / server.cpuUsPerRequest) } : {})
     }
   })
 
@@ -468,11 +548,13 @@ const report = (input: ReportInput) => {
   const deep = byName.get("list-templates-deep")
   let deepCost: number | undefined
   if (shallow && deep) {
-    deepCost = shallow.server.rps / deep.server.rps
+    deepCost = deep.server.cpuUsPerRequest / shallow.server.cpuUsPerRequest
     verdicts.push({
       target: `list-templates: offset 90% within ${DEEP_RATIO}x the cost of offset 0`,
       pass: deepCost <= DEEP_RATIO,
-      detail: `${deepCost.toFixed(2)}x (floor with plain LIMIT/OFFSET: ${(shallow.floor.rps / deep.floor.rps).toFixed(2)}x)`
+      detail:
+        `${deepCost.toFixed(2)}x the CPU per request (${deep.server.cpuUsPerRequest.toFixed(0)} vs ${shallow.server.cpuUsPerRequest.toFixed(0)} us), ` +
+        `${(shallow.server.rps / deep.server.rps).toFixed(2)}x in req/s; floor with plain LIMIT/OFFSET: ${(deep.floor.cpuUsPerRequest / shallow.floor.cpuUsPerRequest).toFixed(2)}x`
     })
   }
 
@@ -489,7 +571,7 @@ const report = (input: ReportInput) => {
   const json = {
     generated_at: new Date().toISOString(),
     machine: { node: process.version, cpus: cpus().length, cpu_model: cpus()[0]?.model, memory_bytes: totalmem(), platform: process.platform, database_fs: fsType(input.dir) },
-    settings: { duration_s: DURATION, warmup_s: WARMUP, connections: CONNECTIONS, scale: SCALE, revision_step_ms: STEP_MS },
+    settings: { duration_s: DURATION, rounds: ROUNDS, warmup_s: WARMUP, connections: CONNECTIONS, scale: SCALE, runtime_step_ms: STEP_MS, parked_step_ms: PARKED_STEP_MS },
     data: {
       tenants: input.tenants.length,
       deployments: input.targets.deployments.reduce((n, d) => n + d.length, 0),
@@ -523,12 +605,15 @@ const report = (input: ReportInput) => {
   writeFileSync(join(out, "latest.json"), `${JSON.stringify(json, null, 2)}\n`)
 
   const lines: Array<string> = []
-  const header = `${pad("scenario", 26, true)} ${pad("server req/s", 12)} ${pad("p50 ms", 7)} ${pad("p99 ms", 7)} ${pad("floor req/s", 12)} ${pad("p50 ms", 7)} ${pad("p99 ms", 7)} ${pad("ratio", 6)}`
+  const header =
+    `${pad("scenario", 26, true)} ${pad("server req/s", 12)} ${pad("p50 ms", 7)} ${pad("p99 ms", 7)} ${pad("CPU us", 7)} ` +
+    `${pad("floor req/s", 12)} ${pad("p50 ms", 7)} ${pad("p99 ms", 7)} ${pad("CPU us", 7)} ${pad("ratio", 6)} ${pad("CPU ratio", 9)}`
   lines.push("", header, "-".repeat(header.length))
   for (const row of rows) {
     lines.push(
-      `${pad(row.name, 26, true)} ${pad(String(row.server.rps), 12)} ${pad(row.server.p50_ms.toFixed(2), 7)} ${pad(row.server.p99_ms.toFixed(2), 7)} ` +
-        `${pad(String(row.floor.rps), 12)} ${pad(row.floor.p50_ms.toFixed(2), 7)} ${pad(row.floor.p99_ms.toFixed(2), 7)} ${pad(`${row.ratio_to_floor.toFixed(2)}x`, 6)}`
+      `${pad(row.name, 26, true)} ${pad(String(row.server.rps), 12)} ${pad(row.server.p50_ms.toFixed(2), 7)} ${pad(row.server.p99_ms.toFixed(2), 7)} ${pad(String(row.server.cpu_us_per_request), 7)} ` +
+        `${pad(String(row.floor.rps), 12)} ${pad(row.floor.p50_ms.toFixed(2), 7)} ${pad(row.floor.p99_ms.toFixed(2), 7)} ${pad(String(row.floor.cpu_us_per_request), 7)} ` +
+        `${pad(`${row.ratio_to_floor.toFixed(2)}x`, 6)} ${pad(`${row.cpu_ratio_to_floor.toFixed(2)}x`, 9)}`
     )
   }
   lines.push("")
