@@ -295,7 +295,7 @@ export const parseInputs = (getInput: GetInput, context: RunContext): ParseResul
   const redeployRevisionId = uuid("redeploy-revision-id")
   const wait = boolean("wait", defaults.wait) ?? true
   const timeoutMs = duration("timeout", defaults.timeout, 1000)
-  const pollIntervalMs = duration("poll-interval", defaults.pollInterval, 100)
+  const pollIntervalMs = duration("poll-interval", defaults.pollInterval, 10)
 
   if (errors.length > 0) return { ok: false, errors }
   return {

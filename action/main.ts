@@ -70,7 +70,7 @@ const main = async (): Promise<void> => {
     apiKey: inputs.apiKey,
     tenantId: inputs.tenantId,
     userAgent
-  }) as unknown as ActionClient
+  }) satisfies ActionClient
 
   const exit = await Effect.runPromiseExit(
     run(inputs, {
