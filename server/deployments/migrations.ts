@@ -86,5 +86,15 @@ export const deploymentMigrations: ReadonlyArray<Migration> = [
       );
       CREATE INDEX integrations_by_owner ON integrations(provider, owner_key);
     `
+  },
+  {
+    // A rollout supersedes the deployment's unfinished revisions: find them without walking its
+    // whole history (a deployment patched often has thousands of finished revisions).
+    id: "101_unfinished_revisions_by_deployment",
+    sql: `
+      DROP INDEX revisions_in_progress;
+      CREATE INDEX revisions_unfinished ON revisions(tenant_id, deployment_id, seq)
+        WHERE status NOT IN ('DEPLOYED', 'CREATE_FAILED', 'BUILD_FAILED', 'DEPLOY_FAILED', 'SKIPPED', 'INTERRUPTED', 'UNKNOWN');
+    `
   }
 ]

@@ -144,7 +144,8 @@ export const makeDeploymentRepository = (db: Db) => {
      ORDER BY seq DESC LIMIT @limit OFFSET @offset`
   )
   const unfinishedRevisions = db.prepare(
-    `SELECT ${revisionViewColumns} FROM revisions WHERE tenant_id = ? AND deployment_id = ? AND status NOT IN (${finalList}) ORDER BY seq`
+    // The partial index holds only unfinished revisions: no walk through the deployment's history.
+    `SELECT id, status FROM revisions INDEXED BY revisions_unfinished WHERE tenant_id = ? AND deployment_id = ? AND status NOT IN (${finalList})`
   )
   const setRevisionStatus = db.prepare(
     "UPDATE revisions SET status = ?, status_message = ?, deployed_at = coalesce(deployed_at, ?), updated_at = ? WHERE tenant_id = ? AND id = ?"
@@ -224,7 +225,7 @@ export const makeDeploymentRepository = (db: Db) => {
     insertRevision: (row: RevisionRow) => void insertRevision.run(row),
     listRevisions: (tenantId: string, deploymentId: string, statuses: string | null, limit: number, offset: number) =>
       listRevisions.all({ tenant_id: tenantId, deployment_id: deploymentId, statuses, limit, offset }) as Array<RevisionRow>,
-    unfinishedRevisions: (tenantId: string, deploymentId: string) => unfinishedRevisions.all(tenantId, deploymentId) as Array<RevisionView>,
+    unfinishedRevisions: (tenantId: string, deploymentId: string) => unfinishedRevisions.all(tenantId, deploymentId) as Array<{ id: string; status: string }>,
     setRevisionStatus: (tenantId: string, id: string, status: string, message: string | null, deployedAt: string | null, now: string) =>
       setRevisionStatus.run(status, message, deployedAt, now, tenantId, id).changes > 0,
     /** Moves a revision on only if it is still in `from` (nothing else superseded it meanwhile). */
