@@ -259,14 +259,14 @@ export const deploymentRoutes = (context: ServerContext, { repository: repo, run
         const taken = () => refuse(new Conflict({ message: `A deployment named '${planned.name}' already exists` }))
         try {
           repo.transaction(() => {
-            if (repo.deploymentIdByName(auth.tenantId, planned.name) !== undefined) taken()
             repo.insertDeployment(row)
             repo.insertRevision(revision)
             repo.upsertTracingProject(randomUUID(), auth.tenantId, planned.name, deploymentId, at)
           })
         } catch (error) {
-          // Another process (or server) on the same file won the race for the name.
-          if ((error as { code?: string })?.code === "SQLITE_CONSTRAINT_UNIQUE") taken()
+          // UNIQUE (tenant_id, name) decides, also between processes sharing the file.
+          const { code, message } = error as { code?: string; message?: string }
+          if (code === "SQLITE_CONSTRAINT_UNIQUE" && message?.includes("deployments.name")) taken()
           throw error
         }
         runtime.revisionCreated(workOf(revision))
