@@ -25,7 +25,7 @@ const area = process.env.FUZZ_AREA
 const endpoints = allEndpoints.filter((endpoint) => area === undefined || endpoint.area === area)
 
 const seed = Number(process.env.FUZZ_SEED ?? 20_250_611)
-const bodyRuns = Number(process.env.FUZZ_RUNS ?? 120)
+const bodyRuns = Number(process.env.FUZZ_RUNS ?? 100)
 const pathRuns = Math.ceil(bodyRuns / 2)
 
 let t: TestServer

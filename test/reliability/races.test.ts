@@ -6,13 +6,14 @@
  * - concurrent renames (and creates) to one name: exactly one succeeds, the rest get Conflict;
  * - concurrent PATCHes of one deployment create exactly one revision each, with no lost update.
  */
-import { execFileSync } from "node:child_process"
+import { execFile } from "node:child_process"
+import { promisify } from "node:util"
 import { join } from "node:path"
 import { Result } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { parseQuantity, toBytes } from "../../core/index.ts"
-import { type ChildServer, makeRequester, tempDatabasePath } from "../support/server.ts"
-import { endpointNamed, errorShapeProblem, spawnPair, stopChild } from "./support.ts"
+import { type ChildServer, eventually, makeRequester, tempDatabasePath } from "../support/server.ts"
+import { endpointNamed, errorShapeProblem, spawnPair, stopChild, withDatabase } from "./support.ts"
 
 const QUOTA = "60Gi"
 const Gi = 1024n ** 3n
@@ -38,16 +39,24 @@ afterAll(async () => {
   database.remove()
 })
 
-/** A key for a new tenant in a new organization (its own quota), minted with the key tool. */
-const mintKey = (): string =>
-  execFileSync(process.execPath, ["server/keys.ts", "create", "--tenant", crypto.randomUUID()], {
+/**
+ * A key for a new tenant in a new organization (its own quota), minted with the key tool.
+ * Asynchronously: blocking this process while the servers' keep-alive clocks run would make
+ * the HTTP client reuse sockets the servers are closing.
+ */
+const mintKey = async (): Promise<string> => {
+  const { stdout } = await promisify(execFile)(process.execPath, ["server/keys.ts", "create", "--tenant", crypto.randomUUID()], {
     cwd: join(import.meta.dirname, "../.."),
     env: { ...process.env, DATABASE_PATH: database.path },
-    encoding: "utf8",
-    stdio: ["ignore", "pipe", "pipe"]
-  }).trim()
+    encoding: "utf8"
+  })
+  return stdout.trim()
+}
 
-const requesters = (key: string) => servers.map((server) => makeRequester(server.url, key))
+const requesters = async () => {
+  const key = await mintKey()
+  return servers.map((server) => makeRequester(server.url, key))
+}
 
 const listAll = async (request: ReturnType<typeof makeRequester>, kind: string): Promise<Array<any>> => {
   const response = await request("GET", `/v2/sandboxes/${kind}?limit=500`)
@@ -62,7 +71,7 @@ const expectShape = (name: string, status: number, body: unknown) => {
 
 describe("storage quota under concurrent writes from two servers", () => {
   it("50 concurrent size increases whose sum exceeds the quota never pass it, and successes add up to the usage", async () => {
-    const [a, b] = requesters(mintKey())
+    const [a, b] = await requesters()
     const names = Array.from({ length: 50 }, (_, i) => `grow-${i}`)
     for (const name of names) expect((await a!("POST", "/v2/sandboxes/volumes", { body: { name, size: "1Gi" } })).status).toBe(201)
     // 50Gi used of 60Gi; the increases ask for 1–3Gi each, ~100Gi in all.
@@ -101,7 +110,7 @@ describe("storage quota under concurrent writes from two servers", () => {
   })
 
   it("50 concurrent creates of 7Gi under a 60Gi quota: exactly 8 succeed", async () => {
-    const [a, b] = requesters(mintKey())
+    const [a, b] = await requesters()
     const answers = await Promise.all(
       Array.from({ length: 50 }, (_, i) => (i % 2 === 0 ? a! : b!)("POST", "/v2/sandboxes/volumes", { body: { name: `create-${i}`, size: "7Gi" } }))
     )
@@ -117,7 +126,7 @@ describe("storage quota under concurrent writes from two servers", () => {
   })
 
   it("concurrent absolute resizes of one volume: only growth is applied, the largest wins, usage stays exact", async () => {
-    const [a, b] = requesters(mintKey())
+    const [a, b] = await requesters()
     expect((await a!("POST", "/v2/sandboxes/volumes", { body: { name: "one", size: "1Gi" } })).status).toBe(201)
     const sizes = Array.from({ length: 20 }, (_, i) => i + 2)
     const answers = await Promise.all(sizes.map((size, i) => (i % 2 === 0 ? a! : b!)("PATCH", "/v2/sandboxes/volumes/one", { body: { size: `${size}Gi` } })))
@@ -143,7 +152,7 @@ describe("concurrent renames and creates to one name", () => {
 
   for (const { kind, update, create } of kinds) {
     it(`${kind}: 20 concurrent renames to one name, exactly one succeeds and 19 get Conflict`, async () => {
-      const [a, b] = requesters(mintKey())
+      const [a, b] = await requesters()
       if (kind === "pools" || kind === "boxes") {
         expect((await a!("POST", "/v2/sandboxes/templates", { body: { name: "base", image: "python:3.12" } })).status).toBe(201)
       }
@@ -163,7 +172,7 @@ describe("concurrent renames and creates to one name", () => {
     })
 
     it(`${kind}: 20 concurrent creates of one name, exactly one succeeds and 19 get Conflict`, async () => {
-      const [a, b] = requesters(mintKey())
+      const [a, b] = await requesters()
       if (kind === "pools" || kind === "boxes") {
         expect((await a!("POST", "/v2/sandboxes/templates", { body: { name: "base", image: "python:3.12" } })).status).toBe(201)
       }
@@ -178,9 +187,67 @@ describe("concurrent renames and creates to one name", () => {
   }
 })
 
+describe("check-then-act across two servers: a use and a delete never both succeed", () => {
+  const pairs = [
+    {
+      label: "template mounting a volume vs deleting the volume",
+      setup: async (request: ReturnType<typeof makeRequester>, i: number) => {
+        expect((await request("POST", "/v2/sandboxes/volumes", { body: { name: `vol-${i}`, size: "1Mi" } })).status).toBe(201)
+      },
+      use: (i: number) => ["POST", "/v2/sandboxes/templates", { name: `mounting-${i}`, image: "python:3.12", volume_mounts: [{ volume_name: `vol-${i}`, mount_path: "/data" }] }] as const,
+      remove: (i: number) => `/v2/sandboxes/volumes/vol-${i}`
+    },
+    {
+      label: "pool on a template vs deleting the template",
+      setup: async (request: ReturnType<typeof makeRequester>, i: number) => {
+        expect((await request("POST", "/v2/sandboxes/templates", { body: { name: `tpl-${i}`, image: "python:3.12" } })).status).toBe(201)
+      },
+      use: (i: number) => ["POST", "/v2/sandboxes/pools", { name: `pool-${i}`, template_name: `tpl-${i}`, replicas: 2 }] as const,
+      remove: (i: number) => `/v2/sandboxes/templates/tpl-${i}`
+    },
+    {
+      label: "sandbox on a template vs deleting the template",
+      setup: async (request: ReturnType<typeof makeRequester>, i: number) => {
+        expect((await request("POST", "/v2/sandboxes/templates", { body: { name: `tpl-${i}`, image: "python:3.12" } })).status).toBe(201)
+      },
+      use: (i: number) => ["POST", "/v2/sandboxes/boxes", { name: `box-${i}`, template_name: `tpl-${i}` }] as const,
+      remove: (i: number) => `/v2/sandboxes/templates/tpl-${i}`
+    }
+  ]
+
+  for (const pair of pairs) {
+    it(pair.label, async () => {
+      const [a, b] = await requesters()
+      const rounds = 20
+      for (let i = 0; i < rounds; i++) await pair.setup(a!, i)
+      const outcomes = await Promise.all(
+        Array.from({ length: rounds }, async (_, i) => {
+          const [method, path, body] = pair.use(i)
+          // Alternate which server uses and which deletes, and which request leaves first.
+          const [user, remover] = i % 2 === 0 ? [a!, b!] : [b!, a!]
+          const [used, removed] = await Promise.all([user(method, path, { body }), remover("DELETE", pair.remove(i))])
+          return { used, removed }
+        })
+      )
+      for (const { used, removed } of outcomes) {
+        expect(used.status, JSON.stringify(used.body)).toBeLessThan(500)
+        expect(removed.status, JSON.stringify(removed.body)).toBeLessThan(500)
+        const useWon = used.status === 201
+        const removeWon = removed.status === 204
+        expect(useWon !== removeWon, `use ${used.status} ${JSON.stringify(used.body)} / delete ${removed.status} ${JSON.stringify(removed.body)}`).toBe(true)
+        if (!useWon) expect([400, 404]).toContain(used.status)
+        if (!removeWon) {
+          expect(removed.status).toBe(409)
+          expect(removed.body.detail.error).toBe("ResourceInUse")
+        }
+      }
+    })
+  }
+})
+
 describe("concurrent PATCHes of one deployment from two servers", () => {
   it("create exactly one revision each, applied one after another with no lost update", async () => {
-    const [a, b] = requesters(mintKey())
+    const [a, b] = await requesters()
     const created = await a!("POST", "/v2/deployments", {
       body: { name: "raced", source: "external_container", source_revision_config: { image_uri: "registry.example.com/app:0" } }
     })
@@ -219,5 +286,37 @@ describe("concurrent PATCHes of one deployment from two servers", () => {
     expect(final.body.latest_revision_id).toBe(revisions[revisions.length - 1]!.id)
     expect(final.body.source_revision_config.image_uri).toBe(image)
     expect(final.body.source_config.resource_spec.max_scale).toBe(maxScale)
+  })
+})
+
+describe("deleting deployments while they are patched, revised and redeployed from two servers", () => {
+  it("never answers 5xx or off-spec, and leaves no revision without its deployment", async () => {
+    const [a, b] = await requesters()
+    const ids: Array<{ id: string; revision: string }> = []
+    for (let i = 0; i < 10; i++) {
+      const created = await a!("POST", "/v2/deployments", { body: { name: `doomed-${i}`, source: "external_container", source_revision_config: { image_uri: `registry.example.com/app:${i}` } } })
+      expect(created.status).toBe(201)
+      ids.push({ id: created.body.id, revision: created.body.latest_revision_id })
+    }
+    const calls = ids.flatMap(({ id, revision }, i) => {
+      const [one, two] = i % 2 === 0 ? [a!, b!] : [b!, a!]
+      return [
+        { name: "deleteDeployment", run: () => one("DELETE", `/v2/deployments/${id}`) },
+        { name: "updateDeployment", run: () => two("PATCH", `/v2/deployments/${id}`, { body: { source_revision_config: { image_uri: "registry.example.com/app:late" } } }) },
+        { name: "createRevision", run: () => one("POST", `/v2/deployments/${id}/revisions`, { body: { source_revision_config: { image_uri: "registry.example.com/app:later" } } }) },
+        { name: "redeployRevision", run: () => two("POST", `/v2/deployments/${id}/revisions/${revision}/redeploy`) },
+        { name: "deleteDeployment", run: () => two("DELETE", `/v2/deployments/${id}`) }
+      ]
+    })
+    const answers = await Promise.all(calls.map(async (call) => ({ name: call.name, answer: await call.run() })))
+    for (const { name, answer } of answers) {
+      if (answer.status >= 300) expect(errorShapeProblem(endpointNamed(name), answer.status, answer.body), `${name}: ${answer.status} ${JSON.stringify(answer.body)}`).toBeUndefined()
+    }
+    // Every deployment was deleted at least once (the first DELETE to land wins; a second may find it gone or going).
+    for (const { id } of ids) {
+      await eventually(async () => ((await b!("GET", `/v2/deployments/${id}`)).status === 404 ? true : undefined), 10_000)
+    }
+    const orphans = withDatabase(database.path, (db) => db.prepare("SELECT count(*) FROM revisions r WHERE NOT EXISTS (SELECT 1 FROM deployments d WHERE d.id = r.deployment_id)").pluck().get())
+    expect(orphans).toBe(0)
   })
 })
