@@ -1,10 +1,16 @@
 /**
  * Secret values never leak: a child server at LOG_LEVEL=debug handles deployments with secrets
- * (create, PATCH, new revisions, failed validations, the runtime advancing revisions) and its
- * whole output never contains a value; answers show "********"; and with SLIPWAY_SECRETS_KEY
+ * (create, PATCH, new revisions, failed validations, the runtime advancing revisions, a signed
+ * push through a git-host integration) and its whole output never contains a secret value or the
+ * integration's webhook secret; answers show "********"; and with SLIPWAY_SECRETS_KEY
  * set, neither the database file nor its WAL holds a value in plaintext.
  */
+import { execFile } from "node:child_process"
+import { createHmac } from "node:crypto"
+import { join } from "node:path"
+import { promisify } from "node:util"
 import { afterAll, describe, expect, it } from "vitest"
+import { DEFAULT_TENANT_ID } from "../../server/index.ts"
 import { type ChildServer, eventually, tempDatabasePath } from "../support/server.ts"
 import { databaseBytes, spawnChild, stopChild } from "./support.ts"
 
@@ -16,6 +22,7 @@ afterAll(async () => {
 })
 
 const run = crypto.randomUUID().slice(0, 8)
+let webhookSecret = ""
 const secretValues = [
   `sv-plain-${run}-0123456789`,
   `sv-quote"d-${run}\\slash`,
@@ -65,6 +72,24 @@ describe("secret values", () => {
     expect(malformed.status).toBe(422)
     answers.push(malformed.body)
 
+    // A git-host integration (its webhook secret is a secret too) and a signed push through it.
+    const { stdout } = await promisify(execFile)(process.execPath, ["server/keys.ts", "integration", "add", "--tenant", DEFAULT_TENANT_ID, "--owner", "o"], {
+      cwd: join(import.meta.dirname, "../.."),
+      env: { ...process.env, DATABASE_PATH: database.path, SLIPWAY_SECRETS_KEY: "reliability-suite-secrets-key" },
+      encoding: "utf8"
+    })
+    webhookSecret = JSON.parse(stdout.trim()).webhook_secret
+    expect(webhookSecret).toMatch(/^[0-9a-f]{32,}$/)
+    const push = JSON.stringify({ ref: "refs/heads/main", after: "a".repeat(40), repository: { clone_url: "https://github.com/o/r.git", html_url: "https://github.com/o/r", full_name: "o/r" } })
+    const pushed = await child.request("POST", "/v1/integrations/gitrepo/webhook", {
+      key: null,
+      raw: push,
+      headers: { "content-type": "application/json", "x-github-event": "push", "x-hub-signature-256": `sha256=${createHmac("sha256", webhookSecret).update(push).digest("hex")}` }
+    })
+    expect(pushed.status, JSON.stringify(pushed.body)).toBe(202)
+    answers.push(pushed.body)
+    answers.push((await call("GET", "/v1/integrations/gitrepo/install")).body)
+
     // Reads, and the runtime working through the revisions (it logs at debug).
     await call("GET", "/v2/deployments?limit=100")
     for (const deploymentId of ids) {
@@ -83,7 +108,7 @@ describe("secret values", () => {
     child = undefined
     const bytes = databaseBytes(database.path)
     const answerText = JSON.stringify(answers)
-    for (const value of secretValues) {
+    for (const value of [...secretValues, webhookSecret]) {
       for (const form of forms(value)) {
         expect(output.includes(form), `log output contains ${form}`).toBe(false)
         expect(answerText.includes(form), `an answer contains ${form}`).toBe(false)
