@@ -69,7 +69,11 @@ const validBodies: Record<string, () => any> = {
     secrets: [{ name: "OPENAI_API_KEY", value: "sk-fuzz" }],
     image_version: "1.0.0"
   }),
-  updateDeployment: () => ({ source_revision_config: { image_uri: `registry.example.com/agent:${unique("v")}` }, secrets: [{ name: "K", value: "v" }], image_version: "2" }),
+  // Alternates between the two sources (the fresh deployments alternate too), so both sets of rules are fuzzed.
+  updateDeployment: () =>
+    counter % 2 === 0
+      ? { source_revision_config: { image_uri: `registry.example.com/agent:${unique("v")}` }, secrets: [{ name: "K", value: "v" }], image_version: "2", source_config: { custom_url: "https://example.com/x" } }
+      : { source_config: { build_on_push: true, resource_spec: null, install_command: "npm ci", build_command: "npm run build" }, source_revision_config: { repo_ref: `feature-${unique("b")}`, graph_config_path: "langgraph.json" } },
   createRevision: () => ({ source_revision_config: { image_uri: "registry.example.com/agent:3" }, secrets: null }),
   createListener: () => ({ compute_type: "k8s", compute_config: { k8s_namespaces: ["default", "agents"] } }),
   updateListener: () => ({ compute_config: { k8s_namespaces: ["other"] } }),
@@ -103,7 +107,12 @@ const freshTarget = async (endpoint: Endpoint): Promise<Record<string, string>> 
   else if (kind === "boxes") params.name = (await create("/v2/sandboxes/boxes", { name: unique("fz-box"), template_name: "fz-template" })).name
   else if (kind === "listener_id") params.listener_id = (await create("/v2/listeners", validBodies.createListener!())).id
   else if (kind === "deployment_id") {
-    const deployment = await create("/v2/deployments", { name: unique("fz-dep"), source: "external_container", source_revision_config: { image_uri: "registry.example.com/agent:1" } })
+    const deployment = await create(
+      "/v2/deployments",
+      counter % 2 === 0
+        ? { name: unique("fz-dep"), source: "external_container", source_revision_config: { image_uri: "registry.example.com/agent:1" } }
+        : { name: unique("fz-dep"), source: "gitrepo", source_config: { repo_url: "https://github.com/o/r", deployment_type: "dev", build_on_push: false }, source_revision_config: { repo_ref: "main", graph_config_path: "langgraph.json" } }
+    )
     params.deployment_id = deployment.id
     params.revision_id = deployment.latest_revision_id
   } else throw new Error(`no fresh target for ${endpoint.path}`)
