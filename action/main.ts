@@ -58,6 +58,7 @@ const main = async (): Promise<void> => {
   if (!parsed.ok) {
     // One annotation per problem, each naming its input; the step fails without a request sent.
     annotate(fromInputErrors(parsed.errors))
+    setOutputs({ created: false, outcome: "failed", deploymentId: undefined, revisionId: undefined, status: undefined, url: undefined, changes: [], elapsedMs: 0 })
     core.info(`Invalid inputs (${[...new Set(parsed.errors.map((error) => error.input))].join(", ")}); no request was sent`)
     process.exitCode = core.ExitCode.Failure
     return

@@ -236,6 +236,7 @@ describe("the bundled action against a real server", () => {
     expect(run.stdout).toContain("::error title=Slipway%3A input resource-spec::resource-spec: not valid JSON or YAML")
     expect(run.stdout).toContain("no request was sent")
     expect(run.stdout).not.toContain("Looking up deployment")
+    expect(run.outputs).toEqual({ "deployment-id": "", "revision-id": "", status: "", url: "", created: "false" })
     expectNothingLeaked(run)
   })
 
