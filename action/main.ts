@@ -9,8 +9,9 @@
  */
 import * as core from "@actions/core"
 import { Cause, Effect, Exit } from "effect"
-import { Api } from "../core/api/index.ts"
-import { makeClient } from "../core/client/index.ts"
+// Only the deployment endpoints and the client modules: the sandbox area stays out of the bundle.
+import { deploymentEndpoints } from "../core/api/deployments.ts"
+import { makeClient } from "../core/client/client.ts"
 import type { Annotation } from "./errors.ts"
 import { fromInputErrors } from "./errors.ts"
 import { type Inputs, parseInputs } from "./inputs.ts"
@@ -66,7 +67,7 @@ const main = async (): Promise<void> => {
   const inputs: Inputs = parsed.inputs
   for (const secret of inputs.secrets ?? []) mask(secret.value)
 
-  const client = makeClient(Api, {
+  const client = makeClient(deploymentEndpoints, {
     baseUrl: inputs.apiUrl,
     apiKey: inputs.apiKey,
     tenantId: inputs.tenantId,

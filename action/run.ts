@@ -7,7 +7,8 @@
  * list, which holds no secret value.
  */
 import { Effect } from "effect"
-import { RevisionFailed, RevisionTimeout, waitForRevision, type ClientError } from "../core/client/index.ts"
+import { type ClientError, RevisionFailed, RevisionTimeout } from "../core/client/errors.ts"
+import { waitForRevision } from "../core/client/wait.ts"
 import { type Annotation, describeError, fromInputErrors, type Operation } from "./errors.ts"
 import type { Inputs } from "./inputs.ts"
 import { type DeploymentView, plan as makePlan, type Plan } from "./plan.ts"
@@ -25,7 +26,7 @@ type WithBody<P, B> = { readonly params: P; readonly body: B }
 type DeploymentParams = { readonly deployment_id: string }
 type RevisionParams = { readonly deployment_id: string; readonly revision_id: string }
 
-/** What the action needs of the client; `makeClient(Api, …)` provides it. */
+/** What the action needs of the client; `makeClient(deploymentEndpoints, …)` provides it. */
 export interface ActionClient {
   readonly listDeployments: Call<{ readonly query: { readonly name_contains: string; readonly limit: string; readonly offset: string } }, { readonly resources: ReadonlyArray<DeploymentView>; readonly offset: number }>
   readonly getDeployment: Call<Params<DeploymentParams>, DeploymentView>
