@@ -229,6 +229,24 @@ describe("the bundled action against a real server", () => {
     expectNothingLeaked(run)
   })
 
+  it("a gitrepo deployment takes repo-ref from the pushed tag and reports its generated url", async () => {
+    const inputs = { "api-url": server.url, "api-key": server.key, name: "agent", "repo-url": "https://github.com/acme/agent", "graph-config-path": "langgraph.json" }
+    const run = await runAction(inputs, { GITHUB_REF: "refs/tags/v1.0.0" })
+    expect(run.code, run.stdout + run.stderr).toBe(0)
+    const [deployment] = await deploymentsNamed("agent")
+    expect(deployment.source).toBe("gitrepo")
+    expect(deployment.source_revision_config.repo_ref).toBe("refs/tags/v1.0.0")
+    expect(deployment.source_config.custom_url).toMatch(/^http/)
+    expect(run.outputs).toMatchObject({ created: "true", status: "DEPLOYED", url: deployment.source_config.custom_url })
+    expect(run.summary).toContain(`| URL | [${deployment.source_config.custom_url}](${deployment.source_config.custom_url}) |`)
+
+    // A push to a branch later moves the deployment to that branch: a new revision.
+    const next = await runAction(inputs, { GITHUB_REF: "refs/heads/main" })
+    expect(next.code, next.stdout + next.stderr).toBe(0)
+    expect(next.stdout).toContain("repo-ref: refs/tags/v1.0.0 → main")
+    expect(next.outputs["revision-id"]).not.toBe(run.outputs["revision-id"])
+  })
+
   it("bad inputs fail before any request, naming the input", async () => {
     const run = await runAction({ "api-url": "http://127.0.0.1:9", "api-key": server.key, source: "gitrepo", "image-uri": "x:1", "resource-spec": "cpu: [" })
     expect(run.code).toBe(1)
