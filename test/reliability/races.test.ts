@@ -320,3 +320,40 @@ describe("deleting deployments while they are patched, revised and redeployed fr
     expect(orphans).toBe(0)
   })
 })
+
+describe("concurrent pool scaling from two servers", () => {
+  it("leaves exactly as many sandboxes in the pool as its final replica count", async () => {
+    const [a, b] = await requesters()
+    expect((await a!("POST", "/v2/sandboxes/templates", { body: { name: "base", image: "python:3.12" } })).status).toBe(201)
+    expect((await a!("POST", "/v2/sandboxes/pools", { body: { name: "scaled", template_name: "base", replicas: 1 } })).status).toBe(201)
+    const targets = Array.from({ length: 24 }, (_, i) => (i * 7) % 11)
+    const answers = await Promise.all(targets.map((replicas, i) => (i % 2 === 0 ? a! : b!)("PATCH", "/v2/sandboxes/pools/scaled", { body: { replicas } })))
+    for (const answer of answers) expect(answer.status, JSON.stringify(answer.body)).toBe(200)
+    const pool = await b!("GET", "/v2/sandboxes/pools/scaled")
+    expect(targets).toContain(pool.body.replicas)
+    const members = (await listAll(a!, "boxes")).filter((box) => box.pool_name === "scaled")
+    expect(members).toHaveLength(pool.body.replicas)
+    expect(new Set(members.map((box) => box.name)).size).toBe(members.length)
+  })
+
+  it("deleting a pool while it is being scaled leaves none of its sandboxes behind", async () => {
+    const [a, b] = await requesters()
+    expect((await a!("POST", "/v2/sandboxes/templates", { body: { name: "base", image: "python:3.12" } })).status).toBe(201)
+    for (let round = 0; round < 5; round++) {
+      expect((await a!("POST", "/v2/sandboxes/pools", { body: { name: `doomed-${round}`, template_name: "base", replicas: 3 } })).status).toBe(201)
+      const answers = await Promise.all([
+        a!("PATCH", `/v2/sandboxes/pools/doomed-${round}`, { body: { replicas: 8 } }),
+        b!("DELETE", `/v2/sandboxes/pools/doomed-${round}`),
+        a!("PATCH", `/v2/sandboxes/pools/doomed-${round}`, { body: { replicas: 5 } }),
+        b!("PATCH", `/v2/sandboxes/pools/doomed-${round}`, { body: { replicas: 10 } })
+      ])
+      for (const answer of answers) {
+        expect([200, 204, 404], JSON.stringify(answer.body)).toContain(answer.status)
+        if (answer.status === 404) expect(answer.body.detail.error).toBe("NotFound")
+      }
+      expect(answers[1]!.status).toBe(204)
+      expect((await a!("GET", `/v2/sandboxes/pools/doomed-${round}`)).status).toBe(404)
+    }
+    expect((await listAll(b!, "boxes")).filter((box) => box.pool_name !== null)).toEqual([])
+  })
+})
