@@ -205,8 +205,11 @@ const halfCreated = (path: string): ReadonlyArray<string> =>
     const problems: Array<string> = []
     const rows = (sql: string) => db.prepare(sql).all() as Array<Record<string, unknown>>
     for (const row of rows("PRAGMA foreign_key_check")) problems.push(`foreign key: ${JSON.stringify(row)}`)
-    for (const row of rows("SELECT d.id, d.name FROM deployments d WHERE NOT EXISTS (SELECT 1 FROM revisions r WHERE r.deployment_id = d.id)")) {
-      problems.push(`deployment without a revision: ${JSON.stringify(row)}`)
+    for (const row of rows("SELECT d.id, d.name FROM deployments d WHERE NOT EXISTS (SELECT 1 FROM revisions r WHERE r.deployment_id = d.id AND r.seq = 1)")) {
+      problems.push(`deployment without its first revision: ${JSON.stringify(row)}`)
+    }
+    for (const row of rows("SELECT d.id, d.revision_seq, (SELECT max(seq) FROM revisions r WHERE r.deployment_id = d.id) AS newest FROM deployments d WHERE d.revision_seq IS NOT (SELECT max(seq) FROM revisions r WHERE r.deployment_id = d.id)")) {
+      problems.push(`deployment whose revision counter disagrees with its revisions: ${JSON.stringify(row)}`)
     }
     for (const row of rows(
       "SELECT d.id, d.latest_revision_id FROM deployments d WHERE d.latest_revision_id IS NULL OR NOT EXISTS (SELECT 1 FROM revisions r WHERE r.id = d.latest_revision_id AND r.deployment_id = d.id)"
