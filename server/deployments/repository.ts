@@ -118,7 +118,7 @@ export const makeDeploymentRepository = (db: Db) => {
   const listDeployments = db.prepare(
     `SELECT ${deploymentColumns} FROM deployments
      WHERE tenant_id = @tenant_id
-       AND (@name_contains IS NULL OR instr(name, @name_contains) > 0)
+       AND (@name_contains IS NULL OR instr(name, lower(@name_contains)) > 0)
        AND (@statuses IS NULL OR status IN (SELECT value FROM json_each(@statuses)))
        AND (@image_version IS NULL OR image_version = @image_version)
        AND (@deployment_type IS NULL OR deployment_type = @deployment_type)

@@ -123,6 +123,7 @@ describe("list filters and pagination", () => {
       if (page.body.resources.length < 2) break
     }
     expect(offsets).toEqual([2, 4, 5])
+    expect((await t.request("GET", `/v2/deployments?name_contains=${prefix.toUpperCase()}`, { key })).body.resources).toHaveLength(5)
     // Newest first, each exactly once.
     expect(seen).toEqual([...ids].reverse())
     // Default limit 20 and offset 0.
