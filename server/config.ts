@@ -1,3 +1,6 @@
+import { Result } from "effect"
+import { parseQuantity, toBytes } from "../core/index.ts"
+
 /** The server's configuration, read once from the environment (design.md section 2). */
 
 export interface ServerConfig {
@@ -49,6 +52,15 @@ const integer = (name: string, raw: string, min: number, max: number): number =>
   return value
 }
 
+/** Checks values that only make sense once parsed, so a bad setting fails before the port opens. */
+export const validateConfig = (config: ServerConfig): ServerConfig => {
+  const quota = Result.flatMap(parseQuantity(config.storageQuota.trim()), toBytes)
+  if (Result.isFailure(quota)) throw new ConfigError(`SLIPWAY_STORAGE_QUOTA: ${quota.failure}`)
+  if (quota.success < 0n) throw new ConfigError(`SLIPWAY_STORAGE_QUOTA must not be negative, got "${config.storageQuota}"`)
+  if (config.storageClasses.length === 0) throw new ConfigError("SLIPWAY_STORAGE_CLASSES must name at least one storage class")
+  return config
+}
+
 const logLevels: ReadonlyArray<LogLevel> = ["debug", "info", "warn", "error", "silent"]
 
 /** Reads the documented variables; anything unset keeps its default. Bad values fail fast with a clear message. */
@@ -58,7 +70,7 @@ export const configFromEnv = (env: NodeJS.ProcessEnv = process.env): ServerConfi
   if (!logLevels.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${logLevels.join(", ")}, got "${logLevel}"`)
   const runtime = pick("SLIPWAY_RUNTIME") ?? "local"
   if (runtime !== "local") throw new ConfigError(`SLIPWAY_RUNTIME supports only "local" in this release, got "${runtime}"`)
-  return {
+  return validateConfig({
     port: pick("PORT") ? integer("PORT", pick("PORT")!, 0, 65535) : defaultConfig.port,
     host: pick("HOST") ?? defaultConfig.host,
     databasePath: pick("DATABASE_PATH") ?? defaultConfig.databasePath,
@@ -77,5 +89,5 @@ export const configFromEnv = (env: NodeJS.ProcessEnv = process.env): ServerConfi
     logLevel,
     secretsKey: pick("SLIPWAY_SECRETS_KEY"),
     runtime
-  }
+  })
 }

@@ -6,7 +6,7 @@ import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { Api } from "../core/index.ts"
 import { makeKeyStore, type KeyStore } from "./auth/keys.ts"
-import { type ServerConfig, defaultConfig } from "./config.ts"
+import { type ServerConfig, defaultConfig, validateConfig } from "./config.ts"
 import { closeDatabase, type Db, openDatabase } from "./db/database.ts"
 import { coreMigrations } from "./db/migrations.ts"
 import { makeApp } from "./http/app.ts"
@@ -51,7 +51,7 @@ const listen = (server: Server, port: number, host: string) =>
 
 export const startServer = async (options: StartOptions = {}): Promise<SlipwayServer> => {
   const { logger, modules = defaultModules, ...overrides } = options
-  const config: ServerConfig = { ...defaultConfig, ...overrides }
+  const config: ServerConfig = validateConfig({ ...defaultConfig, ...overrides })
   const log = logger ?? makeLogger(config.logLevel)
   const db = openDatabase(config.databasePath, allMigrations(modules))
   const keys = makeKeyStore(db)

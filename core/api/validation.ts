@@ -130,4 +130,10 @@ export const rule = <T>(predicate: (value: T) => boolean, msg: string, type = "v
   Schema.makeFilter<T>((value) => (predicate(value) ? undefined : msg), { message: msg, [issueTypeKey]: type } as any)
 
 /** An integer whose 422 entry reads like pydantic's (`int_from_float`, `int_type`). */
-export const Int = Schema.Number.check(rule(Number.isInteger, "Input should be a valid integer", "int_from_float"))
+export const Int = Schema.Finite.check(
+  Schema.makeFilter<number>((n) => (Number.isInteger(n) ? undefined : "Input should be a valid integer"), {
+    message: "Input should be a valid integer",
+    [issueTypeKey]: "int_from_float",
+    toJsonSchema: () => ({ type: "integer" })
+  } as any)
+)

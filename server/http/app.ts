@@ -259,7 +259,8 @@ export const makeApp = (options: AppOptions) => {
 
   const unexpected = (response: ServerResponse, defect: unknown, requestId: string): number => {
     const code = (defect as { code?: string })?.code
-    if (code === "SQLITE_BUSY" || code === "SQLITE_LOCKED") {
+    // Extended codes too (SQLITE_BUSY_SNAPSHOT, SQLITE_LOCKED_SHAREDCACHE, ...).
+    if (typeof code === "string" && (code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED"))) {
       // Contention, not a bug: ask the client to retry.
       send(response, 503, { detail: "Database busy, retry shortly" }, requestId, { "retry-after": "1" })
       return 503
