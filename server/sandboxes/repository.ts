@@ -7,6 +7,7 @@
  */
 import type Database from "better-sqlite3"
 import type { Db } from "../db/database.ts"
+import { makeOffsetIndex } from "./offsets.ts"
 
 export type SandboxStatus = "provisioning" | "ready" | "failed"
 
@@ -87,11 +88,11 @@ export const parseMounts = (json: string): ReadonlyArray<MountRow> => JSON.parse
 
 /**
  * The page of a tenant's rows at `offset`: the subquery finds the `seq` of the first row by
- * walking only the `(tenant_id, seq)` index, then the page is read by key from there.
- * When `offset` is past the end the subquery is NULL and nothing matches.
+ * walking only the `(tenant_id, seq)` index from `@from` (a checkpoint, see offsets.ts), then the
+ * page is read by key from there. When `offset` is past the end the subquery is NULL and nothing matches.
  */
 const pageWhere = (table: string, alias: string) =>
-  `${alias}.tenant_id = @tenant AND ${alias}.seq >= (SELECT seq FROM ${table} WHERE tenant_id = @tenant ORDER BY seq LIMIT 1 OFFSET @offset)
+  `${alias}.tenant_id = @tenant AND ${alias}.seq >= (SELECT seq FROM ${table} WHERE tenant_id = @tenant AND seq >= @from ORDER BY seq LIMIT 1 OFFSET @offset)
    ORDER BY ${alias}.seq LIMIT @limit`
 
 const volumeColumns = "v.id, v.tenant_id, v.organization_id, v.name, v.size_bytes, v.size, v.storage_class, v.created_at, v.updated_at"
@@ -190,8 +191,14 @@ export const makeSandboxRepository = (db: Db) => {
   const renameSandbox = prepareNumbers("UPDATE sandboxes SET name = ?, updated_at = ? WHERE id = ?")
   const deleteSandbox = prepareNumbers("DELETE FROM sandboxes WHERE id = ?")
 
-  const page = <R>(statement: Database.Statement<any, R>, tenantId: string, { limit, offset }: Page): Array<R> =>
-    statement.all({ tenant: tenantId, limit, offset })
+  const offsetIndexes = new Map<string, ReturnType<typeof makeOffsetIndex>>()
+  const offsetIndex = (table: string) => offsetIndexes.get(table) ?? offsetIndexes.set(table, makeOffsetIndex(db, table)).get(table)!
+  // One read transaction: the checkpoints and the page see the same database state.
+  const page = <R>(statement: Database.Statement<any, R>, table: string, tenantId: string, { limit, offset }: Page): Array<R> =>
+    db.transaction(() => {
+      const start = offsetIndex(table).locate(tenantId, offset)
+      return statement.all({ tenant: tenantId, limit, offset: start.offset, from: start.from })
+    })()
 
   return {
     /**
@@ -208,7 +215,7 @@ export const makeSandboxRepository = (db: Db) => {
 
     // Volumes
     volumeByName: (tenantId: string, name: string) => volumeByName.get(tenantId, name),
-    listVolumes: (tenantId: string, p: Page) => page(volumePage, tenantId, p),
+    listVolumes: (tenantId: string, p: Page) => page(volumePage, "sandbox_volumes", tenantId, p),
     insertVolume: (row: NewVolume) => void insertVolume.run(row),
     updateVolume: (row: Pick<VolumeRow, "id" | "name" | "size_bytes" | "size" | "updated_at">) => void updateVolume.run(row),
     deleteVolume: (id: string) => void deleteVolume.run(id),
@@ -216,7 +223,7 @@ export const makeSandboxRepository = (db: Db) => {
 
     // Templates
     templateByName: (tenantId: string, name: string) => templateByName.get(tenantId, name),
-    listTemplates: (tenantId: string, p: Page) => page(templatePage, tenantId, p),
+    listTemplates: (tenantId: string, p: Page) => page(templatePage, "sandbox_templates", tenantId, p),
     insertTemplate: ({ mounts, ...row }: NewTemplate) => {
       insertTemplate.run(row)
       mounts.forEach((mount, position) => insertMount.run(row.id, position, mount.volume_id, mount.mount_path))
@@ -230,7 +237,7 @@ export const makeSandboxRepository = (db: Db) => {
 
     // Pools
     poolByName: (tenantId: string, name: string) => poolByName.get(tenantId, name),
-    listPools: (tenantId: string, p: Page) => page(poolPage, tenantId, p),
+    listPools: (tenantId: string, p: Page) => page(poolPage, "sandbox_pools", tenantId, p),
     insertPool: (row: NewPool) => void insertPool.run(row),
     updatePool: (row: Pick<PoolRow, "id" | "name" | "replicas" | "updated_at">) => void updatePool.run(row),
     /** Deletes the pool and every sandbox of it; call inside `immediate`. */
@@ -243,7 +250,7 @@ export const makeSandboxRepository = (db: Db) => {
     // Sandboxes
     sandboxByName: (tenantId: string, name: string) => sandboxByName.get(tenantId, name),
     sandboxNameTaken: (tenantId: string, name: string) => sandboxNameTaken.get(tenantId, name) !== undefined,
-    listSandboxes: (tenantId: string, p: Page) => page(sandboxPage, tenantId, p),
+    listSandboxes: (tenantId: string, p: Page) => page(sandboxPage, "sandboxes", tenantId, p),
     insertSandbox: (row: NewSandbox) => void insertSandbox.run(row),
     renameSandbox: (id: string, name: string, updatedAt: string) => void renameSandbox.run(name, updatedAt, id),
     deleteSandbox: (id: string) => void deleteSandbox.run(id)

@@ -1,3 +1,4 @@
+import Database from "better-sqlite3"
 import { randomUUID } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { listSql, makeSandboxRepository } from "../../../server/sandboxes/repository.ts"
@@ -280,13 +281,38 @@ describe("deep offsets", () => {
     expect(last.body.templates).toHaveLength(100)
     expect(last.body.offset).toBe(100_000)
 
+    // Deep pages start from checkpoints; any commit must drop them. A delete through the API
+    // (this connection) shifts every later row by one...
+    expect((await deep.call("DELETE", "/templates/deep-000010")).status).toBe(204)
+    expect((await deep.call("GET", "/templates?limit=2&offset=90000")).body.templates.map((x: { name: string }) => x.name)).toEqual([
+      "deep-090001",
+      "deep-090002"
+    ])
+    // ...and so does a delete committed by another process on the same file.
+    const other = new Database(t.databasePath)
+    other.prepare("DELETE FROM sandbox_templates WHERE tenant_id = ? AND name = ?").run(tenant, "deep-000020")
+    other.close()
+    expect((await deep.call("GET", "/templates?limit=2&offset=90000")).body.templates.map((x: { name: string }) => x.name)).toEqual([
+      "deep-090002",
+      "deep-090003"
+    ])
+    // Pages right at and past a checkpoint boundary agree with a plain OFFSET walk.
+    for (const offset of [4096, 5119, 5120, 97_998, 99_997]) {
+      const expected = t.server.db
+        .prepare("SELECT name FROM sandbox_templates WHERE tenant_id = ? ORDER BY seq LIMIT 3 OFFSET ?")
+        .pluck()
+        .all(tenant, offset)
+      const page = await deep.call("GET", `/templates?limit=3&offset=${offset}`)
+      expect(page.body.templates.map((x: { name: string }) => x.name), `offset ${offset}`).toEqual(expected)
+    }
+
     // Every list skips its offset on the narrow (tenant_id, seq) index, then reads the page by key.
     for (const [kind, source] of Object.entries(listSql)) {
       const table = { volumes: "sandbox_volumes", templates: "sandbox_templates", pools: "sandbox_pools", sandboxes: "sandboxes" }[kind]!
-      const plan = (t.server.db.prepare(`EXPLAIN QUERY PLAN ${source}`).all({ tenant, limit: 500, offset: 90000 }) as Array<{ detail: string }>)
+      const plan = (t.server.db.prepare(`EXPLAIN QUERY PLAN ${source}`).all({ tenant, limit: 500, offset: 90000, from: 0 }) as Array<{ detail: string }>)
         .map((row) => row.detail)
         .join("\n")
-      expect(plan, kind).toContain(`COVERING INDEX ${table}_by_tenant (tenant_id=?)`)
+      expect(plan, kind).toContain(`COVERING INDEX ${table}_by_tenant (tenant_id=? AND rowid>?)`)
       expect(plan, kind).toMatch(new RegExp(`SEARCH \\w+ USING INDEX ${table}_by_tenant \\(tenant_id=\\? AND rowid>\\?\\)`))
     }
   })
