@@ -184,7 +184,10 @@ export const cloneSamples = (db: Db, tenants: ReadonlyArray<Tenant>, share: Shar
     })
     rows.volumes += Math.max(0, wantVolumes)
 
-    const templates = sandboxes.listTemplates(tenant.id, { limit: 500, offset: 0 })
+    // Full rows (lists leave out the exact-integer columns the clones need).
+    const templates = sandboxes
+      .listTemplates(tenant.id, { limit: 500, offset: 0 })
+      .map((template) => sandboxes.templateByName(tenant.id, template.name)!)
     const wantTemplates = share.templates[tenant.index]! - templates.length
     inBatches(db, wantTemplates, (index) => {
       const { mounts, ...proto } = templates[index % templates.length]!

@@ -218,7 +218,35 @@ export const makeApp = (options: AppOptions) => {
     return status
   }
 
-  const handle = async (request: IncomingMessage, response: ServerResponse, requestId: string): Promise<number> => {
+  /** Decodes, runs the handler and answers; stays synchronous unless the handler suspends. */
+  const respond = (
+    request: IncomingMessage,
+    response: ServerResponse,
+    requestId: string,
+    route: CompiledRoute,
+    params: Record<string, string>,
+    search: string,
+    auth: AuthContext | undefined,
+    raw: Buffer | PayloadTooLarge
+  ): number | Promise<number> => {
+    if (raw instanceof PayloadTooLarge) return sendError(response, raw, requestId)
+    const decoded = decodeRequest(route, params, search, raw, request.headers["content-type"])
+    if (Result.isFailure(decoded)) return sendError(response, decoded.failure, requestId)
+    const context: RequestContext = { auth: auth!, requestId, headers: request.headers, rawBody: raw }
+    const finish = (exit: Exit.Exit<unknown, ApiError>): number => {
+      if (Exit.isSuccess(exit)) {
+        send(response, route.endpoint.status, route.endpoint.status === 204 ? undefined : exit.value, requestId)
+        return route.endpoint.status
+      }
+      const failure = Cause.findErrorOption(exit.cause)
+      if (failure._tag === "Some") return sendError(response, failure.value, requestId)
+      return unexpected(response, Cause.squash(exit.cause), requestId)
+    }
+    const exit = runHandler(route.handler(decoded.success as DecodedInput<any>, context))
+    return exit instanceof Promise ? exit.then(finish) : finish(exit)
+  }
+
+  const handle = (request: IncomingMessage, response: ServerResponse, requestId: string): number | Promise<number> => {
     const url = request.url ?? "/"
     const queryStart = url.indexOf("?")
     const path = queryStart === -1 ? url : url.slice(0, queryStart)
@@ -241,20 +269,11 @@ export const makeApp = (options: AppOptions) => {
       }
       auth = result
     }
-    const raw = route.decodeBody ? await readBody(request) : (request.resume(), emptyBody)
-    if (raw instanceof PayloadTooLarge) return sendError(response, raw, requestId)
-    const decoded = decodeRequest(route, match.params, search, raw, request.headers["content-type"])
-    if (Result.isFailure(decoded)) return sendError(response, decoded.failure, requestId)
-
-    const context: RequestContext = { auth: auth!, requestId, headers: request.headers, rawBody: raw }
-    const exit = await runHandler(route.handler(decoded.success as DecodedInput<any>, context))
-    if (Exit.isSuccess(exit)) {
-      send(response, route.endpoint.status, route.endpoint.status === 204 ? undefined : exit.value, requestId)
-      return route.endpoint.status
+    if (route.decodeBody) {
+      return readBody(request).then((raw) => respond(request, response, requestId, route, match.params, search, auth, raw))
     }
-    const failure = Cause.findErrorOption(exit.cause)
-    if (failure._tag === "Some") return sendError(response, failure.value, requestId)
-    return unexpected(response, Cause.squash(exit.cause), requestId)
+    request.resume()
+    return respond(request, response, requestId, route, match.params, search, auth, emptyBody)
   }
 
   const unexpected = (response: ServerResponse, defect: unknown, requestId: string): number => {
@@ -274,19 +293,23 @@ export const makeApp = (options: AppOptions) => {
     const started = performance.now()
     const incomingId = request.headers["x-request-id"]
     const requestId = typeof incomingId === "string" && /^[\w.-]{1,64}$/.test(incomingId) ? incomingId : randomUUID()
-    handle(request, response, requestId).then(
-      (status) => {
-        if (log.enabled("info")) {
-          log[status >= 500 ? "error" : "info"]("request", {
-            request_id: requestId,
-            method: request.method,
-            path: (request.url ?? "").split("?")[0],
-            status,
-            duration_ms: Math.round((performance.now() - started) * 100) / 100
-          })
-        }
-      },
-      (defect) => unexpected(response, defect, requestId)
-    )
+    const logRequest = (status: number) => {
+      if (!log.enabled("info")) return
+      log[status >= 500 ? "error" : "info"]("request", {
+        request_id: requestId,
+        method: request.method,
+        path: (request.url ?? "").split("?")[0],
+        status,
+        duration_ms: Math.round((performance.now() - started) * 100) / 100
+      })
+    }
+    const failed = (defect: unknown) => logRequest(unexpected(response, defect, requestId))
+    try {
+      const outcome = handle(request, response, requestId)
+      if (typeof outcome === "number") logRequest(outcome)
+      else outcome.then(logRequest, failed)
+    } catch (defect) {
+      failed(defect)
+    }
   }
 }

@@ -74,6 +74,9 @@ export interface SandboxRow {
 }
 
 export type NewVolume = Omit<VolumeRow, never>
+/** The columns a template answer needs (see `templateViewColumns`). */
+export type TemplateView = Omit<TemplateRow, "cpu_millicores" | "memory_bytes" | "storage_bytes">
+
 export type NewTemplate = Omit<TemplateRow, "mounts"> & {
   readonly mounts: ReadonlyArray<{ readonly volume_id: string; readonly mount_path: string }>
 }
@@ -97,10 +100,12 @@ const pageWhere = (table: string, alias: string) =>
 
 const volumeColumns = "v.id, v.tenant_id, v.organization_id, v.name, v.size_bytes, v.size, v.storage_class, v.created_at, v.updated_at"
 
-const templateColumns = `t.id, t.tenant_id, t.name, t.image, t.cpu_millicores, t.cpu, t.memory_bytes, t.memory, t.storage_bytes, t.storage,
-  t.proxy_config, t.created_at, t.updated_at,
+/** What a template answer shows: lists read only these (no exact-integer columns, no bigints). */
+const templateViewColumns = `t.id, t.tenant_id, t.name, t.image, t.cpu, t.memory, t.storage, t.proxy_config, t.created_at, t.updated_at,
   (SELECT json_group_array(json_object('volume_id', m.volume_id, 'volume_name', mv.name, 'mount_path', m.mount_path) ORDER BY m.position)
      FROM sandbox_template_mounts m JOIN sandbox_volumes mv ON mv.id = m.volume_id WHERE m.template_id = t.id) AS mounts`
+
+const templateColumns = `t.cpu_millicores, t.memory_bytes, t.storage_bytes, ${templateViewColumns}`
 
 const poolColumns = "p.id, p.tenant_id, p.name, p.template_id, pt.name AS template_name, p.replicas, p.created_at, p.updated_at"
 
@@ -110,7 +115,7 @@ const sandboxColumns =
 /** The list queries, exported so tests can check their query plans. */
 export const listSql = {
   volumes: `SELECT ${volumeColumns} FROM sandbox_volumes v WHERE ${pageWhere("sandbox_volumes", "v")}`,
-  templates: `SELECT ${templateColumns} FROM sandbox_templates t WHERE ${pageWhere("sandbox_templates", "t")}`,
+  templates: `SELECT ${templateViewColumns} FROM sandbox_templates t WHERE ${pageWhere("sandbox_templates", "t")}`,
   pools: `SELECT ${poolColumns} FROM sandbox_pools p JOIN sandbox_templates pt ON pt.id = p.template_id WHERE ${pageWhere("sandbox_pools", "p")}`,
   sandboxes: `SELECT ${sandboxColumns} FROM sandboxes s JOIN sandbox_templates st ON st.id = s.template_id
     LEFT JOIN sandbox_pools sp ON sp.id = s.pool_id WHERE ${pageWhere("sandboxes", "s")}`
@@ -151,7 +156,7 @@ export const makeSandboxRepository = (db: Db) => {
 
   // Templates
   const templateByName = prepare<TemplateRow>(`SELECT ${templateColumns} FROM sandbox_templates t WHERE t.tenant_id = ? AND t.name = ?`)
-  const templatePage = prepare<TemplateRow>(listSql.templates)
+  const templatePage = prepareNumbers<TemplateView>(listSql.templates)
   const insertTemplate = prepare(
     `INSERT INTO sandbox_templates (id, tenant_id, name, image, cpu_millicores, cpu, memory_bytes, memory, storage_bytes, storage,
        proxy_config, created_at, updated_at)

@@ -48,6 +48,7 @@ import {
   type SandboxRepository,
   type SandboxRow,
   type TemplateRow,
+  type TemplateView,
   type VolumeRow
 } from "./repository.ts"
 
@@ -63,7 +64,7 @@ const volumeJson = (row: VolumeRow): typeof Volume.Encoded => ({
   updated_at: row.updated_at
 })
 
-const templateJson = (row: TemplateRow): typeof Template.Encoded => ({
+const templateJson = (row: TemplateView): typeof Template.Encoded => ({
   id: row.id,
   name: row.name,
   image: row.image,
