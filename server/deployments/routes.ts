@@ -41,29 +41,10 @@ import type { DeploymentRepository, DeploymentRow, ListenerRow, RevisionRow, Rev
 import type { DeploymentRuntime } from "./runtime.ts"
 import { makeSecretBox } from "./secrets.ts"
 import { verifySignature } from "./webhook.ts"
-
-/** A refusal thrown out of synchronous work (and out of a transaction, which it rolls back). */
-class Refusal {
-  readonly error: ApiError
-  constructor(error: ApiError) {
-    this.error = error
-  }
-}
-const refuse = (error: ApiError): never => {
-  throw new Refusal(error)
-}
-const orRefuse = <A, E extends ApiError>(result: Result.Result<A, E>): A => (Result.isFailure(result) ? refuse(result.failure) : result.success)
+import { orRefuse, refusable, refuse } from "../refusal.ts"
 
 /** Runs synchronous repository work; a `Refusal` becomes the typed failure, anything else a defect. */
-const run = <A>(work: () => A): Effect.Effect<A, ApiError> =>
-  Effect.suspend(() => {
-    try {
-      return Effect.succeed(work())
-    } catch (error) {
-      if (error instanceof Refusal) return Effect.fail(error.error)
-      throw error
-    }
-  })
+const run = <A>(work: () => A) => refusable(work)
 
 const deploymentNotFound = (id: string) => new NotFound({ message: `Deployment ${id} not found` })
 

@@ -51,6 +51,7 @@ import {
   type TemplateView,
   type VolumeRow
 } from "./repository.ts"
+import { orRefuse, refusable, refuse } from "../refusal.ts"
 
 // ---------------------------------------------------------------------------------------------
 // Rows → wire shapes
@@ -99,21 +100,6 @@ const sandboxJson =
 // ---------------------------------------------------------------------------------------------
 // Transactions that can refuse
 
-/** Thrown inside a transaction to roll it back and answer `error`. */
-class Refusal {
-  readonly error: ApiError
-  constructor(error: ApiError) {
-    this.error = error
-  }
-}
-
-const refuse = (error: ApiError): never => {
-  throw new Refusal(error)
-}
-
-/** The success of a core decision, or a refusal that rolls the transaction back. */
-const decide = <A, E extends ApiError>(result: Result.Result<A, E>): A => (Result.isSuccess(result) ? result.success : refuse(result.failure))
-
 const now = () => new Date().toISOString()
 
 const notFound = (kind: string, name: string) => new SandboxNotFound({ message: `${kind} ${name} not found` })
@@ -149,15 +135,10 @@ export const sandboxRoutes = (context: ServerContext): ReadonlyArray<Route> => {
    * `onUnique`; anything else is a defect (500, or 503 when the database stays busy).
    */
   const transact = <A>(work: () => A, onUnique: () => ApiError): Effect.Effect<A, ApiError> =>
-    Effect.suspend(() => {
-      try {
-        return Effect.succeed(repository.immediate(work))
-      } catch (error) {
-        if (error instanceof Refusal) return Effect.fail(error.error)
-        if (isUniqueViolation(error)) return Effect.fail(onUnique())
-        throw error
-      }
-    })
+    refusable(
+      () => repository.immediate(work),
+      (error) => (isUniqueViolation(error) ? onUnique() : undefined)
+    )
 
   /** A read answered from the database, or NotFound. */
   const read = <R, A>(kind: string, name: string, lookup: () => R | undefined, toJson: (row: R) => A): Effect.Effect<A, ApiError> =>
@@ -206,7 +187,7 @@ export const sandboxRoutes = (context: ServerContext): ReadonlyArray<Route> => {
         () => {
           const tenantId = auth.tenantId
           const volumes = body.volume_mounts.map((mount) => repository.volumeByName(tenantId, mount.volume_name))
-          decide(
+          orRefuse(
             checkTemplateVolumes(
               body.volume_mounts,
               volumes.flatMap((volume) => (volume ? [volume.name] : []))
@@ -268,7 +249,7 @@ export const sandboxRoutes = (context: ServerContext): ReadonlyArray<Route> => {
         () => {
           const template = repository.templateByName(auth.tenantId, params.name) ?? refuse(notFound("template", params.name))
           const usage = repository.templateUsage(template.id)
-          decide(checkTemplateDeletable(template.name, usage.sandboxes, usage.pools))
+          orRefuse(checkTemplateDeletable(template.name, usage.sandboxes, usage.pools))
           repository.deleteTemplate(template.id)
         },
         () => notFound("template", params.name)
@@ -281,10 +262,10 @@ export const sandboxRoutes = (context: ServerContext): ReadonlyArray<Route> => {
     implement(Api.createVolume, ({ body }, { auth }) =>
       transact(
         () => {
-          const storageClass = decide(resolveStorageClass(body.storage_class, config.storageClasses))
+          const storageClass = orRefuse(resolveStorageClass(body.storage_class, config.storageClasses))
           if (repository.volumeByName(auth.tenantId, body.name)) refuse(taken("volume", body.name))
           const { usage, quota } = storage(auth.organizationId)
-          decide(checkVolumeCreate(body.size, usage, quota))
+          orRefuse(checkVolumeCreate(body.size, usage, quota))
           const at = now()
           const row: VolumeRow = {
             id: randomUUID(),
@@ -322,7 +303,7 @@ export const sandboxRoutes = (context: ServerContext): ReadonlyArray<Route> => {
           let next: VolumeRow = volume
           if (body.size !== undefined) {
             const { usage, quota } = storage(auth.organizationId)
-            const plan = decide(planVolumeResize({ name: volume.name, size: storedQuantity(volume.size) }, body.size, usage, quota))
+            const plan = orRefuse(planVolumeResize({ name: volume.name, size: storedQuantity(volume.size) }, body.size, usage, quota))
             const bytes = exactBytes(plan.size)
             if (bytes !== volume.size_bytes) next = { ...next, size_bytes: bytes, size: formatQuantity(plan.size) }
           }
@@ -343,7 +324,7 @@ export const sandboxRoutes = (context: ServerContext): ReadonlyArray<Route> => {
       transact(
         () => {
           const volume = repository.volumeByName(auth.tenantId, params.name) ?? refuse(notFound("volume", params.name))
-          decide(checkVolumeDeletable(volume.name, repository.templatesMounting(volume.id)))
+          orRefuse(checkVolumeDeletable(volume.name, repository.templatesMounting(volume.id)))
           repository.deleteVolume(volume.id)
         },
         () => notFound("volume", params.name)
@@ -358,7 +339,7 @@ export const sandboxRoutes = (context: ServerContext): ReadonlyArray<Route> => {
         () => {
           const tenantId = auth.tenantId
           const row = repository.templateByName(tenantId, body.template_name)
-          const template = decide(
+          const template = orRefuse(
             checkPoolTemplate(body.template_name, row && { id: row.id, volume_mounts: parseMounts(row.mounts) })
           )
           if (repository.poolByName(tenantId, body.name)) refuse(taken("pool", body.name))
@@ -425,7 +406,7 @@ export const sandboxRoutes = (context: ServerContext): ReadonlyArray<Route> => {
       transact(
         () => {
           const tenantId = auth.tenantId
-          const template = decide(checkBoxTemplate(body.template_name, repository.templateByName(tenantId, body.template_name)))
+          const template = orRefuse(checkBoxTemplate(body.template_name, repository.templateByName(tenantId, body.template_name)))
           if (body.name !== undefined && repository.sandboxNameTaken(tenantId, body.name)) refuse(taken("sandbox", body.name))
           const name = body.name ?? freeSandboxName(tenantId, template.name)
           insertBox(tenantId, name, template.id, null, now())
