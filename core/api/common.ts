@@ -1,6 +1,6 @@
 /** Small schemas shared by every area of the API: ids, timestamps, query integers, pagination. */
 import { Schema, SchemaTransformation } from "effect"
-import { Int, rule } from "./validation.ts"
+import { atLeast, atMost, Int, rule } from "./validation.ts"
 
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
@@ -17,13 +17,7 @@ export const IntFromQuery = Schema.String.check(
 ).pipe(Schema.decodeTo(Int, SchemaTransformation.transform({ decode: (s: string) => globalThis.Number(s.trim()), encode: (n: number) => String(n) })))
 
 const bounded = (min: number, max?: number) =>
-  IntFromQuery.check(
-    rule(
-      (n: number) => n >= min && (max === undefined || n <= max),
-      max === undefined ? `Input should be greater than or equal to ${min}` : `Input should be between ${min} and ${max}`,
-      max === undefined ? "greater_than_equal" : "less_than_equal"
-    )
-  )
+  max === undefined ? IntFromQuery.check(atLeast(min)) : IntFromQuery.check(atLeast(min)).check(atMost(max))
 
 export interface PageBounds {
   readonly maxLimit: number

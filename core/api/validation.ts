@@ -137,3 +137,9 @@ export const Int = Schema.Finite.check(
     toJsonSchema: () => ({ type: "integer" })
   } as any)
 )
+
+/** A lower bound worded and typed as pydantic does (`greater_than_equal`). */
+export const atLeast = (min: number) => rule((n: number) => n >= min, `Input should be greater than or equal to ${min}`, "greater_than_equal")
+
+/** An upper bound worded and typed as pydantic does (`less_than_equal`). */
+export const atMost = (max: number) => rule((n: number) => n <= max, `Input should be less than or equal to ${max}`, "less_than_equal")

@@ -9,7 +9,7 @@
  */
 import { Effect, Schema } from "effect"
 import { Timestamp, Uuid } from "../api/common.ts"
-import { Int, issueTypeKey, rule } from "../api/validation.ts"
+import { atLeast, atMost, Int, issueTypeKey, rule } from "../api/validation.ts"
 import { DnsLabel } from "./names.ts"
 import { ProxyConfig, ProxyConfigInput } from "./proxy.ts"
 import { CpuQuantity, MemoryQuantity, StorageQuantity, VolumeSize } from "./quantity.ts"
@@ -41,12 +41,10 @@ const Image = Schema.String.check(
   rule((image: string) => !/\s/.test(image), "must not contain whitespace", "value_error")
 )
 
-const Replicas = Int.check(
-  rule((n: number) => n >= 0 && n <= maxPoolReplicas, `Input should be between 0 and ${maxPoolReplicas}`, "less_than_equal")
-)
+const Replicas = Int.check(atLeast(0)).check(atMost(maxPoolReplicas))
 
 /** Seconds to wait for readiness when `wait_for_ready` is true. */
-const WaitSeconds = Int.check(rule((n: number) => n >= 1 && n <= maxWaitSeconds, `Input should be between 1 and ${maxWaitSeconds}`, "less_than_equal"))
+const WaitSeconds = Int.check(atLeast(1)).check(atMost(maxWaitSeconds))
 
 /** `wait_for_ready` (default false) and `timeout` (seconds, default 60) of create requests. */
 const waitFields = {
