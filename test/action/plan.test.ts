@@ -1,29 +1,10 @@
 import { describe, expect, it } from "vitest"
 import type { Inputs } from "../../action/inputs.ts"
+import { externalInputs } from "./fixtures.ts"
 import { type DeploymentView, plan, secretsAnnotation, secretsFingerprint } from "../../action/plan.ts"
 
 const key = "slw_key"
-const external: Inputs = {
-  apiUrl: "https://slipway.example.com",
-  apiKey: key,
-  tenantId: undefined,
-  name: "web",
-  source: "external_container",
-  imageUri: "registry/app:2",
-  repoUrl: undefined,
-  repoRef: undefined,
-  graphConfigPath: undefined,
-  integrationId: undefined,
-  listenerId: undefined,
-  k8sNamespace: undefined,
-  buildOnPush: undefined,
-  secrets: undefined,
-  resourceSpec: undefined,
-  redeployRevisionId: undefined,
-  wait: true,
-  timeoutMs: 900_000,
-  pollIntervalMs: 5000
-}
+const external: Inputs = externalInputs({ apiKey: key })
 
 const gitInputs: Inputs = {
   ...external,

@@ -3,30 +3,11 @@ import { Cause, Effect, Exit } from "effect"
 import { describe, expect, it } from "vitest"
 import { fromErrorResponse } from "../../core/api/errors.ts"
 import type { Inputs } from "../../action/inputs.ts"
+import { externalInputs } from "./fixtures.ts"
 import type { DeploymentView } from "../../action/plan.ts"
 import { ActionFailure, type ActionClient, findDeployment, run } from "../../action/run.ts"
 
-const inputs: Inputs = {
-  apiUrl: "https://slipway.example.com/",
-  apiKey: "k",
-  tenantId: undefined,
-  name: "web",
-  source: "external_container",
-  imageUri: "registry/app:2",
-  repoUrl: undefined,
-  repoRef: undefined,
-  graphConfigPath: undefined,
-  integrationId: undefined,
-  listenerId: undefined,
-  k8sNamespace: undefined,
-  buildOnPush: undefined,
-  secrets: undefined,
-  resourceSpec: undefined,
-  redeployRevisionId: undefined,
-  wait: true,
-  timeoutMs: 5000,
-  pollIntervalMs: 10
-}
+const inputs: Inputs = externalInputs({ apiUrl: "https://slipway.example.com/", apiKey: "k", timeoutMs: 5000, pollIntervalMs: 10 })
 
 const deployment = (name: string, overrides: Partial<DeploymentView> = {}): DeploymentView => ({
   id: `id-${name}`,
