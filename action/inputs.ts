@@ -8,6 +8,7 @@
  * secrets, the line or entry number.
  */
 import { parse as parseYaml } from "yaml"
+import { isUuid } from "../core/api/common.ts"
 
 export type Source = "external_container" | "gitrepo"
 
@@ -86,7 +87,6 @@ export type InputName = (typeof inputNames)[number]
 
 export const defaults = { wait: "true", timeout: "15m", pollInterval: "5s" } as const
 
-const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const namePattern = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/
 const secretNamePattern = /^[A-Za-z_][A-Za-z0-9_]*$/
 
@@ -211,7 +211,7 @@ export const parseInputs = (getInput: GetInput, context: RunContext): ParseResul
   }
   const uuid = (name: InputName): string | undefined => {
     const value = raw(name)
-    if (value !== undefined && !uuidPattern.test(value)) fail(name, `must be a UUID, got ${JSON.stringify(value)}`)
+    if (value !== undefined && !isUuid(value)) fail(name, `must be a UUID, got ${JSON.stringify(value)}`)
     return value
   }
   const duration = (name: InputName, fallback: string, minimumMs: number): number => {

@@ -8,6 +8,7 @@ import { ConfigError, configFromEnv } from "./config.ts"
 import { closeDatabase, openDatabase } from "./db/database.ts"
 import { allMigrations } from "./index.ts"
 import { adminCommands } from "./admin.ts"
+import { requireUuid } from "./cli.ts"
 
 const usage = `Usage: npm run keys -- <command> [options]
 
@@ -20,8 +21,6 @@ Commands:
 ${adminCommands.map((command) => `  ${command.usage}`).join("\n")}
 
 The database is DATABASE_PATH (default ./data/slipway.db).`
-
-const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 const fail = (message: string): never => {
   process.stderr.write(`keys: ${message}\n\n${usage}\n`)
@@ -58,12 +57,11 @@ const main = () => {
   try {
     switch (command) {
       case "create": {
-        const tenantId = values.tenant ?? fail("create needs --tenant <uuid>")
-        if (!uuidPattern.test(tenantId)) fail(`--tenant must be a uuid, got "${tenantId}"`)
-        if (values.org !== undefined && !uuidPattern.test(values.org)) fail(`--org must be a uuid, got "${values.org}"`)
+        const tenantId = requireUuid("tenant", values.tenant, fail, "create ")
+        const organizationId = values.org === undefined ? undefined : requireUuid("org", values.org, fail)
         const created = keys.createKey({
-          tenantId: tenantId.toLowerCase(),
-          ...(values.org ? { organizationId: values.org.toLowerCase() } : {}),
+          tenantId,
+          ...(organizationId ? { organizationId } : {}),
           ...(values.description ? { description: values.description } : {})
         })
         process.stderr.write(`keys: created key ${created.id} for tenant ${tenantId} (organization ${created.organizationId}); it is shown only now:\n`)

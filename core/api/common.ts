@@ -4,7 +4,10 @@ import { atLeast, atMost, Int, rule } from "./validation.ts"
 
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
-export const Uuid = Schema.String.check(rule((s: string) => uuidPattern.test(s), "Input should be a valid UUID", "uuid_parsing")).annotate({
+/** True for a uuid in its canonical 8-4-4-4-12 hex form (any case). */
+export const isUuid = (text: string): boolean => uuidPattern.test(text)
+
+export const Uuid = Schema.String.check(rule(isUuid, "Input should be a valid UUID", "uuid_parsing")).annotate({
   format: "uuid"
 })
 

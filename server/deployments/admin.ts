@@ -5,11 +5,11 @@
  */
 import { randomBytes, randomUUID } from "node:crypto"
 import type { AdminCommand } from "../admin.ts"
+import { requireUuid } from "../cli.ts"
 import { makeKeyStore } from "../auth/keys.ts"
 import { makeDeploymentRepository } from "./repository.ts"
 import { makeSecretBox } from "./secrets.ts"
 
-const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const ownerPattern = /^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,98}[A-Za-z0-9_])?$/
 export const PROVIDERS = ["github"] as const
 
@@ -25,9 +25,7 @@ export const integrationCommand: AdminCommand = {
     "                 list a tenant's integrations (secrets are never shown again)",
   run: ({ db, config, values, positionals, fail }) => {
     const action = positionals[0] ?? fail("integration needs add or list")
-    const tenantRaw = typeof values.tenant === "string" ? values.tenant : fail(`integration ${action} needs --tenant <uuid>`)
-    if (!uuidPattern.test(tenantRaw)) fail(`--tenant must be a uuid, got "${tenantRaw}"`)
-    const tenantId = tenantRaw.toLowerCase()
+    const tenantId = requireUuid("tenant", values.tenant, fail, `integration ${action} `)
     if (makeKeyStore(db).tenantOrganization(tenantId) === undefined) fail(`unknown tenant ${tenantId}: mint a key for it first (create --tenant)`)
     const repository = makeDeploymentRepository(db)
     if (action === "list") {

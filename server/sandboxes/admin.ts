@@ -8,10 +8,10 @@
 import { Result } from "effect"
 import { formatQuantity, fromBytes } from "../../core/sandboxes/quantity.ts"
 import type { AdminCommand } from "../admin.ts"
+import { requireUuid } from "../cli.ts"
 import { effectiveQuota, parseQuota } from "./quota.ts"
 import { makeSandboxRepository } from "./repository.ts"
 
-const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 export const quotaCommand: AdminCommand = {
   name: "quota",
@@ -19,8 +19,7 @@ export const quotaCommand: AdminCommand = {
                  show an organization's sandbox storage quota and usage, or set it (e.g. 200Gi;
                  "default" returns to SLIPWAY_STORAGE_QUOTA). Applies to the next request.`,
   run: ({ db, config, values, fail }) => {
-    const org = typeof values.org === "string" ? values.org.toLowerCase() : fail("quota needs --org <uuid>")
-    if (!uuidPattern.test(org)) fail(`--org must be a uuid, got "${org}"`)
+    const org = requireUuid("org", values.org, fail, "quota ")
     const repository = makeSandboxRepository(db)
     if (repository.organizationQuota(org) === undefined) fail(`no organization with id ${org}`)
     const set = values.set
