@@ -86,7 +86,8 @@ export const makeKeyStore = (db: Db): KeyStore => {
       if (key === undefined || key === "") return new Unauthorized({ message: "Missing API key" })
       const hash = hashKey(key)
       const row = keyByHash.get(hash) as KeyRow | undefined
-      const matches = timingSafeEqual(Buffer.from(row?.key_hash ?? "", "hex").length === 32 ? Buffer.from(row!.key_hash, "hex") : dummyHash, Buffer.from(hash, "hex"))
+      const stored = row ? Buffer.from(row.key_hash, "hex") : dummyHash
+      const matches = stored.length === dummyHash.length && timingSafeEqual(stored, Buffer.from(hash, "hex"))
       if (!row || !matches) return new Unauthorized({ message: "Invalid API key" })
       const tenantId = tenantHeader === undefined || tenantHeader === "" ? row.default_tenant_id : tenantHeader.trim().toLowerCase()
       if (tenantId !== row.default_tenant_id && tenantOrganization(tenantId) !== row.organization_id) {
