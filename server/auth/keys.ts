@@ -4,7 +4,7 @@
  */
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from "node:crypto"
 import { Forbidden, Unauthorized } from "../../core/index.ts"
-import type { Db } from "../db/database.ts"
+import { type Db, immediate } from "../db/database.ts"
 
 export interface AuthContext {
   readonly keyId: string
@@ -68,7 +68,7 @@ export const makeKeyStore = (db: Db): KeyStore => {
     ensureTenant,
     tenantOrganization,
     createKey: ({ tenantId, organizationId, key, description }) =>
-      db.transaction(() => {
+      immediate(db)(() => {
         const org = organizationId ?? tenantOrganization(tenantId) ?? randomUUID()
         ensureTenant(tenantId, org)
         const plaintext = key ?? generateKey()
@@ -78,7 +78,7 @@ export const makeKeyStore = (db: Db): KeyStore => {
         const id = randomUUID()
         insertKey.run(id, org, tenantId, hash, plaintext.slice(0, 8), description ?? null, new Date().toISOString())
         return { key: plaintext, id, organizationId: org }
-      }).immediate(),
+      }),
     hasAnyKey: () => anyKey.get() !== undefined,
     listKeys: () => allKeys.all() as any,
     revokeKey: (id) => revoke.run(new Date().toISOString(), id).changes > 0,

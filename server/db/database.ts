@@ -24,16 +24,46 @@ export const openDatabase = (path: string, migrations: ReadonlyArray<Migration>,
   return db
 }
 
+/** Runs a callback in one transaction (a savepoint when already inside one); a throw rolls back. */
+export type Transaction = <A>(work: () => A) => A
+
+interface Transactions {
+  readonly deferred: Transaction
+  readonly immediate: Transaction
+}
+
+const transactions = new WeakMap<Db, Transactions>()
+
+/** One wrapper per connection: `db.transaction(fn)` builds four wrappers per call, a cost on every request. */
+const transactionsOf = (db: Db): Transactions => {
+  let found = transactions.get(db)
+  if (!found) {
+    const run = db.transaction((work: () => unknown) => work())
+    found = { deferred: run.deferred as Transaction, immediate: run.immediate as Transaction }
+    transactions.set(db, found)
+  }
+  return found
+}
+
+/**
+ * `BEGIN IMMEDIATE`: the write lock is taken before the first read, so what the work reads
+ * cannot change (in this or another process) before it writes.
+ */
+export const immediate = (db: Db): Transaction => transactionsOf(db).immediate
+
+/** `BEGIN DEFERRED`: several reads that see one state of the database. */
+export const deferred = (db: Db): Transaction => transactionsOf(db).deferred
+
 export const migrate = (db: Db, migrations: ReadonlyArray<Migration>): ReadonlyArray<string> => {
   db.exec("CREATE TABLE IF NOT EXISTS schema_migrations (id TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
   const applied = new Set(db.prepare("SELECT id FROM schema_migrations").pluck().all() as Array<string>)
   const record = db.prepare("INSERT INTO schema_migrations (id, applied_at) VALUES (?, ?)")
   const pending = [...migrations].sort((a, b) => a.id.localeCompare(b.id)).filter((migration) => !applied.has(migration.id))
   for (const migration of pending) {
-    db.transaction(() => {
+    immediate(db)(() => {
       db.exec(migration.sql)
       record.run(migration.id, new Date().toISOString())
-    }).immediate()
+    })
   }
   return pending.map((migration) => migration.id)
 }

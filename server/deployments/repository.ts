@@ -6,7 +6,7 @@
  * `pendingDeletes`) and the webhook's lookup of integrations by repository owner (the
  * signature, checked afterwards, decides which tenant it is).
  */
-import type { Db } from "../db/database.ts"
+import { type Db, immediate } from "../db/database.ts"
 
 export interface DeploymentRow {
   readonly id: string
@@ -195,7 +195,7 @@ export const makeDeploymentRepository = (db: Db) => {
 
   return {
     /** Runs `work` in one BEGIN IMMEDIATE transaction. */
-    transaction: <A>(work: () => A): A => db.transaction(work).immediate(),
+    transaction: immediate(db),
 
     deployment: (tenantId: string, id: string) => deploymentById.get(tenantId, id) as DeploymentRow | undefined,
     deploymentIdByName: (tenantId: string, name: string) => deploymentIdByName.get(tenantId, name) as string | undefined,

@@ -6,7 +6,7 @@
  * `immediate` when the decision must hold until the write (quota, name uniqueness).
  */
 import type Database from "better-sqlite3"
-import type { Db } from "../db/database.ts"
+import { type Db, deferred, immediate } from "../db/database.ts"
 import { makeOffsetIndex } from "./offsets.ts"
 
 export type SandboxStatus = "provisioning" | "ready" | "failed"
@@ -196,14 +196,15 @@ export const makeSandboxRepository = (db: Db) => {
   const renameSandbox = prepareNumbers("UPDATE sandboxes SET name = ?, updated_at = ? WHERE id = ?")
   const deleteSandbox = prepareNumbers("DELETE FROM sandboxes WHERE id = ?")
 
+  const read = deferred(db)
   const offsetIndexes = new Map<string, ReturnType<typeof makeOffsetIndex>>()
   const offsetIndex = (table: string) => offsetIndexes.get(table) ?? offsetIndexes.set(table, makeOffsetIndex(db, table)).get(table)!
   // One read transaction: the checkpoints and the page see the same database state.
   const page = <R>(statement: Database.Statement<any, R>, table: string, tenantId: string, { limit, offset }: Page): Array<R> =>
-    db.transaction(() => {
+    read(() => {
       const start = offsetIndex(table).locate(tenantId, offset)
       return statement.all({ tenant: tenantId, limit, offset: start.offset, from: start.from })
-    })()
+    })
 
   return {
     /**
@@ -211,7 +212,7 @@ export const makeSandboxRepository = (db: Db) => {
      * read, so what `work` reads cannot change (in this or any other process) before it writes.
      * A throw rolls back.
      */
-    immediate: <A>(work: () => A): A => db.transaction(work).immediate(),
+    immediate: immediate(db),
 
     // Organizations
     organizationQuota: (organizationId: string): string | null | undefined => orgQuota.get(organizationId)?.storage_quota,
