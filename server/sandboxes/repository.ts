@@ -145,9 +145,10 @@ export const makeSandboxRepository = (db: Db) => {
     `INSERT INTO sandbox_volumes (id, tenant_id, organization_id, name, size_bytes, size, storage_class, created_at, updated_at)
      VALUES (@id, @tenant_id, @organization_id, @name, @size_bytes, @size, @storage_class, @created_at, @updated_at)`
   )
-  const updateVolume = prepare(
-    "UPDATE sandbox_volumes SET name = @name, size_bytes = @size_bytes, size = @size, updated_at = @updated_at WHERE id = @id"
-  )
+  // Renames and resizes are separate statements: an UPDATE that names a column rewrites that
+  // column's index entries even when the value stays the same (a resize would rewrite the name index).
+  const renameVolume = prepare("UPDATE sandbox_volumes SET name = ?, updated_at = ? WHERE id = ?")
+  const resizeVolume = prepare("UPDATE sandbox_volumes SET size_bytes = ?, size = ?, updated_at = ? WHERE id = ?")
   const deleteVolume = prepare("DELETE FROM sandbox_volumes WHERE id = ?")
   const templatesMounting = prepareNumbers<{ name: string }>(
     `SELECT DISTINCT t.name FROM sandbox_template_mounts m JOIN sandbox_templates t ON t.id = m.template_id
@@ -179,7 +180,8 @@ export const makeSandboxRepository = (db: Db) => {
     `INSERT INTO sandbox_pools (id, tenant_id, name, template_id, replicas, created_at, updated_at)
      VALUES (@id, @tenant_id, @name, @template_id, @replicas, @created_at, @updated_at)`
   )
-  const updatePool = prepareNumbers("UPDATE sandbox_pools SET name = @name, replicas = @replicas, updated_at = @updated_at WHERE id = @id")
+  const renamePool = prepareNumbers("UPDATE sandbox_pools SET name = ?, updated_at = ? WHERE id = ?")
+  const scalePool = prepareNumbers("UPDATE sandbox_pools SET replicas = ?, updated_at = ? WHERE id = ?")
   const deletePool = prepareNumbers("DELETE FROM sandbox_pools WHERE id = ?")
   const deletePoolSandboxes = prepareNumbers("DELETE FROM sandboxes WHERE pool_id = ?")
 
@@ -223,7 +225,11 @@ export const makeSandboxRepository = (db: Db) => {
     volumeByName: (tenantId: string, name: string) => volumeByName.get(tenantId, name),
     listVolumes: (tenantId: string, p: Page) => page(volumePage, "sandbox_volumes", tenantId, p),
     insertVolume: (row: NewVolume) => void insertVolume.run(row),
-    updateVolume: (row: Pick<VolumeRow, "id" | "name" | "size_bytes" | "size" | "updated_at">) => void updateVolume.run(row),
+    /** Writes the columns of `after` that differ from `before`. */
+    updateVolume: (before: VolumeRow, after: VolumeRow) => {
+      if (after.name !== before.name) renameVolume.run(after.name, after.updated_at, after.id)
+      if (after.size_bytes !== before.size_bytes) resizeVolume.run(after.size_bytes, after.size, after.updated_at, after.id)
+    },
     deleteVolume: (id: string) => void deleteVolume.run(id),
     templatesMounting: (volumeId: string): Array<string> => templatesMounting.all(volumeId).map((row) => row.name),
 
@@ -245,7 +251,11 @@ export const makeSandboxRepository = (db: Db) => {
     poolByName: (tenantId: string, name: string) => poolByName.get(tenantId, name),
     listPools: (tenantId: string, p: Page) => page(poolPage, "sandbox_pools", tenantId, p),
     insertPool: (row: NewPool) => void insertPool.run(row),
-    updatePool: (row: Pick<PoolRow, "id" | "name" | "replicas" | "updated_at">) => void updatePool.run(row),
+    /** Writes the columns of `after` that differ from `before`. */
+    updatePool: (before: PoolRow, after: Pick<PoolRow, "name" | "replicas" | "updated_at">) => {
+      if (after.name !== before.name) renamePool.run(after.name, after.updated_at, before.id)
+      if (after.replicas !== before.replicas) scalePool.run(after.replicas, after.updated_at, before.id)
+    },
     /** Deletes the pool and every sandbox of it; call inside `immediate`. */
     deletePool: (id: string) => {
       deletePoolSandboxes.run(id)

@@ -313,7 +313,7 @@ export const sandboxRoutes = (context: ServerContext): ReadonlyArray<Route> => {
           }
           if (next === volume) return volumeJson(volume)
           next = { ...next, updated_at: now() }
-          repository.updateVolume(next)
+          repository.updateVolume(volume, next)
           return volumeJson(next)
         },
         () => taken("volume", body.name ?? params.name)
@@ -373,7 +373,7 @@ export const sandboxRoutes = (context: ServerContext): ReadonlyArray<Route> => {
           if (name !== pool.name && repository.poolByName(tenantId, name)) refuse(taken("pool", name))
           if (name === pool.name && replicas === pool.replicas) return poolJson(pool)
           const at = now()
-          repository.updatePool({ id: pool.id, name, replicas, updated_at: at })
+          repository.updatePool(pool, { name, replicas, updated_at: at })
           const boxes = repository.poolSandboxes(pool.id)
           const plan = planPoolScale(
             boxes.map((box) => box.name),

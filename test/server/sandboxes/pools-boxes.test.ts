@@ -247,6 +247,19 @@ describe("pools", () => {
     expect(await boxesOf(api, next)).toHaveLength(2)
   })
 
+  it("renames and scales in one PATCH", async () => {
+    const template = unique("tpl")
+    await api.createTemplate(template)
+    const name = unique("pool")
+    await api.createPool(name, template, 1)
+    const next = unique("pool")
+    const changed = await api.call("PATCH", `/pools/${name}`, { name: next, replicas: 3 })
+    expect(changed.status).toBe(200)
+    expect(changed.body).toMatchObject({ name: next, replicas: 3 })
+    expect((await api.call("GET", `/pools/${next}`)).body).toEqual(changed.body)
+    expect(await boxesOf(api, next)).toHaveLength(3)
+  })
+
   it("deletes a pool together with its sandboxes; then its template can be deleted", async () => {
     const template = unique("tpl")
     await api.createTemplate(template)

@@ -113,6 +113,22 @@ describe("volumes", () => {
     expect((await stranger.call("DELETE", `/volumes/${next}`)).status).toBe(404)
   })
 
+  it("renames and grows in one PATCH; a rename alone keeps the size and a resize alone keeps the name", async () => {
+    const name = unique("vol")
+    await api.createVolume(name, "1Gi")
+    const both = unique("vol")
+    const changed = await api.call("PATCH", `/volumes/${name}`, { name: both, size: "3Gi" })
+    expect(changed.status).toBe(200)
+    expect(changed.body).toMatchObject({ name: both, size: "3Gi" })
+    expect((await api.call("GET", `/volumes/${both}`)).body).toEqual(changed.body)
+
+    const renamedOnly = unique("vol")
+    expect((await api.call("PATCH", `/volumes/${both}`, { name: renamedOnly })).body).toMatchObject({ name: renamedOnly, size: "3Gi" })
+    expect((await api.call("PATCH", `/volumes/${renamedOnly}`, { size: "4Gi" })).body).toMatchObject({ name: renamedOnly, size: "4Gi" })
+    expect((await api.call("GET", `/volumes/${renamedOnly}`)).body).toMatchObject({ name: renamedOnly, size: "4Gi" })
+    expect((await api.call("GET", `/volumes/${both}`)).status).toBe(404)
+  })
+
   it("refuses to delete a volume a template mounts (409 ResourceInUse), then deletes it", async () => {
     const volume = unique("vol")
     await api.createVolume(volume, "1Gi")
