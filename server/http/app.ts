@@ -201,15 +201,16 @@ export const makeApp = (options: AppOptions) => {
   const send = (response: ServerResponse, status: number, body: unknown, requestId: string, extraHeaders?: Record<string, string>) => {
     if (response.headersSent) return
     const headers: Record<string, string> = { "x-request-id": requestId, ...extraHeaders }
-    if (body instanceof RawResponse) {
-      headers["content-type"] = body.contentType
-      response.writeHead(status, headers).end(body.body)
-    } else if (status === 204 || body === undefined) {
+    if (status === 204 || body === undefined) {
       response.writeHead(status, headers).end()
-    } else {
-      headers["content-type"] = "application/json"
-      response.writeHead(status, headers).end(JSON.stringify(body))
+      return
     }
+    const raw = body instanceof RawResponse
+    const text = raw ? body.body : JSON.stringify(body)
+    headers["content-type"] = raw ? body.contentType : "application/json"
+    // A known length spares the chunked framing (and the client's parsing of it).
+    headers["content-length"] = String(Buffer.byteLength(text))
+    response.writeHead(status, headers).end(text)
   }
 
   const sendError = (response: ServerResponse, error: ApiError, requestId: string, headers?: Record<string, string>) => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Api } from "../../core/index.ts"
-import { startTestServer, type TestServer } from "../support/server.ts"
+import { startTestServer, TEST_KEY, type TestServer } from "../support/server.ts"
 
 let t: TestServer
 beforeAll(async () => {
@@ -27,6 +27,29 @@ describe("system endpoints", () => {
     expect(response.status).toBe(405)
     expect(response.body).toEqual({ detail: "Method Not Allowed" })
     expect(response.headers.get("allow")).toBe("GET")
+  })
+
+  it("sends every answer with its exact Content-Length, not chunked", async () => {
+    for (const path of ["/health", "/openapi.json", "/docs", "/v2/nothing-here"]) {
+      const response = await fetch(`${t.url}${path}`)
+      const bytes = Buffer.from(await response.arrayBuffer())
+      expect(response.headers.get("transfer-encoding"), path).toBeNull()
+      expect(Number(response.headers.get("content-length")), path).toBe(bytes.length)
+      expect(bytes.length, path).toBeGreaterThan(0)
+    }
+    // Multi-byte characters: the length counts bytes, not characters.
+    const image = "ghcr.io/acme/agent:über-été"
+    const created = await fetch(`${t.url}/v2/deployments`, {
+      method: "POST",
+      headers: { "x-api-key": TEST_KEY, "content-type": "application/json" },
+      body: JSON.stringify({ name: "bytes-not-characters", source: "external_container", source_revision_config: { image_uri: image } })
+    })
+    const text = await created.text()
+    expect(created.status).toBe(201)
+    // A length short of the bytes would cut the body: it must still parse whole.
+    expect(JSON.parse(text).source_revision_config.image_uri).toBe(image)
+    expect(Number(created.headers.get("content-length"))).toBe(Buffer.byteLength(text))
+    expect(Buffer.byteLength(text)).toBeGreaterThan(text.length)
   })
 
   it("serves an OpenAPI 3.1 document listing every endpoint of the API description", async () => {
