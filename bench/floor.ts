@@ -13,6 +13,7 @@
 import Database from "better-sqlite3"
 import { createHash, randomUUID } from "node:crypto"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
+import { applyPragmas } from "../server/db/database.ts"
 
 type Db = Database.Database
 
@@ -28,12 +29,10 @@ interface Auth {
 
 const notFound: Answer = { status: 404, body: { detail: "Not Found" } }
 
+/** The server's pragmas, without its migrations. */
 export const openFloorDatabase = (path: string, synchronous: "NORMAL" | "FULL" = "NORMAL"): Db => {
   const db = new Database(path)
-  db.pragma("journal_mode = WAL")
-  db.pragma(`synchronous = ${synchronous}`)
-  db.pragma("foreign_keys = ON")
-  db.pragma("busy_timeout = 5000")
+  applyPragmas(db, synchronous)
   return db
 }
 

@@ -9,7 +9,7 @@
  * Environment (all optional):
  *   BENCH_DURATION      seconds per measured run (default 3)
  *   BENCH_ROUNDS        measured runs per scenario and target, alternating floor and server; the best counts (default 3)
- *   BENCH_WARMUP        seconds of warm-up before a scenario's first run on each target (default 1)
+ *   BENCH_WARMUP        seconds of warm-up before a scenario's first run on each target (default 5)
  *   BENCH_CONNECTIONS   concurrent connections (default 64)
  *   BENCH_SCALE         fraction of the full data set (default 1: 10k deployments, 100k templates, 10k volumes)
  *   BENCH_ONLY          comma-separated scenario names to run (default all)
@@ -44,7 +44,13 @@ const env = process.env
 const num = (name: string, fallback: number) => (env[name] ? Number(env[name]) : fallback)
 const DURATION = num("BENCH_DURATION", 3)
 const ROUNDS = Math.max(1, num("BENCH_ROUNDS", 3))
-const WARMUP = num("BENCH_WARMUP", 1)
+/**
+ * V8 optimizes on a background thread, which on a 2-core machine competes with the load
+ * generator, and the server has several times the floor's JavaScript to optimize (router,
+ * schemas, effect, the core's rules). After 1 s the run still measured its compiler
+ * (patch-deployment: 0.78x the floor after 1 s of warm-up, 0.89x after 8 s).
+ */
+const WARMUP = num("BENCH_WARMUP", 5)
 const CONNECTIONS = num("BENCH_CONNECTIONS", 64)
 const SCALE = num("BENCH_SCALE", 1)
 const ONLY = env.BENCH_ONLY ? new Set(env.BENCH_ONLY.split(",").map((name) => name.trim())) : undefined

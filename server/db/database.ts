@@ -16,12 +16,17 @@ export type Db = Database.Database
 export const openDatabase = (path: string, migrations: ReadonlyArray<Migration>, synchronous: "NORMAL" | "FULL" = "NORMAL"): Db => {
   if (path !== ":memory:" && !path.startsWith("file:")) mkdirSync(dirname(path), { recursive: true })
   const db = new Database(path)
+  applyPragmas(db, synchronous)
+  migrate(db, migrations)
+  return db
+}
+
+/** The connection settings every process on the file uses (the benchmark's floor too, so it measures the same SQLite). */
+export const applyPragmas = (db: Db, synchronous: "NORMAL" | "FULL" = "NORMAL"): void => {
   db.pragma("journal_mode = WAL")
   db.pragma(`synchronous = ${synchronous}`)
   db.pragma("foreign_keys = ON")
   db.pragma("busy_timeout = 5000")
-  migrate(db, migrations)
-  return db
 }
 
 /** Runs a callback in one transaction (a savepoint when already inside one); a throw rolls back. */
