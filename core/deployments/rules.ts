@@ -137,8 +137,19 @@ const groups: ReadonlyArray<Group> = ["source_config", "source_revision_config"]
 
 const otherSource = (source: Source): Source => (source === "gitrepo" ? "external_container" : "gitrepo")
 
-const eachField = (fields: FieldsByGroup): Array<{ readonly group: Group; readonly field: string }> =>
-  groups.flatMap((group) => fields[group].map((field) => ({ group, field })))
+type FieldList = ReadonlyArray<{ readonly group: Group; readonly field: string }>
+
+// The field tables are constants: flatten each once, not on every request.
+const flattened = new WeakMap<FieldsByGroup, FieldList>()
+
+const eachField = (fields: FieldsByGroup): FieldList => {
+  let list = flattened.get(fields)
+  if (!list) {
+    list = groups.flatMap((group) => fields[group].map((field) => ({ group, field })))
+    flattened.set(fields, list)
+  }
+  return list
+}
 
 /** Fields of the other source that were sent with a value. */
 export const wrongSourceIssues = (source: Source, parts: ConfigParts): Array<ValidationIssue> => {
@@ -232,8 +243,12 @@ export const resolveSecrets = (
 const sourceConfigKeys = Object.keys(SourceConfig.fields) as Array<SourceConfigField>
 const sourceRevisionConfigKeys = Object.keys(SourceRevisionConfig.fields) as Array<SourceRevisionConfigField>
 
-const complete = <K extends string>(keys: ReadonlyArray<K>, value: object | null | undefined): { [P in K]: unknown } =>
-  Object.fromEntries(keys.map((key) => [key, (value as Record<string, unknown> | null | undefined)?.[key] ?? null])) as { [P in K]: unknown }
+const complete = <K extends string>(keys: ReadonlyArray<K>, value: object | null | undefined): { [P in K]: unknown } => {
+  const given = value as Record<string, unknown> | null | undefined
+  const out = {} as { [P in K]: unknown }
+  for (const key of keys) out[key] = given?.[key] ?? null
+  return out
+}
 
 export const fullSourceConfig = (config: SourceConfig | null | undefined): SourceConfig => complete(sourceConfigKeys, config) as SourceConfig
 export const fullSourceRevisionConfig = (config: SourceRevisionConfig | null | undefined): SourceRevisionConfig =>
