@@ -49,7 +49,16 @@ export interface LocalRuntimeOptions {
   readonly log: Logger
   /** Delay before retrying after a busy database. */
   readonly retryMs?: number
+  /** Most steps (revision steps and deletes) applied in one transaction; see `DEFAULT_BATCH`. */
+  readonly batch?: number
 }
+
+/**
+ * A tick holds the event loop for its whole transaction. After a restart every resumed revision
+ * is due at once (tens of thousands after a busy day), so a tick applies at most this many steps
+ * and lets waiting requests in before the next slice, instead of stalling them for seconds.
+ */
+export const DEFAULT_BATCH = 512
 
 interface Tracked {
   readonly tenantId: string
@@ -67,12 +76,22 @@ interface PendingDelete {
   readonly due: number
 }
 
+/** Up to `limit` items whose step is due at `nowMs`. */
+const dueOf = <A extends { readonly due: number }>(items: Map<string, A>, nowMs: number, limit: number): Array<A> => {
+  const due: Array<A> = []
+  if (limit <= 0) return due
+  for (const item of items.values()) {
+    if (item.due <= nowMs && due.push(item) >= limit) break
+  }
+  return due
+}
+
 const maxScaleOf = (sourceConfig: string): number | null => {
   const spec = (JSON.parse(sourceConfig) as { resource_spec?: { max_scale?: number | null } | null }).resource_spec
   return spec?.max_scale ?? null
 }
 
-export const makeLocalRuntime = ({ repository, stepMs, log, retryMs = 50 }: LocalRuntimeOptions): DeploymentRuntime => {
+export const makeLocalRuntime = ({ repository, stepMs, log, retryMs = 50, batch = DEFAULT_BATCH }: LocalRuntimeOptions): DeploymentRuntime => {
   const revisions = new Map<string, Tracked>()
   const deletes = new Map<string, PendingDelete>()
   let timer: NodeJS.Timeout | undefined
@@ -118,8 +137,8 @@ export const makeLocalRuntime = ({ repository, stepMs, log, retryMs = 50 }: Loca
     armedFor = Infinity
     if (closed) return
     const nowMs = Date.now()
-    const dueRevisions = [...revisions.values()].filter((item) => item.due <= nowMs)
-    const dueDeletes = [...deletes.values()].filter((item) => item.due <= nowMs)
+    const dueRevisions = dueOf(revisions, nowMs, batch)
+    const dueDeletes = dueOf(deletes, nowMs, batch - dueRevisions.length)
     try {
       const now = new Date(nowMs).toISOString()
       // In-memory states change only once the transaction has committed.
@@ -153,7 +172,9 @@ export const makeLocalRuntime = ({ repository, stepMs, log, retryMs = 50 }: Loca
       for (const item of dueRevisions) revisions.delete(item.revisionId)
       for (const item of dueDeletes) deletes.delete(item.deploymentId)
     }
-    rearm()
+    // A full slice may have left due work behind: come back after the waiting requests.
+    if (dueRevisions.length + dueDeletes.length >= batch) arm(Date.now())
+    else rearm()
   }
 
   const track = (work: RevisionWork) => {
