@@ -2,9 +2,13 @@
  * Deep pages without a linear skip. SQLite can only skip `offset` rows one by one, so a page at
  * offset 90,000 walks 90,000 index entries. This keeps, per tenant and table, the `seq` found at
  * every STRIDE-th position; a deep page then starts its skip at the nearest checkpoint and walks
- * at most STRIDE entries. The checkpoints belong to one database state: any commit, by this
- * connection (`total_changes()`) or another process (`PRAGMA data_version`), drops them, and
- * they are rebuilt on the next deep page by one walk of the index (what the skip cost anyway).
+ * fewer than STRIDE entries.
+ *
+ * The checkpoints belong to one database state: any commit, by this connection
+ * (`total_changes()`) or another process (`PRAGMA data_version`), drops them. They are found
+ * again lazily, only as deep as a page asks, each one by an `OFFSET STRIDE - 1` skip from the
+ * one before inside SQLite: the first deep page after a write walks what a plain OFFSET would
+ * have walked, never more, and the pages after it walk less than STRIDE.
  */
 import type { Db } from "../db/database.ts"
 
@@ -20,35 +24,43 @@ export interface PageStart {
 export const makeOffsetIndex = (db: Db, table: string) => {
   const dataVersion = db.prepare("PRAGMA data_version").pluck()
   const ownChanges = db.prepare("SELECT total_changes()").pluck()
-  const tenantSeqs = db.prepare(`SELECT seq FROM ${table} WHERE tenant_id = ? ORDER BY seq`).pluck()
+  const firstSeq = db.prepare(`SELECT seq FROM ${table} WHERE tenant_id = ? ORDER BY seq LIMIT 1`).pluck()
+  const strideAfter = db.prepare(`SELECT seq FROM ${table} WHERE tenant_id = ? AND seq > ? ORDER BY seq LIMIT 1 OFFSET ${STRIDE - 1}`).pluck()
   let version = ""
-  const checkpoints = new Map<string, ReadonlyArray<number>>()
+  /** Per tenant: the `seq` at positions 0, STRIDE, 2 * STRIDE, ... as far as pages have asked. */
+  const checkpoints = new Map<string, Array<number>>()
 
   const currentVersion = () => `${dataVersion.get()}:${ownChanges.get()}`
 
-  const build = (tenantId: string): ReadonlyArray<number> => {
-    const seqs: Array<number> = []
-    let position = 0
-    for (const seq of tenantSeqs.iterate(tenantId) as Iterable<number>) {
-      if (position % STRIDE === 0) seqs.push(Number(seq))
-      position++
+  /** The checkpoints up to `index`, or all there are when the list is shorter. */
+  const checkpointsTo = (tenantId: string, index: number): ReadonlyArray<number> => {
+    let seqs = checkpoints.get(tenantId)
+    if (!seqs) {
+      const first = firstSeq.get(tenantId) as number | undefined
+      seqs = first === undefined ? [] : [Number(first)]
+      checkpoints.set(tenantId, seqs)
     }
-    checkpoints.set(tenantId, seqs)
+    while (seqs.length > 0 && seqs.length <= index) {
+      const next = strideAfter.get(tenantId, seqs[seqs.length - 1]) as number | undefined
+      if (next === undefined) break
+      seqs.push(Number(next))
+    }
     return seqs
   }
 
   /** Call inside the read transaction of the page query, so both see the same state. */
   const locate = (tenantId: string, offset: number): PageStart => {
-    // Shallow pages skip little: no need to look at (or build) the checkpoints.
+    // Shallow pages skip little: no need to look at (or find) the checkpoints.
     if (offset < 4 * STRIDE) return { from: 0, offset }
     const now = currentVersion()
     if (now !== version) {
       checkpoints.clear()
       version = now
     }
-    const seqs = checkpoints.get(tenantId) ?? build(tenantId)
     const index = Math.floor(offset / STRIDE)
-    // Past the end: start after the last row, so the page comes back empty.
+    const seqs = checkpointsTo(tenantId, index)
+    // Fewer checkpoints than asked for: the list has no row at position `seqs.length * STRIDE`,
+    // so the page is past its end; start after the last possible row and it comes back empty.
     if (index >= seqs.length) return { from: Number.MAX_SAFE_INTEGER, offset: 0 }
     return { from: seqs[index]!, offset: offset - index * STRIDE }
   }
