@@ -2,6 +2,8 @@
 import { execFile } from "node:child_process"
 import { randomUUID } from "node:crypto"
 import { join } from "node:path"
+import type { Db } from "../../../server/db/database.ts"
+import { makeSandboxRepository } from "../../../server/sandboxes/repository.ts"
 import type { ApiResponse, RequestOptions } from "../../support/server.ts"
 
 export const base = "/v2/sandboxes"
@@ -53,3 +55,29 @@ export const runKeys = (databasePath: string, args: ReadonlyArray<string>) =>
 
 export const isoMillis = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 export const uuidV4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
+
+/** Writes `count` plain templates of a tenant straight into the database, in one transaction (for lists too long to create through the API). */
+export const seedTemplates = (db: Db, tenantId: string, count: number, nameOf: (index: number) => string) => {
+  const repository = makeSandboxRepository(db)
+  const at = new Date().toISOString()
+  repository.immediate(() => {
+    for (let index = 0; index < count; index++) {
+      repository.insertTemplate({
+        id: randomUUID(),
+        tenant_id: tenantId,
+        name: nameOf(index),
+        image: "alpine",
+        cpu_millicores: 500n,
+        cpu: "500m",
+        memory_bytes: 512n * 1024n * 1024n,
+        memory: "512Mi",
+        storage_bytes: null,
+        storage: null,
+        proxy_config: null,
+        created_at: at,
+        updated_at: at,
+        mounts: []
+      })
+    }
+  })
+}

@@ -10,8 +10,8 @@ import { makeKeyStore } from "../../../server/auth/keys.ts"
 import { closeDatabase, type Db, openDatabase } from "../../../server/db/database.ts"
 import { allMigrations } from "../../../server/index.ts"
 import { makeOffsetIndex, STRIDE } from "../../../server/sandboxes/offsets.ts"
-import { makeSandboxRepository } from "../../../server/sandboxes/repository.ts"
 import { tempDatabasePath } from "../../support/server.ts"
+import { seedTemplates } from "./helpers.ts"
 
 const COUNT = 10_000
 const tenant = randomUUID()
@@ -19,30 +19,8 @@ const neighbour = randomUUID()
 const database = tempDatabasePath("offsets")
 let db: Db
 
-const insertTemplates = (tenantId: string, prefix: string, count: number) => {
-  const repository = makeSandboxRepository(db)
-  const at = new Date().toISOString()
-  repository.immediate(() => {
-    for (let index = 0; index < count; index++) {
-      repository.insertTemplate({
-        id: randomUUID(),
-        tenant_id: tenantId,
-        name: `${prefix}-${String(index).padStart(5, "0")}`,
-        image: "alpine",
-        cpu_millicores: 500n,
-        cpu: "500m",
-        memory_bytes: 536870912n,
-        memory: "512Mi",
-        storage_bytes: null,
-        storage: null,
-        proxy_config: null,
-        created_at: at,
-        updated_at: at,
-        mounts: []
-      })
-    }
-  })
-}
+const insertTemplates = (tenantId: string, prefix: string, count: number) =>
+  seedTemplates(db, tenantId, count, (index) => `${prefix}-${String(index).padStart(5, "0")}`)
 
 beforeAll(() => {
   db = openDatabase(database.path, allMigrations())

@@ -1,9 +1,9 @@
 import Database from "better-sqlite3"
 import { randomUUID } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { listSql, makeSandboxRepository } from "../../../server/sandboxes/repository.ts"
+import { listSql } from "../../../server/sandboxes/repository.ts"
 import { startTestServer, type TestServer } from "../../support/server.ts"
-import { isoMillis, sandboxApi, unique, uuidV4 } from "./helpers.ts"
+import { isoMillis, sandboxApi, seedTemplates, unique, uuidV4 } from "./helpers.ts"
 
 let t: TestServer
 let api: ReturnType<typeof sandboxApi>
@@ -242,28 +242,7 @@ describe("deep offsets", () => {
     const tenant = randomUUID()
     const deep = sandboxApi(t.request, { key: t.keyFor(tenant) })
     // Seeded straight into the database for speed; everything is checked through the API.
-    const repository = makeSandboxRepository(t.server.db)
-    const at = new Date().toISOString()
-    repository.immediate(() => {
-      for (let index = 0; index < 100_000; index++) {
-        repository.insertTemplate({
-          id: randomUUID(),
-          tenant_id: tenant,
-          name: `deep-${String(index).padStart(6, "0")}`,
-          image: "alpine",
-          cpu_millicores: 500n,
-          cpu: "500m",
-          memory_bytes: 512n * 1024n * 1024n,
-          memory: "512Mi",
-          storage_bytes: null,
-          storage: null,
-          proxy_config: null,
-          created_at: at,
-          updated_at: at,
-          mounts: []
-        })
-      }
-    })
+    seedTemplates(t.server.db, tenant, 100_000, (index) => `deep-${String(index).padStart(6, "0")}`)
     for (let round = 0; round < 3; round++) {
       const page = await deep.call("GET", "/templates?limit=500&offset=90000")
       expect(page.status).toBe(200)
