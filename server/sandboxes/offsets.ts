@@ -14,6 +14,9 @@ import type { Db } from "../db/database.ts"
 
 export const STRIDE = 1024
 
+/** Pages this shallow skip from the start of the list: no checkpoints, so no snapshot to share with them. */
+export const isShallow = (offset: number): boolean => offset < 4 * STRIDE
+
 export interface PageStart {
   /** Smallest `seq` the skip starts from. */
   readonly from: number
@@ -51,7 +54,7 @@ export const makeOffsetIndex = (db: Db, table: string) => {
   /** Call inside the read transaction of the page query, so both see the same state. */
   const locate = (tenantId: string, offset: number): PageStart => {
     // Shallow pages skip little: no need to look at (or find) the checkpoints.
-    if (offset < 4 * STRIDE) return { from: 0, offset }
+    if (isShallow(offset)) return { from: 0, offset }
     const now = currentVersion()
     if (now !== version) {
       checkpoints.clear()

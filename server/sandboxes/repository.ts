@@ -7,7 +7,7 @@
  */
 import type Database from "better-sqlite3"
 import { type Db, deferred, immediate } from "../db/database.ts"
-import { makeOffsetIndex } from "./offsets.ts"
+import { isShallow, makeOffsetIndex } from "./offsets.ts"
 
 export type SandboxStatus = "provisioning" | "ready" | "failed"
 
@@ -201,12 +201,15 @@ export const makeSandboxRepository = (db: Db) => {
   const read = deferred(db)
   const offsetIndexes = new Map<string, ReturnType<typeof makeOffsetIndex>>()
   const offsetIndex = (table: string) => offsetIndexes.get(table) ?? offsetIndexes.set(table, makeOffsetIndex(db, table)).get(table)!
-  // One read transaction: the checkpoints and the page see the same database state.
-  const page = <R>(statement: Database.Statement<any, R>, table: string, tenantId: string, { limit, offset }: Page): Array<R> =>
-    read(() => {
+  const page = <R>(statement: Database.Statement<any, R>, table: string, tenantId: string, { limit, offset }: Page): Array<R> => {
+    const pageFrom = () => {
       const start = offsetIndex(table).locate(tenantId, offset)
       return statement.all({ tenant: tenantId, limit, offset: start.offset, from: start.from })
-    })
+    }
+    // A deep page reads its checkpoints and its rows in one read transaction, so both see the
+    // same database state; a shallow page is one statement, consistent on its own.
+    return isShallow(offset) ? pageFrom() : read(pageFrom)
+  }
 
   return {
     /**
