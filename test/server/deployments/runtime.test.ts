@@ -69,6 +69,20 @@ const backlog = (count: number) => {
 
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve))
 
+/**
+ * `moved()` once per turn of the event loop until it reaches `count` (or 10 s pass): a timer
+ * fires at most once per turn, so two observations in a row are at most one tick apart.
+ */
+const observeTurns = async (moved: () => number, count: number): Promise<Array<number>> => {
+  const deadline = Date.now() + 10_000
+  const seen = [moved()]
+  while (seen[seen.length - 1]! < count && Date.now() < deadline) {
+    await nextTurn()
+    seen.push(moved())
+  }
+  return seen
+}
+
 describe("local runtime", () => {
   it("works off a resumed backlog in slices of at most `batch` steps, letting the event loop turn in between", async () => {
     const count = 1300
@@ -80,11 +94,7 @@ describe("local runtime", () => {
     runtime.start()
 
     // One observation per turn of the event loop: no turn may carry more than one slice.
-    const seen = [moved()]
-    while (seen[seen.length - 1]! < count && seen.length < 1000) {
-      await nextTurn()
-      seen.push(moved())
-    }
+    const seen = await observeTurns(moved, count)
     expect(seen[seen.length - 1]).toBe(count)
     const slices = seen.slice(1).map((value, index) => value - seen[index]!)
     expect(Math.max(...slices)).toBeLessThanOrEqual(batch)
@@ -96,11 +106,7 @@ describe("local runtime", () => {
     const runtime = makeLocalRuntime({ repository, stepMs: 3_600_000, log: makeLogger("silent"), batch: 512 })
     cleanups.push(() => runtime.close())
     runtime.start()
-    const seen = [moved()]
-    while (seen[seen.length - 1]! < 40 && seen.length < 100) {
-      await nextTurn()
-      seen.push(moved())
-    }
+    const seen = await observeTurns(moved, 40)
     expect(seen.filter((value) => value > 0)[0]).toBe(40)
   })
 })
