@@ -9,8 +9,8 @@
  * revision.
  */
 import { afterAll, describe, expect, it } from "vitest"
-import { type ChildServer, eventually, tempDatabasePath } from "../support/server.ts"
-import { integrityCheck, sleep, spawnChild, stopChild, withDatabase } from "./support.ts"
+import { type ChildServer, eventually, spawnServer, tempDatabasePath } from "../support/server.ts"
+import { integrityCheck, sleep, stopChild, withDatabase } from "./support.ts"
 
 const database = tempDatabasePath("slipway-crash")
 let child: ChildServer | undefined
@@ -233,7 +233,7 @@ describe("SIGKILL under concurrent writes", () => {
     const expectations: Array<Expectation> = []
     let total = 0
     for (let cycle = 0; cycle < 3; cycle++) {
-      child = await spawnChild({ databasePath: database.path })
+      child = await spawnServer({ databasePath: database.path })
       const server = child
       let alive = true
       const acknowledged = { count: 0 }
@@ -256,7 +256,7 @@ describe("SIGKILL under concurrent writes", () => {
       expect(integrityCheck(database.path)).toEqual(["ok"])
       expect(halfCreated(database.path)).toEqual([])
 
-      child = await spawnChild({ databasePath: database.path })
+      child = await spawnServer({ databasePath: database.path })
       const problems = (await Promise.all(expectations.map((expectation) => expectation.check(child!)))).filter((problem) => problem !== undefined)
       expect(problems).toEqual([])
       expect(await settled(child)).toEqual([])

@@ -11,8 +11,8 @@ import { join } from "node:path"
 import { promisify } from "node:util"
 import { afterAll, describe, expect, it } from "vitest"
 import { DEFAULT_TENANT_ID } from "../../server/index.ts"
-import { type ChildServer, eventually, tempDatabasePath } from "../support/server.ts"
-import { databaseBytes, spawnChild, stopChild } from "./support.ts"
+import { type ChildServer, eventually, spawnServer, tempDatabasePath } from "../support/server.ts"
+import { databaseBytes, stopChild } from "./support.ts"
 
 const database = tempDatabasePath("slipway-secrets")
 let child: ChildServer | undefined
@@ -38,7 +38,7 @@ const forms = (value: string) => [value, JSON.stringify(value).slice(1, -1), Buf
 
 describe("secret values", () => {
   it("never appear in debug logs or answers, and are not stored in plaintext when a secrets key is set", async () => {
-    child = await spawnChild({ databasePath: database.path, env: { LOG_LEVEL: "debug", SLIPWAY_SECRETS_KEY: "reliability-suite-secrets-key" } })
+    child = await spawnServer({ databasePath: database.path, env: { LOG_LEVEL: "debug", SLIPWAY_SECRETS_KEY: "reliability-suite-secrets-key" } })
     const answers: Array<unknown> = []
     const call = async (method: string, path: string, body?: unknown) => {
       const response = await child!.request(method, path, body === undefined ? {} : { body })

@@ -10,8 +10,8 @@ import { join } from "node:path"
 import fc from "fast-check"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { DEFAULT_TENANT_ID } from "../../server/index.ts"
-import { type ChildServer, startTestServer, tempDatabasePath, TEST_KEY, type TestServer } from "../support/server.ts"
-import { databaseBytes, databaseFiles, endpoints, rawHttp, samplePath, spawnChild, stopChild } from "./support.ts"
+import { type ChildServer, spawnServer, startTestServer, tempDatabasePath, TEST_KEY, type TestServer } from "../support/server.ts"
+import { databaseBytes, databaseFiles, endpoints, rawHttp, samplePath, stopChild } from "./support.ts"
 
 const unauthenticated = new Set(["/health", "/openapi.json", "/docs"])
 const guarded = endpoints.filter((endpoint) => endpoint.auth)
@@ -150,7 +150,7 @@ describe("API keys are stored hashed", () => {
   })
 
   it("never writes a key's plaintext into the database file or its WAL", async () => {
-    child = await spawnChild({ databasePath: database.path })
+    child = await spawnServer({ databasePath: database.path })
     const minted = execFileSync(process.execPath, ["server/keys.ts", "create", "--tenant", crypto.randomUUID()], {
       cwd: join(import.meta.dirname, "../.."),
       env: { ...process.env, DATABASE_PATH: database.path },

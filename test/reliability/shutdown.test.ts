@@ -6,8 +6,8 @@
  */
 import { Agent, request as httpRequest } from "node:http"
 import { afterEach, describe, expect, it } from "vitest"
-import { type ChildServer, eventually, tempDatabasePath, TEST_KEY } from "../support/server.ts"
-import { integrityCheck, refusesConnections, sleep, slowRequest, spawnChild, stopChild, walSize, withDatabase } from "./support.ts"
+import { type ChildServer, eventually, spawnServer, tempDatabasePath, TEST_KEY } from "../support/server.ts"
+import { integrityCheck, refusesConnections, sleep, slowRequest, stopChild, walSize, withDatabase } from "./support.ts"
 
 let child: ChildServer | undefined
 let database: ReturnType<typeof tempDatabasePath> | undefined
@@ -29,7 +29,7 @@ const timed = async <A>(promise: Promise<A>): Promise<{ value: A; ms: number }> 
 describe("SIGTERM", () => {
   it("stops accepting, finishes in-flight requests, checkpoints the WAL and exits 0", async () => {
     database = tempDatabasePath("slipway-shutdown")
-    child = await spawnChild({ databasePath: database.path })
+    child = await spawnServer({ databasePath: database.path })
     const server = child
     // Committed work that is still only in the WAL.
     for (let i = 0; i < 20; i++) {
@@ -63,7 +63,7 @@ describe("SIGTERM", () => {
     // Closed cleanly: nothing left in the WAL, the file is whole and holds every acknowledged write.
     expect(walSize(database.path)).toBe(0)
     expect(integrityCheck(database.path)).toEqual(["ok"])
-    child = await spawnChild({ databasePath: database.path })
+    child = await spawnServer({ databasePath: database.path })
     for (const name of ["before-0", "before-19", "in-flight-0", "in-flight-1", "in-flight-2"]) {
       const response = await child.request("GET", `/v2/sandboxes/volumes/${name}`)
       expect(response.status, name).toBe(200)
@@ -73,7 +73,7 @@ describe("SIGTERM", () => {
 
   it("is not held up by idle keep-alive connections", async () => {
     database = tempDatabasePath("slipway-shutdown")
-    child = await spawnChild({ databasePath: database.path })
+    child = await spawnServer({ databasePath: database.path })
     const agent = new Agent({ keepAlive: true, maxSockets: 4 })
     const url = new URL(child.url)
     const get = () =>
@@ -97,7 +97,7 @@ describe("SIGTERM", () => {
 
   it("SIGINT drains and exits 0 the same way", async () => {
     database = tempDatabasePath("slipway-shutdown")
-    child = await spawnChild({ databasePath: database.path })
+    child = await spawnServer({ databasePath: database.path })
     const server = child
     const slow = slowRequest(server.url, "POST", "/v2/sandboxes/volumes", JSON.stringify({ name: "sigint", size: "1Gi" }), jsonHeaders)
     await slow.started
@@ -113,7 +113,7 @@ describe("SIGTERM", () => {
 
   it("a second signal while draining does not cut in-flight requests short", async () => {
     database = tempDatabasePath("slipway-shutdown")
-    child = await spawnChild({ databasePath: database.path })
+    child = await spawnServer({ databasePath: database.path })
     const server = child
     const slow = slowRequest(server.url, "POST", "/v2/sandboxes/volumes", JSON.stringify({ name: "twice", size: "1Gi" }), jsonHeaders)
     await slow.started
@@ -132,7 +132,7 @@ describe("SIGTERM", () => {
 describe("SIGTERM while the revision runtime is busy", () => {
   it("stops the runtime between steps, exits 0 promptly with the WAL checkpointed, and the next start carries on", async () => {
     database = tempDatabasePath("slipway-shutdown")
-    child = await spawnChild({ databasePath: database.path, env: { SLIPWAY_REVISION_STEP_MS: "150" } })
+    child = await spawnServer({ databasePath: database.path, env: { SLIPWAY_REVISION_STEP_MS: "150" } })
     const server = child
     const ids: Array<string> = []
     for (let i = 0; i < 15; i++) {
@@ -160,7 +160,7 @@ describe("SIGTERM while the revision runtime is busy", () => {
     expect(walSize(database.path)).toBe(0)
     expect(integrityCheck(database.path)).toEqual(["ok"])
 
-    child = await spawnChild({ databasePath: database.path })
+    child = await spawnServer({ databasePath: database.path })
     const next = child
     await eventually(async () => {
       const deployments = await Promise.all(ids.map((id) => next.request("GET", `/v2/deployments/${id}`)))

@@ -81,25 +81,11 @@ export const errorShapeProblem = (endpoint: Endpoint | undefined, status: number
 // ---------------------------------------------------------------------------------------------
 // Child servers
 
-/**
- * `spawnServer` with a retry when the random port it picked is taken (other suites run servers
- * at the same time); any other start failure is thrown at once.
- */
-export const spawnChild = async (options: Parameters<typeof spawnServer>[0]): Promise<ChildServer> => {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await spawnServer(options)
-    } catch (error) {
-      if (attempt >= 4 || !/EADDRINUSE/.test(String((error as Error).message))) throw error
-    }
-  }
-}
-
 /** Two child servers on one database file: their SQLite transactions contend for real. */
 export const spawnPair = async (databasePath: string, env: Record<string, string> = {}): Promise<[ChildServer, ChildServer]> => {
-  const first = await spawnChild({ databasePath, env })
+  const first = await spawnServer({ databasePath, env })
   try {
-    const second = await spawnChild({ databasePath, env })
+    const second = await spawnServer({ databasePath, env })
     return [first, second]
   } catch (error) {
     first.process.kill("SIGKILL")

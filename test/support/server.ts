@@ -100,8 +100,28 @@ export interface ChildServer {
 
 const nodeBinary = process.execPath
 
-/** Runs `node server/main.ts` as a child, like `npm start`; resolves once it answers /health. */
-export const spawnServer = async (options: { databasePath: string; env?: Record<string, string>; key?: string }): Promise<ChildServer> => {
+export interface SpawnOptions {
+  readonly databasePath: string
+  readonly env?: Record<string, string>
+  readonly key?: string
+}
+
+/**
+ * Runs `node server/main.ts` as a child, like `npm start`; resolves once it answers /health.
+ * Suites run servers at the same time, so a random port may be taken by the time the child
+ * binds it: that start is retried on another port; any other start failure is thrown at once.
+ */
+export const spawnServer = async (options: SpawnOptions): Promise<ChildServer> => {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await spawnOnce(options)
+    } catch (error) {
+      if (attempt >= 4 || !/EADDRINUSE/.test(String((error as Error).message))) throw error
+    }
+  }
+}
+
+const spawnOnce = async (options: SpawnOptions): Promise<ChildServer> => {
   const port = 20000 + Math.floor(Math.random() * 20000)
   const key = options.key ?? TEST_KEY
   const child = spawn(nodeBinary, ["server/main.ts"], {
