@@ -22,7 +22,7 @@
  */
 import { createHash } from "node:crypto"
 import { existsSync } from "node:fs"
-import { mkdir, mkdtemp, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises"
+import { chmod, mkdir, mkdtemp, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises"
 import { join, resolve } from "node:path"
 import { Schema } from "effect"
 import { CommandFailed, runCommand } from "./command.ts"
@@ -584,6 +584,8 @@ export const makeImageStore = (options: ImageStoreOptions): ImageStore => {
       }
       const cached: CachedImage = { reference: ref.reference, digest, source: `${source.name}@${digest}`, pulledAt: new Date().toISOString(), config }
       await writeFile(join(bundle, "image.json"), JSON.stringify(cached, null, 2) + "\n")
+      // umoci creates the bundle 0700; boxes in user namespaces must be able to reach rootfs/.
+      await chmod(bundle, 0o755)
       const target = join(imagesDir, dirName(digest))
       try {
         await rename(bundle, target)
