@@ -8,10 +8,11 @@
  *   crash          exits 1 at once (after one line on stderr)
  *   never-healthy  runs `sleep` forever and never listens
  *
- * The OCI layout is built once per process into a temporary directory (removed at exit) and reused:
- * `pushTestImages(host)` only copies. Note: Debian's static busybox `wget` segfaults; use `nc`.
+ * The OCI layout is built once per process into a temporary directory and reused: `pushTestImages(host)`
+ * only copies. Call `removeTestImages()` in `afterAll`. Note: Debian's static busybox `wget` segfaults;
+ * use `nc` in images.
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync, chmodSync } from "node:fs"
+import { chmodSync, existsSync, mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { runCommand } from "../../server/runtime/local/command.ts"
@@ -52,6 +53,26 @@ const staticBusybox = (): string => {
 
 let built: Promise<string> | undefined
 
+const BUILD_PREFIX = "slipway-test-images-"
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM"
+  }
+}
+
+/** Removes the build directories of test processes that are gone. */
+const sweepDeadBuilds = () => {
+  for (const entry of readdirSync(tmpdir())) {
+    if (!entry.startsWith(BUILD_PREFIX)) continue
+    const pid = Number(entry.slice(BUILD_PREFIX.length).split("-")[0])
+    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && !alive(pid)) rmSync(join(tmpdir(), entry), { recursive: true, force: true })
+  }
+}
+
 /** Builds the four images into one OCI layout (once per process); resolves to the layout's path. */
 export const buildTestImages = (): Promise<string> =>
   (built ??= build().catch((error) => {
@@ -59,10 +80,25 @@ export const buildTestImages = (): Promise<string> =>
     throw error
   }))
 
+let buildDir: string | undefined
+
+/**
+ * Removes this process's build (call it in `afterAll`): vitest may end a worker without running
+ * "exit" handlers. A later build also sweeps the directories of dead processes.
+ */
+export const removeTestImages = (): void => {
+  if (buildDir !== undefined) rmSync(buildDir, { recursive: true, force: true })
+  buildDir = undefined
+  built = undefined
+}
+
 const build = async (): Promise<string> => {
   const umoci = tool("umoci", "umoci")
   const busybox = staticBusybox()
-  const dir = mkdtempSync(join(tmpdir(), "slipway-test-images-"))
+  sweepDeadBuilds()
+  const dir = join(tmpdir(), `${BUILD_PREFIX}${process.pid}-${Date.now().toString(36)}`)
+  mkdirSync(dir, { recursive: true })
+  buildDir = dir
   process.once("exit", () => rmSync(dir, { recursive: true, force: true }))
   const layout = join(dir, "oci")
   const bundle = join(dir, "bundle")

@@ -11,7 +11,7 @@
  * without calling stop() does not leave it running.
  */
 import { spawn, type ChildProcess } from "node:child_process"
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -64,6 +64,26 @@ const killAllOnExit = () => {
   })
 }
 
+const DIR_PREFIX = "slipway-registry-"
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM"
+  }
+}
+
+/** Removes the directories of registries whose test process is gone (it was killed before stop()). */
+const sweepDeadRegistries = () => {
+  for (const entry of readdirSync(tmpdir())) {
+    if (!entry.startsWith(DIR_PREFIX)) continue
+    const pid = Number(entry.slice(DIR_PREFIX.length).split("-")[0])
+    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && !alive(pid)) rmSync(join(tmpdir(), entry), { recursive: true, force: true })
+  }
+}
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** A docker-config JSON granting `credentials` on `host`. */
@@ -79,7 +99,8 @@ export const startRegistry = async (options: { readonly auth?: RegistryCredentia
 
   let lastError: Error | undefined
   for (let attempt = 0; attempt < 5; attempt++) {
-    const dir = mkdtempSync(join(tmpdir(), "slipway-registry-"))
+    sweepDeadRegistries()
+    const dir = mkdtempSync(join(tmpdir(), `${DIR_PREFIX}${process.pid}-`))
     const port = await freePort()
     const host = `127.0.0.1:${port}`
     const lines = [

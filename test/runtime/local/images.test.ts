@@ -9,7 +9,7 @@ import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ImagePullError, makeImageStore, type ImageStoreOptions } from "../../../server/runtime/local/images.ts"
 import { authFileContent, startRegistry, type TestRegistry } from "../../support/registry.ts"
-import { pushTestImages, type TestImageRefs } from "../../support/images.ts"
+import { pushTestImages, removeTestImages, type TestImageRefs } from "../../support/images.ts"
 
 let registry: TestRegistry
 let privateRegistry: TestRegistry
@@ -55,6 +55,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all([registry?.stop(), privateRegistry?.stop()])
+  removeTestImages()
   for (const root of roots) rmSync(root, { recursive: true, force: true })
 })
 
