@@ -3,6 +3,7 @@
  * themselves (umoci + static busybox), pulled with the real skopeo and umoci.
  */
 import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync as readdir, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { spawn } from "node:child_process"
 import { createServer, type Server, type Socket } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -103,6 +104,41 @@ describe("pull", () => {
     expect(crash.config.cmd).toEqual(["/bin/sh", "-c", "echo crash: exiting at once >&2; exit 1"])
     expect(never.config.cmd).toEqual(["/bin/sleep", "2147483647"])
     expect(statSync(join(busybox.rootfs, "home", "user")).isDirectory()).toBe(true)
+  })
+})
+
+describe("test images", () => {
+  /** Runs an image's cmd with its env in a chroot of its rootfs (root only; boxes come in their own tests). */
+  const start = (image: { rootfs: string; config: { cmd: ReadonlyArray<string>; env: ReadonlyArray<string>; workingDir: string } }, env: Record<string, string> = {}) =>
+    spawn("chroot", [image.rootfs, "/bin/env", "-i", ...image.config.env, ...Object.entries(env).map(([k, v]) => `${k}=${v}`), ...image.config.cmd], {
+      cwd: "/",
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+  const exit = (child: ReturnType<typeof spawn>) =>
+    new Promise<number | null>((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve(child.exitCode) : child.once("exit", (code) => resolve(code))))
+
+  it("http-ok answers GET /ok with 200 ok on $PORT; crash exits 1; never-healthy keeps sleeping", async () => {
+    const images = store()
+    const [httpOk, crash, never] = await Promise.all([images.pull(refs.httpOk), images.pull(refs.crash), images.pull(refs.neverHealthy)])
+    const port = await closedPort()
+    const server = start(httpOk, { PORT: String(port) })
+    const sleeper = start(never)
+    try {
+      let response: Response | undefined
+      for (let i = 0; i < 100 && response === undefined; i++) {
+        response = await fetch(`http://127.0.0.1:${port}/ok`).catch(() => undefined)
+        if (response === undefined) await new Promise((r) => setTimeout(r, 50))
+      }
+      expect(response?.status).toBe(200)
+      expect(await response!.text()).toBe("ok")
+      expect(await exit(start(crash))).toBe(1)
+      await new Promise((r) => setTimeout(r, 200))
+      expect(sleeper.exitCode).toBeNull()
+    } finally {
+      server.kill("SIGKILL")
+      sleeper.kill("SIGKILL")
+      await Promise.all([exit(server), exit(sleeper)])
+    }
   })
 })
 
