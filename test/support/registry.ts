@@ -1,8 +1,9 @@
 /**
  * A real OCI registry for tests: Debian's `docker-registry` (CNCF distribution) on a free loopback
- * port with a temporary storage directory, plain HTTP (list `host` as an insecure registry).
+ * port with a temporary storage directory; plain HTTP (list `host` as an insecure registry) unless
+ * `tls` asks for HTTPS with a self-signed certificate.
  *
- *   const registry = await startRegistry()                  // or startRegistry({ auth: { username, password } })
+ *   const registry = await startRegistry()                  // or startRegistry({ auth: { username, password }, tls: true })
  *   registry.host                                           // "127.0.0.1:PORT"
  *   registry.authFile                                       // with auth: a docker-config JSON for the credentials
  *   await registry.stop()                                   // kills it and removes its directory
@@ -12,10 +13,13 @@
  */
 import { spawn, type ChildProcess } from "node:child_process"
 import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { request as httpRequest } from "node:http"
+import { request as httpsRequest } from "node:https"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import bcrypt from "bcryptjs"
+import { runCommand } from "../../server/runtime/local/command.ts"
 import { which } from "../../server/runtime/local/host.ts"
 
 export interface RegistryCredentials {
@@ -29,6 +33,8 @@ export interface TestRegistry {
   /** With `auth`: a docker-config JSON (`{"auths":{host:{auth}}}`) holding the credentials. */
   readonly authFile: string | undefined
   readonly credentials: RegistryCredentials | undefined
+  /** With `tls`: the self-signed certificate (PEM) the registry presents. */
+  readonly ca: string | undefined
   /** Temporary directory holding the config, storage and log. */
   readonly dir: string
   /** The registry's log so far (for failure messages). */
@@ -84,15 +90,37 @@ const sweepDeadRegistries = () => {
   }
 }
 
+/** GET /v2/ over HTTP, or HTTPS trusting `ca`; resolves to the status code. */
+const probe = (host: string, ca: string | undefined): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const [hostname, port] = host.split(":") as [string, string]
+    const request = (ca ? httpsRequest : httpRequest)({ hostname, port: Number(port), path: "/v2/", method: "GET", timeout: 1000, ...(ca ? { ca } : {}) }, (response) => {
+      response.resume()
+      response.on("end", () => resolve(response.statusCode ?? 0))
+    })
+    request.on("timeout", () => request.destroy(new Error("timeout")))
+    request.on("error", reject)
+    request.end()
+  })
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** A docker-config JSON granting `credentials` on `host`. */
 export const authFileContent = (host: string, credentials: RegistryCredentials): string =>
   JSON.stringify({ auths: { [host]: { auth: Buffer.from(`${credentials.username}:${credentials.password}`).toString("base64") } } }, null, 2) + "\n"
 
-export const startRegistry = async (options: { readonly auth?: RegistryCredentials; readonly readyTimeoutMs?: number } = {}): Promise<TestRegistry> => {
+export const startRegistry = async (
+  options: {
+    readonly auth?: RegistryCredentials
+    /** Serve HTTPS with a fresh self-signed certificate for 127.0.0.1 (made with openssl). */
+    readonly tls?: boolean
+    readonly readyTimeoutMs?: number
+  } = {}
+): Promise<TestRegistry> => {
   const binary = which("docker-registry")
   if (binary === null) throw new Error("docker-registry not found: install Debian package docker-registry")
+  const openssl = options.tls ? which("openssl") : null
+  if (options.tls && openssl === null) throw new Error("openssl not found: install Debian package openssl")
   const setpriv = which("setpriv")
   const readyTimeoutMs = options.readyTimeoutMs ?? 15_000
   killAllOnExit()
@@ -107,8 +135,18 @@ export const startRegistry = async (options: { readonly auth?: RegistryCredentia
       "version: 0.1",
       "log: { level: error, accesslog: { disabled: true } }",
       `storage: { filesystem: { rootdirectory: ${JSON.stringify(join(dir, "data"))} }, delete: { enabled: true } }`,
-      `http: { addr: ${JSON.stringify(host)} }`
+      `http: { addr: ${JSON.stringify(host)}${options.tls ? `, tls: { certificate: ${JSON.stringify(join(dir, "cert.pem"))}, key: ${JSON.stringify(join(dir, "key.pem"))} }` : ""} }`
     ]
+    let ca: string | undefined
+    if (openssl !== null) {
+      await runCommand(
+        [openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1",
+          "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+          "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem")],
+        { timeoutMs: 30_000 }
+      )
+      ca = readFileSync(join(dir, "cert.pem"), "utf8")
+    }
     let authFile: string | undefined
     if (options.auth) {
       const htpasswd = join(dir, "htpasswd")
@@ -156,10 +194,9 @@ export const startRegistry = async (options: { readonly auth?: RegistryCredentia
     let ready = false
     while (!exited && Date.now() < deadline) {
       try {
-        const response = await fetch(`http://${host}/v2/`, { signal: AbortSignal.timeout(1000) })
-        await response.arrayBuffer()
+        const status = await probe(host, ca)
         // 200 without auth; 401 with auth: either way it is serving.
-        if (response.status === 200 || (options.auth && response.status === 401)) {
+        if (status === 200 || (options.auth && status === 401)) {
           ready = true
           break
         }
@@ -168,7 +205,7 @@ export const startRegistry = async (options: { readonly auth?: RegistryCredentia
       }
       await sleep(25)
     }
-    if (ready) return { host, authFile, credentials: options.auth, dir, log, stop }
+    if (ready) return { host, authFile, credentials: options.auth, dir, ca, log, stop }
     const output = log()
     await stop()
     lastError = new Error(`docker-registry did not start on ${host}${exited ? " (it exited)" : ""}: ${output.trim().split("\n").slice(-3).join(" | ")}`)

@@ -407,6 +407,25 @@ const isAlive = (pid: number): boolean => {
 
 const dirName = (digest: string): string => digest.replace(":", "-")
 
+/** skopeo silently pulls anonymously when the auth file is missing: say so instead. Never echoes the content. */
+const checkAuthFile = async (path: string, reference: string): Promise<void> => {
+  let text: string
+  try {
+    text = await readFile(path, "utf8")
+  } catch (error) {
+    throw new ImagePullError({ kind: "failed", message: `registry auth file ${path} is not readable (${(error as NodeJS.ErrnoException).code ?? "error"})`, reference })
+  }
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text)
+  } catch {
+    throw new ImagePullError({ kind: "failed", message: `registry auth file ${path} is not valid JSON`, reference })
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+    throw new ImagePullError({ kind: "failed", message: `registry auth file ${path} must hold a JSON object like {"auths":{…}}`, reference })
+  }
+}
+
 /** Work directories of pulls under way in this process (a store starting on the same root leaves them alone). */
 const activeWork = new Set<string>()
 
@@ -617,6 +636,7 @@ export const makeImageStore = (options: ImageStoreOptions): ImageStore => {
     const source = sourceOf(ref, mirror)
     return byReference(ref.reference, pullOptions.onProgress, async (emit) => {
       const global = await prepare()
+      if (authFile !== undefined) await checkAuthFile(authFile, ref.reference)
       let digest = ref.digest
       if (digest !== undefined) {
         const hit = await readCached(digest)

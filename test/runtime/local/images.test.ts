@@ -268,6 +268,20 @@ describe("registries", () => {
     expect((await pullError(mirrorOnly.pull(refs.busybox))).kind).toBe("tls")
   })
 
+  it("an HTTPS registry with an untrusted certificate fails unless listed as insecure", async () => {
+    const secure = await startRegistry({ tls: true })
+    try {
+      const pushed = await pushTestImages(secure.host, { only: ["busybox"] })
+      const strict = await pullError(makeImageStore({ root: newRoot() }).pull(pushed.busybox))
+      expect(strict.kind).toBe("tls")
+      expect(strict.message).toBe(`registry ${secure.host}: TLS failed (x509: certificate signed by unknown authority)`)
+      const image = await makeImageStore({ root: newRoot(), insecureRegistries: [secure.host] }).pull(pushed.busybox)
+      expect(statSync(join(image.rootfs, "bin", "busybox")).isFile()).toBe(true)
+    } finally {
+      await secure.stop()
+    }
+  })
+
   it("pulls a private image only with the auth file", async () => {
     const anonymous = store()
     const denied = await pullError(anonymous.pull(privateRefs.busybox))
@@ -279,6 +293,14 @@ describe("registries", () => {
     const wrong = await pullError(store({ authFile: wrongFile }).pull(privateRefs.busybox))
     expect(wrong.kind).toBe("unauthorized")
     expect(wrong.message).toBe(`pull ${privateRefs.busybox}: unauthorized`)
+
+    // a missing or broken auth file is said, not silently replaced by anonymous access
+    const missing = await pullError(store({ authFile: join(newRoot(), "absent.json") }).pull(privateRefs.busybox))
+    expect(missing.message).toMatch(/^registry auth file \/.*absent\.json is not readable \(ENOENT\)$/)
+    const brokenFile = join(newRoot(), "broken.json")
+    writeFileSync(brokenFile, '{"auths": secret')
+    const broken = await pullError(store({ authFile: brokenFile }).pull(privateRefs.busybox))
+    expect(broken.message).toBe(`registry auth file ${brokenFile} is not valid JSON`)
 
     const image = await store({ authFile: privateRegistry.authFile }).pull(privateRefs.busybox)
     expect(statSync(join(image.rootfs, "bin", "busybox")).isFile()).toBe(true)
