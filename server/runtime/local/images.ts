@@ -712,7 +712,7 @@ export const makeImageStore = (options: ImageStoreOptions): ImageStore => {
       const removed: Array<string> = []
       for (const entry of await readdir(imagesDir)) {
         const digest = entry.replace("-", ":")
-        if (keep.has(digest)) continue
+        if (!DIGEST_RE.test(digest) || keep.has(digest)) continue
         if (await discard(join(imagesDir, entry))) {
           removed.push(digest)
           options.log?.info("image removed", { digest })
