@@ -345,7 +345,7 @@ export const pullErrorFrom = (
   if (/name unknown|repository name not known|not found|\b404\b/.test(lower)) return make("not_found", `pull ${reference}: not found`, detail)
   if (/toomanyrequests|too many requests|\b429\b/.test(lower)) return make("failed", `pull ${reference}: registry ${registry} is rate limiting (too many requests)`, detail)
   if (/no image found in (image index|manifest list) for architecture/.test(lower)) {
-    return make("unsupported", `pull ${reference}: no image for this platform (${process.platform}/${process.arch})`, detail)
+    return make("unsupported", `pull ${reference}: no image for this platform (${process.platform}/${process.arch === "x64" ? "amd64" : process.arch})`, detail)
   }
   return make("failed", `pull ${reference}: ${cut(text || error.message)}`, detail)
 }
