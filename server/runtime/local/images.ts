@@ -287,6 +287,7 @@ const skopeoMessage = (stderr: string): string => {
     .replace(/^Error parsing image name "[^"]*":\s*/, "")
     .replace(/^initializing source \S+:\s*/, "")
     .replace(/^(copying system image from manifest list|choosing an image from manifest list \S+):\s*/, "")
+    .replace(/\s+/g, " ") // one line: it ends up in a status_message
     .trim()
 }
 

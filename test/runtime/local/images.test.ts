@@ -361,6 +361,10 @@ describe("errors", () => {
     expect(error.kind).toBe("unreachable")
     expect(error.registry).toBe(`127.0.0.1:${port}`)
     expect(error.message).toBe(`registry 127.0.0.1:${port} unreachable (connection refused)`)
+    // a name that does not resolve (.invalid never does, RFC 6761)
+    const dns = await pullError(store().pull("registry.invalid/team/app:1"))
+    expect(dns.kind).toBe("unreachable")
+    expect(dns.message).toMatch(/^registry registry\.invalid unreachable \((no such host|server misbehaving|i\/o timeout|connection refused)\)$/)
     // the same when it is the mirror that is down
     const viaMirror = await pullError(makeImageStore({ root: newRoot(), mirror: `http://127.0.0.1:${port}` }).pull("python:3.12-slim"))
     expect(viaMirror.message).toBe(`registry 127.0.0.1:${port} unreachable (connection refused)`)
