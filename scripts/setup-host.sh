@@ -18,6 +18,7 @@ declare -A probes=(
   [postgresql]=/usr/lib/postgresql
   [redis-server]=/usr/bin/redis-server
   [chromium]=/usr/bin/chromium
+  [openssl]=/usr/bin/openssl
 )
 
 missing=()
