@@ -4,6 +4,7 @@
  */
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
+import { WebSocket } from "ws"
 import { makeDataplane, rejectUpgrade, sendError, DataplaneError, type BoxExec, type Dataplane, type DataplaneOptions } from "../../server/sandboxes/dataplane/index.ts"
 
 export interface DataplaneServer {
@@ -56,4 +57,89 @@ export const startDataplaneServer = async (boxes: Record<string, BoxExec>, optio
       await new Promise<void>((resolve) => server.close(() => resolve()))
     }
   }
+}
+
+export type Frame = { readonly type: string; readonly [key: string]: unknown }
+
+/** A raw protocol client: sends frames, records every frame and the close code. */
+export interface FrameSocket {
+  readonly ws: WebSocket
+  readonly frames: Array<Frame>
+  readonly send: (frame: Record<string, unknown>) => void
+  /** Resolves with the first recorded frame (from index `from`) matching, or fails after `ms`. */
+  readonly waitFor: (predicate: (frame: Frame) => boolean, ms?: number, from?: number) => Promise<Frame>
+  readonly closed: Promise<{ code: number; reason: string }>
+  readonly close: () => Promise<void>
+}
+
+export const openFrameSocket = async (boxUrl: string, apiKey: string): Promise<FrameSocket> => {
+  const ws = new WebSocket(boxUrl.replace(/^http/, "ws") + "/execute/ws", { headers: { "X-Api-Key": apiKey } })
+  const frames: Array<Frame> = []
+  const waiters = new Set<() => void>()
+  ws.on("message", (data) => {
+    frames.push(JSON.parse(data.toString()))
+    for (const waiter of [...waiters]) waiter()
+  })
+  const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+    ws.on("close", (code, reason) => {
+      resolve({ code, reason: reason.toString() })
+      for (const waiter of [...waiters]) waiter()
+    })
+  )
+  await new Promise<void>((resolve, reject) => {
+    ws.once("open", () => resolve())
+    ws.once("error", reject)
+    ws.once("unexpected-response", (_req, res) => reject(new Error(`upgrade refused: ${res.statusCode}`)))
+  })
+  const waitFor: FrameSocket["waitFor"] = (predicate, ms = 10_000, from = 0) =>
+    new Promise((resolve, reject) => {
+      const check = () => {
+        const found = frames.slice(from).find(predicate)
+        if (found) {
+          cleanup()
+          resolve(found)
+        } else if (ws.readyState === WebSocket.CLOSED) {
+          cleanup()
+          reject(new Error(`socket closed without the awaited frame; frames: ${JSON.stringify(frames)}`))
+        }
+      }
+      const timer = setTimeout(() => {
+        cleanup()
+        reject(new Error(`timed out waiting for a frame; frames: ${JSON.stringify(frames)}`))
+      }, ms)
+      const cleanup = () => {
+        clearTimeout(timer)
+        waiters.delete(check)
+      }
+      waiters.add(check)
+      check()
+    })
+  return {
+    ws,
+    frames,
+    send: (frame) => ws.send(JSON.stringify(frame)),
+    waitFor,
+    closed,
+    close: async () => {
+      if (ws.readyState !== WebSocket.CLOSED) {
+        ws.close()
+        await closed
+      }
+    }
+  }
+}
+
+/** Concatenates a stream's data frames, checking each frame starts where the previous ended (UTF-8 bytes). */
+export const streamText = (frames: ReadonlyArray<Frame>, stream: "stdout" | "stderr", from = 0): string => {
+  let expected: number | undefined
+  let text = ""
+  for (const frame of frames) {
+    if (frame.type !== stream) continue
+    const offset = frame.offset as number
+    if (expected !== undefined && offset !== expected) throw new Error(`${stream} offset ${offset}, expected ${expected}`)
+    if (expected === undefined && offset < from) throw new Error(`${stream} starts at ${offset} before ${from}`)
+    expected = offset + Buffer.byteLength(frame.data as string, "utf8")
+    text += frame.data as string
+  }
+  return text
 }
