@@ -108,8 +108,8 @@ export const parseRange = (header: string | undefined, size: number): Range => {
   }
   const start = Number(match[1])
   const end = match[2] === "" ? size - 1 : Number(match[2])
-  if (end < start) return undefined
   if (start >= size) return "unsatisfiable"
+  if (end < start) return undefined
   return { start, end: Math.min(end, size - 1) }
 }
 
@@ -213,6 +213,7 @@ export const upload = async (
   }
   let writing: Promise<{ written: number; result: ToolResult; aborted: boolean }> | undefined
   let tooLarge = false
+  let aborted = false
   let process: BoxProcess | undefined
   const parsed = new Promise<void>((resolve, reject) => {
     parser.on("file", (name, stream) => {
@@ -221,24 +222,39 @@ export const upload = async (
       process = proc
       proc.stdin.on("error", () => {})
       let written = 0
+      const result = collectOutput(proc)
+      // stdin is ended only when the whole part arrived: a cut-off upload is killed, never renamed into place.
+      stream.pipe(proc.stdin, { end: false })
       stream.on("data", (chunk: Buffer) => (written += chunk.length))
       stream.on("limit", () => {
         tooLarge = true
         proc.kill("SIGKILL")
       })
-      const result = collectOutput(proc)
-      writing = pipeline(stream, proc.stdin)
-        .then(() => false)
-        .catch(() => {
-          stream.resume() // the writer died early (bad path): drain the rest of the part so the request completes
-          return true
+      void proc.exited.then(() => {
+        // The writer died early (bad path, killed): drain the rest of the part so the request completes.
+        stream.unpipe(proc.stdin)
+        stream.resume()
+      })
+      writing = new Promise<void>((done) => {
+        stream.on("end", () => {
+          if (tooLarge || aborted) proc.kill("SIGKILL")
+          else proc.stdin.end()
+          done()
         })
-        .then(async (aborted) => ({ written, result: await result, aborted }))
+        stream.on("error", () => {
+          proc.kill("SIGKILL")
+          done()
+        })
+      }).then(async () => ({ written, result: await result, aborted: false }))
     })
     parser.on("close", resolve)
     parser.on("error", (error: Error) => reject(badRequest(`Malformed multipart body: ${error.message}`)))
   })
-  request.on("aborted", () => process?.kill("SIGKILL"))
+  request.on("close", () => {
+    if (request.complete) return
+    aborted = true
+    process?.kill("SIGKILL")
+  })
   request.pipe(parser)
   try {
     await parsed
@@ -317,13 +333,15 @@ const eachLine = async (
   return { stopped }
 }
 
+/** Names with a newline are skipped (the listing is line-based); the box's pseudo filesystems are never walked. */
 const NEWLINE_FREE = `NL='
 '`
+const PRUNE = `\\( -path /proc -o -path /sys -o -path /dev -o -path "*$NL*" \\) -prune -o`
 
 const WALK = `r="$1"; shift
 [ -e "$r" ] || exit 44
 ${NEWLINE_FREE}
-exec $B find -H "$r" -mindepth 1 "$@" -path "*$NL*" -prune -o -exec $B stat -c '%f %s %Y|%n' {} +`
+exec $B find -H "$r" -mindepth 1 "$@" ${PRUNE} -exec $B stat -c '%f %s %Y|%n' {} +`
 
 const relativeTo = (root: string, path: string) => path.slice(root === "/" ? 1 : root.length + 1)
 
@@ -368,7 +386,7 @@ export const glob = async (box: BoxExec, request: IncomingMessage, response: Ser
 const FILES = `r="$1"
 [ -e "$r" ] || exit 44
 ${NEWLINE_FREE}
-exec $B find -H "$r" -path "*$NL*" -prune -o -type f -print0`
+exec $B find -H "$r" ${PRUNE} -type f -print0`
 
 const GREP = `exec $B xargs -0 $B grep -nHsF -e "$1" --`
 
@@ -378,7 +396,8 @@ export const grep = async (box: BoxExec, request: IncomingMessage, response: Ser
   if (body.pattern.includes("\n") || body.pattern.includes("\0")) throw badRequest("pattern must be a single line of text")
   const root = boxPath(body.path ?? "/home/user")
   const limit = assertLimit(body.limit, limits.searchDefaultLimit, limits.searchMaxLimit)
-  const fileGlob = body.glob ? picomatch(body.glob, { dot: true, basename: true }) : undefined
+  // A bare `*.py` matches basenames at any depth; a pattern with `/` matches the path relative to the root.
+  const fileGlob = body.glob ? picomatch(body.glob, { dot: true, basename: !body.glob.includes("/") }) : undefined
   const started = Date.now()
 
   const files: Array<string> = []

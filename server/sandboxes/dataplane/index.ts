@@ -6,7 +6,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type { Duplex } from "node:stream"
 import { WebSocketServer } from "ws"
-import type { BoxExec } from "./box.ts"
+import type { BoxExec, BoxProcess } from "./box.ts"
 import { CommandRegistry, type CommandLimits, type SessionEvent } from "./commands.ts"
 import { DataplaneError, readJsonBody, sendError, sendJson } from "./errors.ts"
 import { download, glob, grep, upload, type FileLimits } from "./files.ts"
@@ -78,6 +78,23 @@ export const makeDataplane = (options: DataplaneOptions = {}): Dataplane => {
   const registries = new Map<string, CommandRegistry>()
   const wss = new WebSocketServer({ noServer: true, maxPayload: limits.maxClientFrameBytes, perMessageDeflate: false })
   const decodeExecute = decodeOrThrow(HttpExecuteBody, "body")
+  /** File operations' processes per box, so closing a box or the dataplane leaves none behind. */
+  const tools = new Map<string, Set<BoxProcess>>()
+
+  const trackedBox = (box: BoxExec, boxKey: string): BoxExec => ({
+    exec: (argv, execOptions) => {
+      const process = box.exec(argv, execOptions)
+      let live = tools.get(boxKey)
+      if (!live) tools.set(boxKey, (live = new Set()))
+      const set = live
+      set.add(process)
+      void process.exited.finally(() => {
+        set.delete(process)
+        if (set.size === 0 && tools.get(boxKey) === set) tools.delete(boxKey)
+      })
+      return process
+    }
+  })
 
   const registryFor = (box: BoxExec, boxKey: string): CommandRegistry => {
     let registry = registries.get(boxKey)
@@ -138,13 +155,13 @@ export const makeDataplane = (options: DataplaneOptions = {}): Dataplane => {
         case "/execute/ws":
           throw new DataplaneError(426, "UpgradeRequired", "/execute/ws is a WebSocket endpoint", { upgrade: "websocket" })
         case "/upload":
-          return await upload(box, request, response, url.searchParams.get("path"), limits)
+          return await upload(trackedBox(box, boxKey), request, response, url.searchParams.get("path"), limits)
         case "/download":
-          return await download(box, request, response, url.searchParams.get("path"))
+          return await download(trackedBox(box, boxKey), request, response, url.searchParams.get("path"))
         case "/glob":
-          return await glob(box, request, response, limits)
+          return await glob(trackedBox(box, boxKey), request, response, limits)
         case "/grep":
-          return await grep(box, request, response, limits)
+          return await grep(trackedBox(box, boxKey), request, response, limits)
       }
     } catch (error) {
       if (!(error instanceof DataplaneError)) log(`dataplane: ${request.method} ${subpath} failed: ${(error as Error)?.stack ?? String(error)}`)
@@ -164,11 +181,18 @@ export const makeDataplane = (options: DataplaneOptions = {}): Dataplane => {
   const closeBox: Dataplane["closeBox"] = async (boxKey) => {
     const registry = registries.get(boxKey)
     registries.delete(boxKey)
-    await registry?.close()
+    const live = [...(tools.get(boxKey) ?? [])]
+    for (const process of live) process.kill("SIGKILL")
+    let timer: NodeJS.Timeout | undefined
+    await Promise.all([
+      registry?.close(),
+      Promise.race([Promise.all(live.map((p) => p.exited)), new Promise((resolve) => (timer = setTimeout(resolve, 2000)))])
+    ])
+    clearTimeout(timer)
   }
 
   const close: Dataplane["close"] = async () => {
-    await Promise.all([...registries.keys()].map(closeBox))
+    await Promise.all([...new Set([...registries.keys(), ...tools.keys()])].map(closeBox))
     for (const client of wss.clients) client.close(1001, "dataplane shutting down")
     const stragglers = setTimeout(() => {
       for (const client of wss.clients) client.terminate()
