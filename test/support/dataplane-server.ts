@@ -9,6 +9,8 @@ import { makeDataplane, rejectUpgrade, sendError, DataplaneError, type BoxExec, 
 
 export interface DataplaneServer {
   readonly url: string
+  /** `apiEndpoint` for the official clients' SandboxClient (only `GET /boxes/{name}` is served). */
+  readonly apiEndpoint: string
   /** `dataplane_url` of a box. */
   readonly boxUrl: (id: string) => string
   readonly apiKey: string
@@ -18,11 +20,14 @@ export interface DataplaneServer {
 }
 
 const PREFIX = /^\/sandboxes\/([A-Za-z0-9_-]+)(\/.*)?$/
+/** Stand-in for the control plane's one lookup the clients need to get a Sandbox object: `GET /v2/sandboxes/boxes/{name}`. */
+const LOOKUP = /^\/v2\/sandboxes\/boxes\/([A-Za-z0-9_-]+)$/
 
 export const startDataplaneServer = async (boxes: Record<string, BoxExec>, options: DataplaneOptions = {}): Promise<DataplaneServer> => {
   const apiKey = "test-key-" + Math.random().toString(36).slice(2)
   const logs: Array<string> = []
   const dataplane = makeDataplane({ log: (m) => logs.push(m), ...options })
+  let url = ""
   const route = (url: string | undefined) => {
     const target = url ?? "/"
     const q = target.indexOf("?")
@@ -32,6 +37,14 @@ export const startDataplaneServer = async (boxes: Record<string, BoxExec>, optio
     return box ? { box, id: match[1]!, subpath: (match[2] ?? "/") + (q === -1 ? "" : target.slice(q)) } : undefined
   }
   const server: Server = createServer((request, response) => {
+    const lookup = LOOKUP.exec(request.url ?? "")
+    if (lookup && request.method === "GET") {
+      if (request.headers["x-api-key"] !== apiKey) return sendError(request, response, new DataplaneError(401, "Unauthorized", "Missing or invalid X-Api-Key"))
+      if (!boxes[lookup[1]!]) return sendError(request, response, new DataplaneError(404, "NotFound", "No such sandbox"))
+      const body = JSON.stringify({ id: lookup[1], name: lookup[1], status: "ready", dataplane_url: `${url}/sandboxes/${lookup[1]}` })
+      response.writeHead(200, { "content-type": "application/json" })
+      return void response.end(body)
+    }
     const found = route(request.url)
     if (!found) return sendError(request, response, new DataplaneError(404, "NotFound", "No such sandbox"))
     if (request.headers["x-api-key"] !== apiKey) return sendError(request, response, new DataplaneError(401, "Unauthorized", "Missing or invalid X-Api-Key"))
@@ -44,9 +57,10 @@ export const startDataplaneServer = async (boxes: Record<string, BoxExec>, optio
     dataplane.upgrade(request, socket, head, found.box, found.subpath, found.id)
   })
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
   return {
     url,
+    apiEndpoint: `${url}/v2/sandboxes`,
     boxUrl: (id) => `${url}/sandboxes/${id}`,
     apiKey,
     dataplane,
