@@ -322,6 +322,21 @@ describe("GET /execute/ws", () => {
     expect(await accepted.waitFor(isExit)).toEqual({ type: "exit", exit_code: 0 })
   })
 
+  it("closeBox kills the box's commands (attached clients get the exit) and forgets their sessions", async () => {
+    const socket = await execute(server, { command: "echo up; sleep 30" })
+    const started = await socket.waitFor((f) => f.type === "started")
+    await socket.waitFor((f) => f.type === "stdout")
+    await server.dataplane.closeBox("b")
+    const exit = await socket.waitFor(isExit, 5000)
+    expect(exit.type).toBe("exit")
+    expect(exit.exit_code).not.toBe(0)
+    const again = await openFrameSocket(server.boxUrl("b"), server.apiKey)
+    again.send({ type: "reconnect", command_id: started.command_id, stdout_offset: 0, stderr_offset: 0 })
+    expect(await again.waitFor(isExit)).toMatchObject({ error_type: "CommandNotFound" })
+    const fresh = await execute(server, { command: "echo fresh" })
+    expect(await fresh.waitFor(isExit)).toEqual({ type: "exit", exit_code: 0 })
+  })
+
   it("refuses upgrades on other paths with 404 and a JSON body", async () => {
     const response = await new Promise<{ status: number; body: string }>((resolve, reject) => {
       import("ws").then(({ WebSocket }) => {
