@@ -32,3 +32,14 @@ export interface BoxExec {
 export const BOX_TOOLS = "/.slipway/busybox"
 /** Every box has this directory, writable, as the default working directory. */
 export const BOX_HOME = "/home/user"
+
+/** The box's `exec`, with a runner failure (box stopped, gone) reported as the protocol's retryable not-ready answer. */
+export const execIn = (box: BoxExec, argv: ReadonlyArray<string>, options?: ExecOptions): BoxProcess => {
+  try {
+    return box.exec(argv, options)
+  } catch (cause) {
+    throw new BoxUnavailable(`Sandbox is not available: ${(cause as Error)?.message ?? String(cause)}`)
+  }
+}
+
+export class BoxUnavailable extends Error {}

@@ -7,7 +7,7 @@
 import { randomUUID } from "node:crypto"
 import { constants } from "node:os"
 import type { Readable } from "node:stream"
-import { BOX_TOOLS, type BoxExec, type BoxProcess } from "./box.ts"
+import { BOX_TOOLS, execIn, type BoxExec, type BoxProcess } from "./box.ts"
 import { DataplaneError } from "./errors.ts"
 import { OutputLog, splitUtf8, type OutputChunk } from "./output.ts"
 import type { CommandSpec } from "./requests.ts"
@@ -247,7 +247,7 @@ export class CommandRegistry {
     }
     this.makeRoom()
     const id = wanted ?? randomUUID().replaceAll("-", "")
-    const process = this.box.exec(launchArgv(options.spec), { env: options.spec.env })
+    const process = execIn(this.box, launchArgv(options.spec), { env: options.spec.env })
     const session = new CommandSession(id, process, options, this.limits, (s) => this.expire(s))
     this.sessions.set(id, session)
     return { session, created: true }

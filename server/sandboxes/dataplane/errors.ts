@@ -3,6 +3,7 @@
  * statuses the official clients map (see docs/dataplane.md).
  */
 import type { IncomingMessage, ServerResponse } from "node:http"
+import { BoxUnavailable } from "./box.ts"
 
 export class DataplaneError extends Error {
   readonly status: number
@@ -16,6 +17,14 @@ export class DataplaneError extends Error {
   }
 }
 
+/** Known failures keep their answer; a box that cannot run anything is 503 ServiceUnavailable (retryable); the rest is 500. */
+export const asDataplaneError = (error: unknown): DataplaneError =>
+  error instanceof DataplaneError
+    ? error
+    : error instanceof BoxUnavailable
+      ? new DataplaneError(503, "ServiceUnavailable", error.message)
+      : new DataplaneError(500, "InternalError", "The dataplane failed to handle the request")
+
 export const badRequest = (message: string) => new DataplaneError(400, "InvalidRequest", message)
 export const unprocessable = (message: string) => new DataplaneError(422, "ValidationError", message)
 export const fileNotFound = (path: string) => new DataplaneError(404, "FileNotFound", `File not found: ${path}`)
@@ -24,8 +33,7 @@ export const errorBody = (type: string, message: string) => JSON.stringify({ det
 
 /** Answers `error` unless the answer has started; then the connection is cut (a truncated body must not look whole). */
 export const sendError = (request: IncomingMessage, response: ServerResponse, error: unknown): void => {
-  const known =
-    error instanceof DataplaneError ? error : new DataplaneError(500, "InternalError", "The dataplane failed to handle the request")
+  const known = asDataplaneError(error)
   if (response.headersSent) {
     response.destroy()
     return

@@ -9,7 +9,7 @@ import { Transform } from "node:stream"
 import { pipeline } from "node:stream/promises"
 import busboy from "busboy"
 import picomatch from "picomatch"
-import { BOX_TOOLS, type BoxExec, type BoxProcess } from "./box.ts"
+import { BOX_TOOLS, execIn, type BoxExec, type BoxProcess } from "./box.ts"
 import { badRequest, DataplaneError, fileNotFound, readJsonBody, sendJson, unprocessable } from "./errors.ts"
 import { assertLimit, boxPath, decodeOrThrow, GlobBody, GrepBody } from "./requests.ts"
 
@@ -32,7 +32,7 @@ export interface FileLimits {
 const B = BOX_TOOLS
 /** Runs a script under the box's busybox sh; positional arguments are never interpolated into it. */
 const tool = (box: BoxExec, script: string, args: ReadonlyArray<string>): BoxProcess =>
-  box.exec([B, "sh", "-c", `B=${B}\n${script}`, "slipway", ...args])
+  execIn(box, [B, "sh", "-c", `B=${B}\n${script}`, "slipway", ...args])
 
 interface ToolResult {
   readonly code: number

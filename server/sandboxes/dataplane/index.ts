@@ -6,7 +6,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type { Duplex } from "node:stream"
 import { WebSocketServer } from "ws"
-import type { BoxExec, BoxProcess } from "./box.ts"
+import { BoxUnavailable, type BoxExec, type BoxProcess } from "./box.ts"
 import { CommandRegistry, type CommandLimits, type SessionEvent } from "./commands.ts"
 import { DataplaneError, readJsonBody, sendError, sendJson } from "./errors.ts"
 import { download, glob, grep, upload, type FileLimits } from "./files.ts"
@@ -164,7 +164,7 @@ export const makeDataplane = (options: DataplaneOptions = {}): Dataplane => {
           return await grep(trackedBox(box, boxKey), request, response, limits)
       }
     } catch (error) {
-      if (!(error instanceof DataplaneError)) log(`dataplane: ${request.method} ${subpath} failed: ${(error as Error)?.stack ?? String(error)}`)
+      if (!(error instanceof DataplaneError) && !(error instanceof BoxUnavailable)) log(`dataplane: ${request.method} ${subpath} failed: ${(error as Error)?.stack ?? String(error)}`)
       // Drain an unread body so the error answer reaches the client rather than a reset connection.
       if (!request.readableEnded) request.resume()
       sendError(request, response, error)

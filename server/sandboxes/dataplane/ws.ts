@@ -6,7 +6,8 @@ import { STATUS_CODES } from "node:http"
 import type { Duplex } from "node:stream"
 import { WebSocket, type RawData } from "ws"
 import { framesOf, type CommandRegistry, type CommandSession, type Listener } from "./commands.ts"
-import { DataplaneError, errorBody } from "./errors.ts"
+import { BoxUnavailable } from "./box.ts"
+import { asDataplaneError, DataplaneError, errorBody } from "./errors.ts"
 import { commandSpec, decodeOrThrow, ExecuteFrame, InputFrame, ReconnectFrame, seconds } from "./requests.ts"
 
 export interface WsLimits {
@@ -131,7 +132,10 @@ export const serveExecuteSocket = (
     try {
       onFrame(frame)
     } catch (error) {
-      if (error instanceof DataplaneError) return fail(error.type, error.message)
+      if (error instanceof DataplaneError || error instanceof BoxUnavailable) {
+        const known = asDataplaneError(error)
+        return fail(known.type, known.message)
+      }
       log(`dataplane: websocket frame failed: ${(error as Error).stack ?? String(error)}`)
       fail("CommandError", "The dataplane failed to handle the frame")
     }

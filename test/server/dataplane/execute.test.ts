@@ -14,7 +14,8 @@ let tight: DataplaneServer
 beforeAll(async () => {
   box = makeBwrapBox()
   bashBox = makeBwrapBox({ bash: true })
-  server = await startDataplaneServer({ b: box, bash: bashBox })
+  const stopped = { exec: () => { throw new Error("box b-stopped is stopped") } }
+  server = await startDataplaneServer({ b: box, bash: bashBox, stopped })
   tight = await startDataplaneServer({ b: box }, { limits: { ringBytes: 1024, maxFrameBytes: 16, maxSessions: 3 } })
 })
 
@@ -110,6 +111,18 @@ describe("POST /execute", () => {
       expect(json.detail.error).toEqual(expect.any(String))
       expect(json.detail.message).toMatch(message)
     }
+  })
+
+  it("answers 503 ServiceUnavailable (retryable) when the box cannot run anything", async () => {
+    const response = await post(server, "/execute", { command: "echo hi" }, "stopped")
+    expect(response.status).toBe(503)
+    expect(await response.json()).toEqual({ detail: { error: "ServiceUnavailable", message: "Sandbox is not available: box b-stopped is stopped" } })
+    const read = await fetchLoose(server.boxUrl("stopped") + "/download?path=/x", { headers: { "x-api-key": server.apiKey } })
+    expect(read.status).toBe(503)
+    const socket = await openFrameSocket(server.boxUrl("stopped"), server.apiKey)
+    socket.send({ type: "execute", command: "echo hi" })
+    expect(await socket.waitFor(isExit)).toEqual({ type: "error", error_type: "CommandError", error: "Sandbox is not available: box b-stopped is stopped" })
+    expect(server.logs).toEqual([])
   })
 
   it("answers unknown endpoints 404 and wrong methods 405 with the error shape", async () => {
