@@ -350,6 +350,32 @@ describe("GET /execute/ws", () => {
     expect(await fresh.waitFor(isExit)).toEqual({ type: "exit", exit_code: 0 })
   })
 
+  it("tells a client that stops reading to reconnect (1001) instead of buffering without bound, and the ring resumes it", async () => {
+    const slow = await startDataplaneServer({ b: box }, { limits: { maxBufferedBytes: 256 << 10 } })
+    try {
+      const socket = await openFrameSocket(slow.boxUrl("b"), slow.apiKey)
+      const raw = (socket.ws as unknown as { _socket: import("node:net").Socket })._socket
+      raw.pause() // the client stops reading
+      socket.send({ type: "execute", command: "yes 0123456789 | head -c 40000000; echo; echo end", timeout_seconds: 60 })
+      await sleep(3000)
+      raw.resume()
+      const { code } = await socket.closed
+      expect(code).toBe(1001)
+      const started = socket.frames[0]!
+      const last = socket.frames.filter((f) => f.type === "stdout").at(-1)!
+      const resumeAt = (last.offset as number) + Buffer.byteLength(last.data as string)
+      expect(resumeAt).toBeLessThan(40_000_000)
+      const again = await openFrameSocket(slow.boxUrl("b"), slow.apiKey)
+      again.send({ type: "reconnect", command_id: started.command_id, stdout_offset: resumeAt, stderr_offset: 0 })
+      expect(await again.waitFor(isExit, 30_000)).toEqual({ type: "exit", exit_code: 0 })
+      const first = again.frames.find((f) => f.type === "stdout")!
+      expect(first.offset).toBeGreaterThanOrEqual(resumeAt)
+      expect(streamText(again.frames, "stdout", resumeAt).endsWith("\nend\n")).toBe(true)
+    } finally {
+      await slow.close()
+    }
+  }, 60_000)
+
   it("refuses upgrades on other paths with 404 and a JSON body", async () => {
     const response = await new Promise<{ status: number; body: string }>((resolve, reject) => {
       import("ws").then(({ WebSocket }) => {
