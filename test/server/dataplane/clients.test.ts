@@ -22,9 +22,12 @@ beforeAll(async () => {
 })
 
 afterAll(async () => {
-  await server?.close()
-  expect(box.running()).toBe(0)
-  await box?.dispose()
+  try {
+    await server?.close()
+    expect(box.running()).toBe(0)
+  } finally {
+    await box?.dispose()
+  }
 })
 
 const bytes = (text: string) => new TextEncoder().encode(text)

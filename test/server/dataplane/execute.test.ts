@@ -20,12 +20,16 @@ beforeAll(async () => {
 })
 
 afterAll(async () => {
-  await server?.close()
-  await tight?.close()
-  expect(box.running()).toBe(0)
-  expect(bashBox.running()).toBe(0)
-  await box?.dispose()
-  await bashBox?.dispose()
+  try {
+    await server?.close()
+    await tight?.close()
+    // Closing the dataplane left no process of the box running.
+    expect(box.running()).toBe(0)
+    expect(bashBox.running()).toBe(0)
+  } finally {
+    await box?.dispose()
+    await bashBox?.dispose()
+  }
 })
 
 const post = (srv: DataplaneServer, path: string, body: unknown, id = "b") =>

@@ -23,10 +23,13 @@ beforeAll(async () => {
 })
 
 afterAll(async () => {
-  await server?.close()
-  expect(box.running()).toBe(0)
-  await box?.dispose()
-  rmSync(hostDir, { recursive: true, force: true })
+  try {
+    await server?.close()
+    expect(box.running()).toBe(0)
+  } finally {
+    await box?.dispose()
+    rmSync(hostDir, { recursive: true, force: true })
+  }
 })
 
 const fetchLoose = async (input: string, init?: RequestInit) => loose(await fetch(input, init))
