@@ -211,7 +211,7 @@ export const upload = async (
   } catch (error) {
     throw new DataplaneError(415, "InvalidRequest", `Expected a multipart/form-data body with a 'file' part: ${(error as Error).message}`)
   }
-  let writing: Promise<{ written: number; result: ToolResult; aborted: boolean }> | undefined
+  let writing: Promise<{ written: number; result: ToolResult }> | undefined
   let tooLarge = false
   let aborted = false
   let process: BoxProcess | undefined
@@ -245,15 +245,17 @@ export const upload = async (
           proc.kill("SIGKILL")
           done()
         })
-      }).then(async () => ({ written, result: await result, aborted: false }))
+      }).then(async () => ({ written, result: await result }))
     })
     parser.on("close", resolve)
     parser.on("error", (error: Error) => reject(badRequest(`Malformed multipart body: ${error.message}`)))
   })
   request.on("close", () => {
     if (request.complete) return
+    // The client went away mid-upload: stop the writer and fail the parse (busboy would wait forever).
     aborted = true
     process?.kill("SIGKILL")
+    parser.destroy(new Error("the client closed the connection"))
   })
   request.pipe(parser)
   try {
@@ -279,8 +281,12 @@ export const upload = async (
 
 const collectOutput = async (process: BoxProcess): Promise<ToolResult> => {
   const err: Array<Buffer> = []
+  let errBytes = 0
   process.stdout.resume()
-  process.stderr.on("data", (chunk: Buffer) => err.push(chunk))
+  process.stderr.on("data", (chunk: Buffer) => {
+    if (errBytes < 8192) err.push(chunk)
+    errBytes += chunk.length
+  })
   const { code, signal } = await process.exited
   return { code: code ?? (signal ? 137 : -1), stdout: Buffer.alloc(0), stderr: Buffer.concat(err).toString("utf8").trim().slice(0, 500) }
 }

@@ -114,6 +114,30 @@ describe("upload and download", () => {
     expect((await run("ls -a /tmp")).stdout).not.toMatch(/too-big|slipway-upload/)
   })
 
+  it("discards an upload whose client goes away mid-body", async () => {
+    const { request } = await import("node:http")
+    const boundary = "----slipway-test-boundary"
+    const target = new URL(url("/upload", "/tmp/aborted.bin"))
+    const req = request(target, {
+      method: "POST",
+      headers: { ...auth(), "content-type": `multipart/form-data; boundary=${boundary}`, "content-length": String(10 << 20) }
+    })
+    req.on("error", () => {})
+    req.write(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="file"\r\nContent-Type: application/octet-stream\r\n\r\n`)
+    req.write(randomBytes(256 << 10))
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    req.destroy()
+    // The writer is killed and its temporary file removed, shortly after the client left.
+    const deadline = Date.now() + 5000
+    let listing = await run("ls -a /tmp")
+    while (/slipway-upload/.test(listing.stdout) && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      listing = await run("ls -a /tmp")
+    }
+    expect(listing.stdout).not.toMatch(/aborted\.bin|slipway-upload/)
+    expect(box.running()).toBe(0)
+  })
+
   it("HEAD reports size and validators without a body", async () => {
     await upload("/tmp/head.txt", "0123456789")
     const head = await download("/tmp/head.txt", {}, "HEAD")
