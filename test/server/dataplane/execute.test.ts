@@ -96,6 +96,26 @@ describe("POST /execute", () => {
     expect(Date.now() - started).toBeLessThan(10_000)
   })
 
+  it("kills the command when the HTTP client goes away", async () => {
+    const before = box.running()
+    const controller = new AbortController()
+    const pending = post(server, "/execute", { command: "sleep 30", timeout: 60 }).catch(() => undefined)
+    void pending
+    const request = fetchLoose(server.boxUrl("b") + "/execute", {
+      method: "POST",
+      headers: { "x-api-key": server.apiKey, "content-type": "application/json" },
+      body: JSON.stringify({ command: "sleep 30", timeout: 60 }),
+      signal: controller.signal
+    }).catch(() => "aborted")
+    const deadline = Date.now() + 5000
+    while (box.running() < before + 2 && Date.now() < deadline) await sleep(50)
+    expect(box.running()).toBe(before + 2)
+    controller.abort()
+    expect(await request).toBe("aborted")
+    while (box.running() > before + 1 && Date.now() < deadline + 5000) await sleep(50)
+    expect(box.running()).toBe(before + 1) // only the other, still attached, request's command is left
+  })
+
   it("answers bad input with 4xx and the error shape, never 500", async () => {
     const cases: Array<[unknown, number, RegExp]> = [
       ["{not json", 400, /not valid JSON/],
