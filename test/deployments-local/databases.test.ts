@@ -203,6 +203,13 @@ describe("deployment databases on Slipway's own PostgreSQL", () => {
     expect(await resp(ra.port, [["AUTH", ra.password], ["GET", "k"]])).toEqual(["+OK", "from-a"])
   })
 
+  it("starts the managed PostgreSQL again when it was stopped behind Slipway's back", async () => {
+    execFileSync("runuser", ["-u", "postgres", "--", path.join(PG_BIN, "pg_ctl"), "stop", "-D", path.join(dir, "postgres", "data"), "-m", "fast", "-w"], { stdio: "pipe" })
+    await expect(query(a.databaseUri, "SELECT 1")).rejects.toThrow(/ECONNREFUSED/)
+    expect(await dbs.provision(A)).toEqual(a)
+    expect(await query(a.databaseUri, "SELECT note FROM runs")).toEqual([{ note: "kept" }])
+  })
+
   it("a new redis_memory_mb restarts the deployment's Redis with it", async () => {
     const b2 = await dbs.provision(B, { redisMemoryMb: 16 })
     const rb = redisParts(b2.redisUri)

@@ -553,8 +553,16 @@ export const makeDeploymentDatabases = (options: DeploymentDatabasesOptions): De
         // Written first, so a crash mid-way leaves something release() can clean up.
         writeFileAtomic(stateFile(id), JSON.stringify(state))
       }
-      const p = await ensurePostgres()
-      await createDatabase(p.admin, state.database)
+      let p = await ensurePostgres()
+      try {
+        await createDatabase(p.admin, state.database)
+      } catch (e) {
+        // The managed server may have been stopped behind our back: start it again, once.
+        if (external !== undefined || !(e instanceof DatabaseProvisionError) || !e.message.startsWith("cannot connect")) throw e
+        managed = undefined
+        p = await ensurePostgres()
+        await createDatabase(p.admin, state.database)
+      }
       if (state.redis.memoryMb !== memoryMb) {
         // A new memory size takes a restart of the deployment's Redis.
         await stopRedis(state)
