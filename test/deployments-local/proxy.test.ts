@@ -349,6 +349,12 @@ describe("deployment proxy", () => {
     expect(() => proxy.setTargets("x", [{ host: "127.0.0.1", port: 0 }])).toThrow(/invalid target/)
     expect(() => proxy.setRoute("x", { name: "x", url: "not a url" })).toThrow(/not an absolute URL/)
     expect(() => proxy.setRoute("x", { name: "x", url: "ftp://h/x" })).toThrow(/http or https/)
+    // Never over Slipway's own API on the public host.
+    expect(() => proxy.setRoute("x", { name: "x", url: publicUrl })).toThrow(/would take Slipway's own path \//)
+    expect(() => proxy.setRoute("x", { name: "x", url: `${publicUrl}/v2/deployments` })).toThrow(/own path \/v2/)
+    expect(() => proxy.setRoute("x", { name: "x", url: `${publicUrl}/health` })).toThrow(/own path \/health/)
+    expect(() => proxy.setRoute("x", { name: "x", url: `${publicUrl}/v2x` })).not.toThrow()
+    proxy.remove("x")
     proxy.setRoute("dep-gone", { name: "gone", url: deploymentUrl(publicUrl, "gone") })
     proxy.setTargets("dep-gone", [{ host: "127.0.0.1", port: a.port }])
     expect((await get("/d/gone/ok")).status).toBe(200)

@@ -42,6 +42,11 @@ export interface DeploymentProxyOptions {
   readonly downForMs?: number
   /** Idle keep-alive sockets per replica kept open. Default 256. */
   readonly maxFreeSockets?: number
+  /**
+   * Paths of Slipway's own API that no deployment URL under the public base may take.
+   * Default `/v1`, `/v2`, `/health`, `/openapi.json`, `/docs`.
+   */
+  readonly reservedPaths?: ReadonlyArray<string>
   readonly log?: (event: ProxyLogEvent) => void
 }
 
@@ -104,7 +109,7 @@ interface Match {
 
 const defaultPort = (protocol: string): string => (protocol === "https:" ? "443" : "80")
 
-const parseRoute = (key: string, route: DeploymentRoute, publicUrl: URL): Route => {
+const parseRoute = (key: string, route: DeploymentRoute, publicUrl: URL, reserved: ReadonlyArray<string>): Route => {
   let url: URL
   try {
     url = new URL(route.url)
@@ -116,6 +121,11 @@ const parseRoute = (key: string, route: DeploymentRoute, publicUrl: URL): Route 
   }
   const prefix = url.pathname.replace(/\/+$/, "")
   const underPublic = url.origin === publicUrl.origin && (publicUrl.pathname === "/" || prefix.startsWith(publicUrl.pathname.replace(/\/+$/, "")))
+  if (underPublic) {
+    // A deployment must not shadow Slipway's own API on the public host.
+    const clash = prefix === "" ? "/" : reserved.find((r) => prefix === r || prefix.startsWith(r + "/") || r.startsWith(prefix + "/"))
+    if (clash !== undefined) throw new TypeError(`Deployment ${route.name}: URL ${route.url} would take Slipway's own path ${clash}`)
+  }
   const port = url.port === "" ? defaultPort(url.protocol) : url.port
   const host = underPublic ? null : `${url.hostname.toLowerCase()}:${port}`
   return { key, name: route.name, host, prefix }
@@ -136,6 +146,7 @@ export const makeDeploymentProxy = (options: DeploymentProxyOptions): Deployment
   const publicUrl = new URL(options.publicUrl)
   const connectTimeout = options.connectTimeoutMs ?? 2000
   const downForMs = options.downForMs ?? 1000
+  const reserved = (options.reservedPaths ?? ["/v1", "/v2", "/health", "/openapi.json", "/docs"]).map((p) => p.replace(/\/+$/, ""))
   const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: options.maxFreeSockets ?? 256, scheduling: "lifo" })
   const proxy = createProxyServer({ agent, xfwd: true, connectTimeout, ws: true })
   const routes = new Map<string, Route>()
@@ -312,7 +323,7 @@ export const makeDeploymentProxy = (options: DeploymentProxyOptions): Deployment
 
   return {
     setRoute: (key, route) => {
-      routes.set(key, parseRoute(key, route, publicUrl))
+      routes.set(key, parseRoute(key, route, publicUrl, reserved))
     },
     setTargets: (key, targets) => {
       for (const t of targets) {
