@@ -238,6 +238,22 @@ describe("deployment proxy", () => {
     expect(r.body.detail).toMatch(/^Deployment retry: replica 127\.0\.0\.1:\d+ failed \(ECONNREFUSED\)$/)
   })
 
+  it("skips a replica a health monitor marked down, until it is marked up", async () => {
+    proxy.setRoute("dep-mark", { name: "mark", url: deploymentUrl(publicUrl, "mark") })
+    const targets = [
+      { host: "127.0.0.1", port: a.port },
+      { host: "127.0.0.1", port: b.port }
+    ]
+    proxy.setTargets("dep-mark", targets)
+    proxy.markDown(targets[0]!)
+    const ids: string[] = []
+    for (let i = 0; i < 4; i++) ids.push((await get("/d/mark/ok")).body.id)
+    expect(ids).toEqual(["b", "b", "b", "b"])
+    proxy.markUp(targets[0]!)
+    for (let i = 0; i < 2; i++) ids.push((await get("/d/mark/ok")).body.id)
+    expect(ids.slice(4).sort()).toEqual(["a", "b"])
+  })
+
   it("streams a large chunked request body and an SSE response as it is produced", async () => {
     proxy.setRoute("dep-stream", { name: "stream", url: deploymentUrl(publicUrl, "stream") })
     proxy.setTargets("dep-stream", [{ host: "127.0.0.1", port: a.port }])

@@ -61,6 +61,9 @@ export interface DeploymentProxy {
   readonly setTargets: (deploymentKey: string, targets: ReadonlyArray<ProxyTarget>) => void
   /** The current targets (a snapshot). */
   readonly targets: (deploymentKey: string) => ReadonlyArray<ProxyTarget>
+  /** A health monitor's verdict: round robin skips a replica marked down (for `forMs`, default until markUp). */
+  readonly markDown: (target: ProxyTarget, forMs?: number) => void
+  readonly markUp: (target: ProxyTarget) => void
   /** Forgets a deployment: its URL answers nothing (handle returns false) afterwards. */
   readonly remove: (deploymentKey: string) => void
   /** Serves the request when it is for a deployment URL (returns true), otherwise returns false untouched. */
@@ -336,6 +339,12 @@ export const makeDeploymentProxy = (options: DeploymentProxyOptions): Deployment
       for (const name of targetUrls.keys()) if (targetUrls.size > 1024) targetUrls.delete(name)
     },
     targets: (key) => pools.get(key)?.targets ?? [],
+    markDown: (target, forMs) => {
+      down.set(targetName(target), forMs === undefined ? Number.POSITIVE_INFINITY : Date.now() + forMs)
+    },
+    markUp: (target) => {
+      down.delete(targetName(target))
+    },
     remove: (key) => {
       routes.delete(key)
       pools.delete(key)
