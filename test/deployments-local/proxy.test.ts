@@ -308,6 +308,8 @@ describe("deployment proxy", () => {
       })
     const answers = [await echo("hi"), await echo("hi")]
     expect(answers.sort()).toEqual(["a:hi|/stream?x=1", "b:hi|/stream?x=1"])
+    // Closed WebSockets no longer count as in flight.
+    expect(await proxy.drain([{ host: "127.0.0.1", port: a.port }, { host: "127.0.0.1", port: b.port }], 3000)).toBe(true)
 
     proxy.setRoute("dep-ws-empty", { name: "wsempty", url: deploymentUrl(publicUrl, "wsempty") })
     const refused = await new Promise<string>((resolve) => {
@@ -355,10 +357,27 @@ describe("deployment proxy", () => {
     const later = seen.slice(afterSwitch + 1)
     expect(later.length).toBeGreaterThan(2)
     expect(later.every((id) => id === "b" || id === "c")).toBe(true)
+    expect(proxy.inFlight({ host: "127.0.0.1", port: a.port })).toBe(0)
     expect(proxy.targets("dep-switch")).toEqual([
       { host: "127.0.0.1", port: b.port },
       { host: "127.0.0.1", port: c.port }
     ])
+  })
+
+  it("drain waits for the requests in flight on replicas switched away from", async () => {
+    proxy.setRoute("dep-drain", { name: "drain", url: deploymentUrl(publicUrl, "drain") })
+    const old = { host: "127.0.0.1", port: a.port }
+    proxy.setTargets("dep-drain", [old])
+    const slow = get("/d/drain/slow")
+    await new Promise((r) => setTimeout(r, 100))
+    expect(proxy.inFlight(old)).toBe(1)
+    proxy.setTargets("dep-drain", [{ host: "127.0.0.1", port: b.port }])
+    expect(await proxy.drain([old], 50)).toBe(false)
+    const started = Date.now()
+    expect(await proxy.drain([old], 3000)).toBe(true)
+    expect(Date.now() - started).toBeGreaterThan(100)
+    expect((await slow).body.id).toBe("a")
+    expect(proxy.inFlight(old)).toBe(0)
   })
 
   it("rejects bad targets and bad URLs with a clear error, and forgets removed deployments", async () => {

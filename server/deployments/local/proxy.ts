@@ -64,6 +64,13 @@ export interface DeploymentProxy {
   /** A health monitor's verdict: round robin skips a replica marked down (for `forMs`, default until markUp). */
   readonly markDown: (target: ProxyTarget, forMs?: number) => void
   readonly markUp: (target: ProxyTarget) => void
+  /** Requests and WebSockets currently proxied to this replica. */
+  readonly inFlight: (target: ProxyTarget) => number
+  /**
+   * Resolves true once nothing is in flight to any of these replicas (call it after `setTargets`
+   * switched away from them, before stopping them), false when `timeoutMs` passes first.
+   */
+  readonly drain: (targets: ReadonlyArray<ProxyTarget>, timeoutMs: number) => Promise<boolean>
   /** Forgets a deployment: its URL answers nothing (handle returns false) afterwards. */
   readonly remove: (deploymentKey: string) => void
   /** Serves the request when it is for a deployment URL (returns true), otherwise returns false untouched. */
@@ -155,6 +162,21 @@ export const makeDeploymentProxy = (options: DeploymentProxyOptions): Deployment
   const routes = new Map<string, Route>()
   const pools = new Map<string, Pool>()
   const down = new Map<string, number>()
+
+  const flights = new Map<string, number>()
+  /** Counts one request or WebSocket on a replica; the returned function ends it (once). */
+  const acquire = (t: ProxyTarget): (() => void) => {
+    const name = targetName(t)
+    flights.set(name, (flights.get(name) ?? 0) + 1)
+    let done = false
+    return () => {
+      if (done) return
+      done = true
+      const n = (flights.get(name) ?? 1) - 1
+      if (n <= 0) flights.delete(name)
+      else flights.set(name, n)
+    }
+  }
 
   /** Per-request state, for the body gate and retries. */
   const gates = new WeakMap<http.IncomingMessage, () => void>()
@@ -262,7 +284,10 @@ export const makeDeploymentProxy = (options: DeploymentProxyOptions): Deployment
     } else if (hasBody(req)) {
       bodyStarted = true
     }
+    const release = acquire(target)
+    res.once("close", release)
     proxy.web(req, res, opts as never, (err: Error) => {
+      release()
       const code = (err as NodeJS.ErrnoException).code ?? err.message
       const deployment = m.route.name
       const connectFailed = code === "ECONNREFUSED" || code === "ETIMEDOUT" || code === "EHOSTUNREACH" || code === "ECONNRESET"
@@ -315,7 +340,10 @@ export const makeDeploymentProxy = (options: DeploymentProxyOptions): Deployment
     stripHopByHop(req.headers, true)
     if (m.route.prefix !== "") req.headers["x-forwarded-prefix"] = m.route.prefix
     req.url = m.path
+    const release = acquire(target)
+    socket.once("close", release)
     proxy.ws(req, socket as never, head, { target: urlOf(target) }, (err: Error) => {
+      release()
       const code = (err as NodeJS.ErrnoException).code ?? err.message
       if (code === "ECONNREFUSED" || code === "ETIMEDOUT") down.set(targetName(target), Date.now() + downForMs)
       options.log?.({ type: "failed", deployment: m.route.name, target: targetName(target), error: code })
@@ -339,6 +367,15 @@ export const makeDeploymentProxy = (options: DeploymentProxyOptions): Deployment
       for (const name of targetUrls.keys()) if (targetUrls.size > 1024) targetUrls.delete(name)
     },
     targets: (key) => pools.get(key)?.targets ?? [],
+    inFlight: (target) => flights.get(targetName(target)) ?? 0,
+    drain: async (targets, timeoutMs) => {
+      const deadline = Date.now() + timeoutMs
+      for (;;) {
+        if (targets.every((t) => (flights.get(targetName(t)) ?? 0) === 0)) return true
+        if (Date.now() >= deadline) return false
+        await new Promise((r) => setTimeout(r, Math.min(20, Math.max(1, deadline - Date.now()))))
+      }
+    },
     markDown: (target, forMs) => {
       down.set(targetName(target), forMs === undefined ? Number.POSITIVE_INFINITY : Date.now() + forMs)
     },
