@@ -67,8 +67,14 @@ for (const [name, waitMs, cpuMs] of [
   const replica = await start(["-e", replicaSource(replicaPort, waitMs, cpuMs)], `http://127.0.0.1:${replicaPort}/`)
   const front = await start(["--input-type=module", "-e", frontSource(frontPort, replicaPort)], `http://127.0.0.1:${frontPort}/d/bench/`)
   try {
-    const direct = await run(`http://127.0.0.1:${replicaPort}/threads`)
-    const proxied = await run(`http://127.0.0.1:${frontPort}/d/bench/threads`)
+    // Interleaved, best of two each: the machine is shared, so a single run mostly measures the neighbours.
+    const d1 = await run(`http://127.0.0.1:${replicaPort}/threads`)
+    const p1 = await run(`http://127.0.0.1:${frontPort}/d/bench/threads`)
+    const d2 = await run(`http://127.0.0.1:${replicaPort}/threads`)
+    const p2 = await run(`http://127.0.0.1:${frontPort}/d/bench/threads`)
+    const best = (a: { rps: number; p99: number }, b: { rps: number; p99: number }) => ({ rps: Math.max(a.rps, b.rps), p99: Math.min(a.p99, b.p99) })
+    const direct = best(d1, d2)
+    const proxied = best(p1, p2)
     const line = `${name.padEnd(7)} direct ${direct.rps.toFixed(0)} req/s p99 ${direct.p99} ms | proxied ${proxied.rps.toFixed(0)} req/s p99 ${proxied.p99} ms | throughput ${(proxied.rps / direct.rps).toFixed(2)}x, p99 ${(direct.p99 / Math.max(proxied.p99, 1)).toFixed(2)}x (direct/proxied)`
     console.log(line)
     results.push(line)
