@@ -16,7 +16,7 @@ import { chmodSync, existsSync, mkdirSync, readdirSync, rmSync, symlinkSync, wri
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { runCommand } from "../../server/runtime/local/command.ts"
-import { isStaticElf, which } from "../../server/runtime/local/host.ts"
+import { isStaticElf, which } from "../../server/runtime/local/tools.ts"
 
 export type TestImageName = "busybox" | "http-ok" | "crash" | "never-healthy"
 export const TEST_IMAGE_NAMES: ReadonlyArray<TestImageName> = ["busybox", "http-ok", "crash", "never-healthy"]
