@@ -231,7 +231,7 @@ const validateSpec = (spec: BoxSpec): void => {
  * Creates every component of `rel` under `base` as a real directory (never following a symlink
  * the box may have planted in its layer: this runs as host root). Chowns what it creates.
  */
-const ensureDirNoFollow = (base: string, rel: string, uid: number): string => {
+const ensureDirNoFollow = (base: string, rel: string, uid: number): boolean => {
   let current = base
   for (const part of rel.split("/").filter((p) => p.length > 0)) {
     current = path.join(current, part)
@@ -243,9 +243,9 @@ const ensureDirNoFollow = (base: string, rel: string, uid: number): string => {
       chownSync(current, uid, uid)
       continue
     }
-    if (st.isSymbolicLink() || !st.isDirectory()) throw new BoxError(`box path ${rel} is not a plain directory in the box`)
+    if (st.isSymbolicLink() || !st.isDirectory()) return false
   }
-  return current
+  return true
 }
 
 export const makeBoxRunner = (options: BoxRunnerOptions): BoxRunner => {
@@ -355,10 +355,21 @@ export const makeBoxRunner = (options: BoxRunnerOptions): BoxRunner => {
         merged
       ])
     // Mount points and directories the box needs, created as root without following symlinks.
-    ensureDirNoFollow(merged, BOX_HOME, rec.hostUid)
-    if (rec.spec.workingDir) ensureDirNoFollow(merged, rec.spec.workingDir, rec.hostUid)
-    ensureDirNoFollow(merged, "/tmp", rec.hostUid)
-    const tools = ensureDirNoFollow(merged, "/.slipway", 0)
+    // A symlink the box planted is left to bwrap, which resolves it inside the box (unprivileged).
+    // Box root must own its home and working directory (the directory itself, not the image's files in it).
+    for (const dir of [BOX_HOME, ...(rec.spec.workingDir ? [rec.spec.workingDir] : [])]) {
+      if (!ensureDirNoFollow(merged, dir, rec.hostUid)) continue
+      const full = path.join(merged, dir)
+      const st = lstatSync(full)
+      if (st.isDirectory() && st.uid !== rec.hostUid) chownSync(full, rec.hostUid, rec.hostUid)
+    }
+    const tools = path.join(merged, ".slipway")
+    try {
+      if (!lstatSync(tools).isDirectory()) rmSync(tools, { force: true })
+    } catch {
+      /* absent */
+    }
+    if (!existsSync(tools)) mkdirSync(tools, { mode: 0o755 })
     const toolsFile = path.join(tools, "busybox")
     try {
       const st = lstatSync(toolsFile)
@@ -367,7 +378,9 @@ export const makeBoxRunner = (options: BoxRunnerOptions): BoxRunner => {
       /* absent */
     }
     if (!existsSync(toolsFile)) writeFileSync(toolsFile, "", { mode: 0o555 })
-    for (const v of rec.spec.volumes ?? []) ensureDirNoFollow(merged, v.mountPath, rec.hostUid)
+    for (const v of rec.spec.volumes ?? [])
+      if (!ensureDirNoFollow(merged, v.mountPath, rec.hostUid))
+        throw new BoxError(`volume mountPath ${v.mountPath} crosses a symlink or a file in the box; refusing to mount there`)
     return merged
   }
 
@@ -631,11 +644,14 @@ export const makeBoxRunner = (options: BoxRunnerOptions): BoxRunner => {
           "/usr/bin/bwrap",
           "--args",
           "4",
+          // The init says "ready" once bwrap has finished the box (mounts, pivot_root, chdir):
+          // info-fd's child-pid comes before that, and nothing may join a half-built box.
           BOX_TOOLS,
-          "sleep",
-          "2147483647"
+          "sh",
+          "-c",
+          `echo ready; exec ${BOX_TOOLS} sleep 2147483647`
         ],
-        { detached: true, env: { PATH: HOST_PATH }, stdio: ["ignore", "ignore", "pipe", "pipe", "pipe"] }
+        { detached: true, env: { PATH: HOST_PATH }, stdio: ["ignore", "pipe", "pipe", "pipe", "pipe"] }
       )
       // Arguments through a pipe: the box's /proc/1/cmdline shows no host paths.
       const argsPipe = child.stdio[4] as Writable
@@ -646,13 +662,21 @@ export const makeBoxRunner = (options: BoxRunnerOptions): BoxRunner => {
       const info = child.stdio[3] as Readable
       let infoText = ""
       info.on("data", (d: Buffer) => (infoText += d.toString()))
+      let readyText = ""
       const childPid = await new Promise<number>((resolve, reject) => {
         const done = () => {
           const m = /"child-pid"\s*:\s*(\d+)/.exec(infoText)
-          if (m) resolve(Number(m[1]))
+          if (m && readyText.includes("ready\n")) {
+            child.stdout!.destroy()
+            resolve(Number(m[1]))
+          }
         }
         info.on("data", done)
         info.once("end", done)
+        child.stdout!.on("data", (d: Buffer) => {
+          readyText += d.toString()
+          done()
+        })
         child.once("exit", (code) => {
           setTimeout(() => reject(new BoxError(`box ${id} failed to start (exit ${code}): ${stderr.trim()}`)), 10)
         })

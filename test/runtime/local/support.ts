@@ -19,7 +19,8 @@ export const requireHostTools = () => {
 }
 
 const APPLETS = ["sh", "bash", "ls", "cat", "echo", "env", "id", "nc", "sleep", "kill", "ps", "dd", "mount", "umount", "unshare",
-  "ip", "hostname", "mkdir", "rm", "touch", "true", "false", "wc", "head", "grep", "seq", "df", "sync", "stat", "pwd", "test", "readlink"]
+  "ip", "hostname", "mkdir", "rm", "touch", "true", "false", "wc", "head", "grep", "seq", "df", "sync", "stat", "pwd", "test", "readlink",
+  "httpd", "md5sum", "find", "timeout", "mknod", "chroot", "nsenter", "ln", "printf", "xargs", "tail", "ifconfig", "wget", "chmod"]
 
 /** A minimal image rootfs: static busybox and its applets, /etc, /tmp, /home/user. */
 export const makeRootfs = (base: string): string => {
