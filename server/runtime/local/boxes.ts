@@ -95,7 +95,7 @@ export interface BoxSpec {
   readonly storageBytes?: number
   readonly resources?: Resources
   readonly volumes?: ReadonlyArray<BoxVolume>
-  /** Size of the box's tmpfs /tmp (default: memory limit, else 512 MiB); counts against memory. */
+  /** Size of the box's tmpfs /tmp (default: a quarter of the memory limit, at most 512 MiB); counts against memory. */
   readonly tmpBytes?: number
   /**
    * "none" (default): the box has only its own loopback. Ports served inside the box on its
@@ -123,7 +123,7 @@ export interface Forward {
 export interface RunningBox extends BoxExec {
   readonly id: string
   readonly spec: BoxSpec
-  /** Host pid of the box's pid 1 (bwrap's reaper). */
+  /** Host pid of the box's pid 1 (its init). */
   readonly pid: number
   /** The host uid that box root is mapped to. */
   readonly hostUid: number
@@ -386,7 +386,9 @@ export const makeBoxRunner = (options: BoxRunnerOptions): BoxRunner => {
 
   const bwrapArgs = (rec: BoxRecord, merged: string): Array<string> => {
     const spec = rec.spec
-    const tmpBytes = spec.tmpBytes ?? spec.resources?.memoryBytes ?? 512 * MiB
+    // tmpfs pages are charged to the box's memory and cannot be reclaimed: a /tmp as large as the
+    // memory limit would let a full /tmp OOM-kill the init. Default: a quarter of it.
+    const tmpBytes = spec.tmpBytes ?? Math.min(512 * MiB, Math.max(MiB, Math.floor((spec.resources?.memoryBytes ?? 2048 * MiB) / 4)))
     const args = [
       "--bind", merged, "/",
       "--proc", "/proc",
@@ -405,6 +407,7 @@ export const makeBoxRunner = (options: BoxRunnerOptions): BoxRunner => {
       "--setenv", "PATH", DEFAULT_PATH,
       "--setenv", "HOME", BOX_HOME,
       "--new-session",
+      "--as-pid-1",
       "--info-fd", "3"
     )
     return args
@@ -499,7 +502,8 @@ export const makeBoxRunner = (options: BoxRunnerOptions): BoxRunner => {
           : [BOX_TOOLS, "sh", "-c", 'cd -- "$1" || exit 126; shift; exec "$@"', "sh", cwd, ...inner, ...argv]
       const join = procsFiles.map((f) => `echo $$ > ${shQuote(f)}`).join(" && ")
       const limitsPrefix = limits === "rlimit" ? ["/usr/bin/prlimit", ...rlimitArgs(rec.spec.resources ?? {}), "--"] : []
-      const script = `${join ? join + " && " : ""}exec "$@"`
+      // oom_score_adj 500: under the memory limit the kernel kills commands before the box's init.
+      const script = `${join ? join + " && " : ""}echo 500 > /proc/self/oom_score_adj && exec "$@"`
       const child = spawn(
         "/bin/sh",
         ["-c", script, "sh", ...limitsPrefix, "/usr/bin/nsenter", "-t", String(runRec.pid), "--all", "--root", "--wd", "--", ...command],
@@ -649,7 +653,9 @@ export const makeBoxRunner = (options: BoxRunnerOptions): BoxRunner => {
           BOX_TOOLS,
           "sh",
           "-c",
-          `echo ready; exec ${BOX_TOOLS} sleep 2147483647`
+          // It runs as pid 1 of the box (--as-pid-1): signals from inside the box cannot end it
+          // (`kill -9 -1`, `kill 1`), and its `wait` reaps the orphans the kernel hands it.
+          `trap "" HUP INT TERM QUIT; echo ready; while :; do ${BOX_TOOLS} sleep 2147483647 & wait; done`
         ],
         { detached: true, env: { PATH: HOST_PATH }, stdio: ["ignore", "pipe", "pipe", "pipe", "pipe"] }
       )

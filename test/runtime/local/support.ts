@@ -1,5 +1,5 @@
 /** Test support for the local runtime: a busybox rootfs, command helpers, leak checks. */
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync, chmodSync } from "node:fs"
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync, chmodSync, rmdirSync } from "node:fs"
 import { execFileSync } from "node:child_process"
 import os from "node:os"
 import path from "node:path"
@@ -73,3 +73,17 @@ export const leftovers = (marker: string) => {
 
 export const cgroupExists = (parent: string, id: string) =>
   ["memory", "cpu", "pids"].some((c) => existsSync(path.join("/sys/fs/cgroup", c, parent, id))) || existsSync(path.join("/sys/fs/cgroup", parent, id))
+
+/** Removes a test's parent cgroup (empty once every box is gone); returns false if it could not. */
+export const removeCgroupParent = (parent: string): boolean => {
+  let ok = true
+  for (const d of [...["memory", "cpu", "pids"].map((c) => path.join("/sys/fs/cgroup", c, parent)), path.join("/sys/fs/cgroup", parent)]) {
+    if (!existsSync(d)) continue
+    try {
+      rmdirSync(d)
+    } catch {
+      ok = false
+    }
+  }
+  return ok
+}
