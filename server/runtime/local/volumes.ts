@@ -11,8 +11,13 @@ import { detachLoops, isMountPoint, loopDevicesOf, requireTools, run, unmountAll
 
 const ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$/
 const MiB = 1024 * 1024
-/** mkfs.btrfs refuses images much smaller than this; smaller requests are rounded up to it. */
-export const VOLUME_MIN_BYTES = 16 * MiB
+/**
+ * The smallest volume: btrfs grows online only to a size of at least 256 MiB (the kernel's resize
+ * ioctl answers EINVAL below that), and mkfs refuses images under ~16 MiB; so every volume is at
+ * least 256 MiB and a smaller request is rounded up to it. The image is sparse: an empty volume
+ * costs the host a few MiB, whatever its size.
+ */
+export const VOLUME_MIN_BYTES = 256 * MiB
 /** Sizes are rounded up to whole MiB. */
 export const VOLUME_ALIGN_BYTES = MiB
 export const VOLUME_MAX_BYTES = 16 * 1024 * 1024 * MiB
@@ -33,7 +38,7 @@ export interface VolumeInfo {
 }
 
 export interface VolumeStore {
-  /** The size a request is rounded to (16 MiB minimum, whole MiB). */
+  /** The size a request is rounded to (256 MiB minimum, whole MiB). */
   readonly roundSize: (sizeBytes: number) => number
   readonly create: (id: string, sizeBytes: number) => Promise<VolumeInfo>
   /** Grows a volume while mounted (never shrinks: a smaller size is an error). */
