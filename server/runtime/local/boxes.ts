@@ -48,6 +48,7 @@ import {
   unmountAll,
   unsearchableAncestor
 } from "./host.ts"
+import { idmapMount } from "./idmap.ts"
 
 // ---------------------------------------------------------------------------------------------
 // Shared interfaces (tasks/interfaces.md)
@@ -263,6 +264,8 @@ export const makeBoxRunner = (options: BoxRunnerOptions): BoxRunner => {
   const mode: LimitsMode = options.limits === "rlimit" ? "rlimit" : detectLimitsMode(cgroupParent)
   log("boxes.limits", { mode })
 
+  /** Whether id-mapped mounts work on this kernel (undefined until the first box tries). */
+  let idmapWorks: boolean | undefined
   const live = new Map<string, RunningBox>()
   const starting = new Set<string>()
 
@@ -335,6 +338,20 @@ export const makeBoxRunner = (options: BoxRunnerOptions): BoxRunner => {
     }
     mkdirSync(layer, { recursive: true })
     mkdirSync(merged, { recursive: true })
+    // The image seen through an id-mapped mount: its root-owned files belong to box root.
+    let lowerDir = rec.spec.rootfs
+    const lower = path.join(dir, "lower")
+    mkdirSync(lower, { recursive: true })
+    if (idmapWorks !== false) {
+      try {
+        if (!isMountPoint(lower)) await idmapMount(rec.spec.rootfs, lower, rec.hostUid, true)
+        lowerDir = lower
+        idmapWorks = true
+      } catch (e) {
+        idmapWorks = false
+        log("boxes.idmap_unavailable", { error: String(e) })
+      }
+    }
     if (!isMountPoint(layer)) await run(["/usr/bin/mount", "-o", "loop,nosuid,nodev", img, layer])
     const upper = path.join(layer, "upper")
     const work = path.join(layer, "work")
@@ -351,7 +368,7 @@ export const makeBoxRunner = (options: BoxRunnerOptions): BoxRunner => {
         "overlay",
         "overlay",
         "-o",
-        `lowerdir=${rec.spec.rootfs},upperdir=${upper},workdir=${work},nosuid,nodev`,
+        `lowerdir=${lowerDir},upperdir=${upper},workdir=${work},nosuid,nodev`,
         merged
       ])
     // Mount points and directories the box needs, created as root without following symlinks.
@@ -384,7 +401,27 @@ export const makeBoxRunner = (options: BoxRunnerOptions): BoxRunner => {
     return merged
   }
 
-  const bwrapArgs = (rec: BoxRecord, merged: string): Array<string> => {
+  /** Host directories to bind for the volumes: id-mapped views (or, without idmap, the volumes chowned). */
+  const prepareVolumes = async (rec: BoxRecord): Promise<Array<string>> => {
+    const sources: Array<string> = []
+    const volumes = rec.spec.volumes ?? []
+    for (let i = 0; i < volumes.length; i++) {
+      const v = volumes[i]!
+      if (idmapWorks) {
+        const target = path.join(dirOf(rec.spec.id), "volumes", String(i))
+        mkdirSync(target, { recursive: true })
+        if (!isMountPoint(target)) await idmapMount(v.hostPath, target, rec.hostUid, v.readOnly === true)
+        sources.push(target)
+      } else {
+        if (!v.readOnly && statSync(v.hostPath).uid !== rec.hostUid)
+          await run(["/usr/bin/chown", "-R", "-P", "-h", `${rec.hostUid}:${rec.hostUid}`, v.hostPath], 300_000)
+        sources.push(v.hostPath)
+      }
+    }
+    return sources
+  }
+
+  const bwrapArgs = (rec: BoxRecord, merged: string, volumeSources: ReadonlyArray<string>): Array<string> => {
     const spec = rec.spec
     // tmpfs pages are charged to the box's memory and cannot be reclaimed: a /tmp as large as the
     // memory limit would let a full /tmp OOM-kill the init. Default: a quarter of it.
@@ -396,7 +433,7 @@ export const makeBoxRunner = (options: BoxRunnerOptions): BoxRunner => {
       "--size", String(tmpBytes), "--tmpfs", "/tmp",
       "--ro-bind", busybox, BOX_TOOLS
     ]
-    for (const v of spec.volumes ?? []) args.push(v.readOnly ? "--ro-bind" : "--bind", v.hostPath, v.mountPath)
+    ;(spec.volumes ?? []).forEach((v, i) => args.push(v.readOnly ? "--ro-bind" : "--bind", volumeSources[i]!, v.mountPath))
     args.push(
       "--unshare-all",
       "--uid", "0",
@@ -411,13 +448,6 @@ export const makeBoxRunner = (options: BoxRunnerOptions): BoxRunner => {
       "--info-fd", "3"
     )
     return args
-  }
-
-  const chownVolumes = async (rec: BoxRecord) => {
-    for (const v of rec.spec.volumes ?? []) {
-      if (v.readOnly) continue
-      if (statSync(v.hostPath).uid !== rec.hostUid) await run(["/usr/bin/chown", "-R", "-P", "-h", `${rec.hostUid}:${rec.hostUid}`, v.hostPath], 300_000)
-    }
   }
 
   /** The RunningBox object for a box whose init is `pid`; `child` when this runner spawned it. */
@@ -624,9 +654,10 @@ export const makeBoxRunner = (options: BoxRunnerOptions): BoxRunner => {
       writeFileSync(recordPath(id), JSON.stringify(rec, null, 2), { mode: 0o600 })
       let merged: string
       let procs: Array<string>
+      let volumeSources: Array<string>
       try {
         merged = await prepareLayer(id, rec)
-        await chownVolumes(rec)
+        volumeSources = await prepareVolumes(rec)
         procs = createCgroup(mode, cgroupParent, id, spec.resources ?? {})
       } catch (e) {
         await teardown(id, mode)
@@ -662,7 +693,7 @@ export const makeBoxRunner = (options: BoxRunnerOptions): BoxRunner => {
       // Arguments through a pipe: the box's /proc/1/cmdline shows no host paths.
       const argsPipe = child.stdio[4] as Writable
       argsPipe.on("error", () => undefined)
-      argsPipe.end(bwrapArgs(rec, merged).map((a) => a + "\0").join(""))
+      argsPipe.end(bwrapArgs(rec, merged, volumeSources).map((a) => a + "\0").join(""))
       let stderr = ""
       child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()))
       const info = child.stdio[3] as Readable

@@ -77,12 +77,12 @@ export const mounts = (): Array<MountEntry> =>
       return { mountPoint: unescapeMount(fields[4]!), fsType: rightFields[0]!, source: unescapeMount(rightFields[1] ?? "") }
     })
 
-/** Mount points at or below `dir`, deepest first (the order to unmount them). */
+/** Mount points at or below `dir`, most recent first (the order to unmount them). */
 export const mountsUnder = (dir: string): Array<MountEntry> => {
   const prefix = dir.endsWith("/") ? dir : dir + "/"
   return mounts()
     .filter((m) => m.mountPoint === dir || m.mountPoint.startsWith(prefix))
-    .sort((a, b) => b.mountPoint.length - a.mountPoint.length)
+    .reverse()
 }
 
 export const isMountPoint = (dir: string): boolean => mounts().some((m) => m.mountPoint === dir)

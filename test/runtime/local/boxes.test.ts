@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { spawnSync, spawn } from "node:child_process"
-import { existsSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import path from "node:path"
 import { makeBoxRunner, BoxError, BOX_HOME, type BoxRunner, type RunningBox } from "../../../server/runtime/local/boxes.ts"
 import { cgroupExists, leftovers, removeCgroupParent, makeRootfs, requireHostTools, runIn, sh, tempDir } from "./support.ts"
@@ -108,6 +108,10 @@ describe("box runner", () => {
   it("keeps the writable layer across stop/start; /tmp is a fresh tmpfs", async () => {
     const box = await startBox("persist")
     await sh(box, "echo kept > /home/user/file && echo gone > /tmp/file && mkdir -p /home/user/d/e")
+    // Box root owns the image's files (id-mapped lower layer): it can change them, in its own layer only.
+    expect((await sh(box, "echo changed > /etc/image-file && mkdir -p /usr/local/lib && echo ok")).stdout).toBe("ok\n")
+    expect(readFileSync(path.join(rootfs, "etc/image-file"), "utf8")).toBe("from the image\n")
+    expect(existsSync(path.join(rootfs, "usr/local"))).toBe(false)
     await box.stop()
     expect(box.status()).toBe("stopped")
     expect(leftovers(path.join(base, "state", "persist")).mounts).toEqual([])
@@ -116,7 +120,7 @@ describe("box runner", () => {
     const again = await startBox("persist")
     expect((await runIn(again, ["cat", "/home/user/file"])).stdout).toBe("kept\n")
     expect((await runIn(again, ["cat", "/tmp/file"])).code).not.toBe(0)
-    expect((await runIn(again, ["cat", "/etc/image-file"])).stdout).toBe("from the image\n")
+    expect((await runIn(again, ["cat", "/etc/image-file"])).stdout).toBe("changed\n")
     await again.destroy()
     expect(existsSync(path.join(base, "state", "persist"))).toBe(false)
   })

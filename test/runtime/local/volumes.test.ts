@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { existsSync, rmSync, statfsSync } from "node:fs"
+import { existsSync, rmSync, statfsSync, statSync } from "node:fs"
 import path from "node:path"
 import { makeBoxRunner, type BoxRunner } from "../../../server/runtime/local/boxes.ts"
 import { makeVolumeStore, VolumeError, VOLUME_MIN_BYTES, type VolumeStore } from "../../../server/runtime/local/volumes.ts"
@@ -79,6 +79,8 @@ describe("volume store", () => {
     const vol = await volumes.create("ro", 1)
     const writer = await runner.start({ id: "writer", rootfs, env: {}, storageBytes: 16 * MiB, volumes: [{ hostPath: vol.path, mountPath: "/v" }] })
     await sh(writer, "echo shared > /v/file")
+    // Stored with its real owner (0) on the volume: any box sees it as its own root's file.
+    expect(statSync(path.join(vol.path, "file")).uid).toBe(0)
     await writer.destroy()
     const reader = await runner.start({ id: "reader", rootfs, env: {}, storageBytes: 16 * MiB, volumes: [{ hostPath: vol.path, mountPath: "/v", readOnly: true }] })
     expect((await runIn(reader, ["cat", "/v/file"])).stdout).toBe("shared\n")
