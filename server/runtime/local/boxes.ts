@@ -40,6 +40,7 @@ import {
 import {
   detachLoops,
   isMountPoint,
+  mountsUnder,
   processAlive,
   processStartTicks,
   requireTools,
@@ -250,7 +251,7 @@ const ensureDirNoFollow = (base: string, rel: string, uid: number): boolean => {
 }
 
 export const makeBoxRunner = (options: BoxRunnerOptions): BoxRunner => {
-  requireTools(["/usr/bin/bwrap", "/usr/bin/nsenter", "/usr/bin/setpriv", "/usr/bin/prlimit", "/usr/sbin/mkfs.ext4", "/usr/bin/mount", "/bin/sh"])
+  requireTools(["/usr/bin/bwrap", "/usr/bin/nsenter", "/usr/bin/setpriv", "/usr/bin/prlimit", "/usr/bin/unshare", "/usr/bin/perl", "/usr/sbin/mkfs.ext4", "/usr/bin/mount", "/bin/sh"])
   const busybox = options.busybox ?? "/bin/busybox"
   requireTools([busybox])
   const root = path.resolve(options.root)
@@ -313,6 +314,13 @@ export const makeBoxRunner = (options: BoxRunnerOptions): BoxRunner => {
     rmSync(path.join(dirOf(id), "ports"), { recursive: true, force: true })
   }
 
+  /** Deletes a box's state dir, never while anything (an id-mapped volume!) is still mounted in it. */
+  const removeStateDir = (id: string) => {
+    const still = mountsUnder(dirOf(id))
+    if (still.length > 0) throw new BoxError(`box ${id}: ${still.map((m) => m.mountPoint).join(", ")} still mounted; not deleting`)
+    rmSync(dirOf(id), { recursive: true, force: true })
+  }
+
   const killTree = (pid: number, startTicks: string) => {
     if (processAlive(pid, startTicks)) {
       try {
@@ -329,38 +337,46 @@ export const makeBoxRunner = (options: BoxRunnerOptions): BoxRunner => {
     const layer = path.join(dir, "layer")
     const merged = path.join(dir, "merged")
     const size = Math.max(MIN_STORAGE, Math.ceil((rec.spec.storageBytes ?? DEFAULT_STORAGE) / 4096) * 4096)
-    if (!existsSync(img)) {
-      const fd = openSync(img, "w", 0o600)
-      ftruncateSync(fd, size)
-      closeSync(fd)
-      // -m 0: box root is not host root, reserved blocks would only shrink its space.
-      await run(["/usr/sbin/mkfs.ext4", "-q", "-F", "-m", "0", "-E", "lazy_itable_init=1,lazy_journal_init=1", img])
-    }
     mkdirSync(layer, { recursive: true })
     mkdirSync(merged, { recursive: true })
-    // The image seen through an id-mapped mount: its root-owned files belong to box root.
-    let lowerDir = rec.spec.rootfs
-    const lower = path.join(dir, "lower")
-    mkdirSync(lower, { recursive: true })
-    if (idmapWorks !== false) {
+    const upper = path.join(layer, "upper")
+    const work = path.join(layer, "work")
+    // The writable layer (a loop-mounted ext4 of the storage size) and the image seen through an
+    // id-mapped mount (its root-owned files belong to box root) are prepared in parallel.
+    const layerReady = (async () => {
+      if (!existsSync(img)) {
+        const fd = openSync(img, "w", 0o600)
+        ftruncateSync(fd, size)
+        closeSync(fd)
+        // -m 0: box root is not host root, reserved blocks would only shrink its space.
+        await run(["/usr/sbin/mkfs.ext4", "-q", "-F", "-m", "0", "-E", "lazy_itable_init=1,lazy_journal_init=1", img])
+      }
+      if (!isMountPoint(layer)) await run(["/usr/bin/mount", "-o", "loop,nosuid,nodev", img, layer])
+      if (!existsSync(upper)) {
+        mkdirSync(upper)
+        chownSync(upper, rec.hostUid, rec.hostUid)
+      }
+      mkdirSync(work, { recursive: true })
+      chmodSync(layer, 0o711)
+    })()
+    const lowerReady = (async () => {
+      const lower = path.join(dir, "lower")
+      mkdirSync(lower, { recursive: true })
+      if (idmapWorks === false) return rec.spec.rootfs
       try {
         if (!isMountPoint(lower)) await idmapMount(rec.spec.rootfs, lower, rec.hostUid, true)
-        lowerDir = lower
         idmapWorks = true
+        return lower
       } catch (e) {
         idmapWorks = false
         log("boxes.idmap_unavailable", { error: String(e) })
+        return rec.spec.rootfs
       }
-    }
-    if (!isMountPoint(layer)) await run(["/usr/bin/mount", "-o", "loop,nosuid,nodev", img, layer])
-    const upper = path.join(layer, "upper")
-    const work = path.join(layer, "work")
-    if (!existsSync(upper)) {
-      mkdirSync(upper)
-      chownSync(upper, rec.hostUid, rec.hostUid)
-    }
-    mkdirSync(work, { recursive: true })
-    chmodSync(layer, 0o711)
+    })()
+    const [layerResult, lowerResult] = await Promise.allSettled([layerReady, lowerReady])
+    if (layerResult.status === "rejected") throw layerResult.reason
+    if (lowerResult.status === "rejected") throw lowerResult.reason
+    const lowerDir = lowerResult.value
     if (!isMountPoint(merged))
       await run([
         "/usr/bin/mount",
@@ -627,7 +643,7 @@ export const makeBoxRunner = (options: BoxRunnerOptions): BoxRunner => {
       stop,
       destroy: async () => {
         await stop()
-        rmSync(dirOf(id), { recursive: true, force: true })
+        removeStateDir(id)
         log("boxes.destroyed", { id })
       },
       exec,
@@ -663,6 +679,7 @@ export const makeBoxRunner = (options: BoxRunnerOptions): BoxRunner => {
         await teardown(id, mode)
         throw e
       }
+      const tPrepared = performance.now()
       const join = procs.map((f) => `echo $$ > ${shQuote(f)}`).join(" && ")
       const limitsPrefix = mode === "rlimit" ? ["/usr/bin/prlimit", ...rlimitArgs(spec.resources ?? {}), "--"] : []
       const child = spawn(
@@ -727,7 +744,7 @@ export const makeBoxRunner = (options: BoxRunnerOptions): BoxRunner => {
       writeFileSync(runPath(id), JSON.stringify(runRec), { mode: 0o600 })
       const box = makeRunning(rec, runRec, child)
       live.set(id, box)
-      log("boxes.started", { id, pid: childPid, ms: Math.round(performance.now() - t0) })
+      log("boxes.started", { id, pid: childPid, ms: Math.round(performance.now() - t0), prepareMs: Math.round(tPrepared - t0) })
       return box
     } finally {
       starting.delete(id)
@@ -780,7 +797,7 @@ export const makeBoxRunner = (options: BoxRunnerOptions): BoxRunner => {
       if (box) return box.destroy()
       const runRec = readRun(id)
       await teardown(id, runRec?.limitsMode ?? mode)
-      rmSync(dirOf(id), { recursive: true, force: true })
+      removeStateDir(id)
     }
   }
 }

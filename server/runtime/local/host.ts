@@ -19,6 +19,8 @@ export const TOOL_PACKAGES: Readonly<Record<string, string>> = {
   "/usr/sbin/mkfs.btrfs": "btrfs-progs",
   "/usr/bin/btrfs": "btrfs-progs",
   "/bin/busybox": "busybox-static",
+  "/usr/bin/perl": "perl-base",
+  "/usr/bin/unshare": "util-linux",
   "/bin/sh": "dash"
 }
 

@@ -84,8 +84,9 @@ describe("volume store", () => {
     await writer.destroy()
     const reader = await runner.start({ id: "reader", rootfs, env: {}, storageBytes: 16 * MiB, volumes: [{ hostPath: vol.path, mountPath: "/v", readOnly: true }] })
     expect((await runIn(reader, ["cat", "/v/file"])).stdout).toBe("shared\n")
-    const w = await sh(reader, "echo x > /v/other; echo rc=$?")
+    const w = await sh(reader, "mount -o remount,rw /v; mount -o remount,rw,bind /v; echo x > /v/other; echo rc=$?")
     expect(w.stdout).toContain("rc=1")
+    expect(existsSync(path.join(vol.path, "other"))).toBe(false)
     await reader.destroy()
 
     await volumes.unmountAll()
