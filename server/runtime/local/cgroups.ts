@@ -2,7 +2,7 @@
  * Resource limits for a box: a cgroup per box (v2 when the host's hierarchy is unified, v1 with the
  * memory, cpu and pids controllers otherwise), or rlimits when no cgroup is writable.
  */
-import { mkdirSync, writeFileSync, readFileSync, rmdirSync, existsSync, readdirSync } from "node:fs"
+import { mkdirSync, writeFileSync, readFileSync, rmdirSync, existsSync, readdirSync, realpathSync } from "node:fs"
 import path from "node:path"
 import { mounts, sleep } from "./host.ts"
 
@@ -46,9 +46,16 @@ export const detectLimitsMode = (parent: string): LimitsMode => {
     }
     return "rlimit"
   }
-  const v1 = V1_CONTROLLERS.every((c) =>
-    table.some((m) => m.mountPoint === path.join(CGROUP_ROOT, c) && m.fsType === "cgroup")
-  )
+  // v1: each controller's hierarchy at /sys/fs/cgroup/<controller> (a mount, or a symlink to a
+  // joint one such as cpu,cpuacct).
+  const v1 = V1_CONTROLLERS.every((c) => {
+    try {
+      const real = realpathSync(path.join(CGROUP_ROOT, c))
+      return table.some((m) => m.mountPoint === real && m.fsType === "cgroup") && existsSync(path.join(real, "cgroup.procs"))
+    } catch {
+      return false
+    }
+  })
   if (v1 && V1_CONTROLLERS.every((c) => tryWritable(path.join(CGROUP_ROOT, c, parent)))) return "cgroup-v1"
   return "rlimit"
 }

@@ -90,6 +90,22 @@ describe("a box cannot", () => {
     expect(() => process.kill(hostSleep.pid!, 0)).not.toThrow()
   })
 
+  it("see, signal or read another box", async () => {
+    const other = await runner.start({ id: "neighbour", rootfs, env: {}, storageBytes: 16 << 20 })
+    try {
+      await sh(other, `echo ${secret} > /home/user/mine; sleep 1000 >/dev/null 2>&1 & echo started`)
+      expect(other.hostUid).not.toBe(box.hostUid)
+      const r = await sh(box, `kill -9 ${other.pid}; ps; cat /proc/${other.pid}/root/home/user/mine; grep -rs "$S" /home /tmp; echo done`, { env: { S: secret } })
+      expect(r.stdout).toContain("done")
+      expect(r.stdout + r.stderr).not.toContain(secret)
+      expect(r.stdout).not.toContain("sleep 1000")
+      expect(other.status()).toBe("running")
+      expect((await runIn(other, ["cat", "/home/user/mine"])).stdout).toBe(secret + "\n")
+    } finally {
+      await other.destroy()
+    }
+  })
+
   it("reach the network: a host listener on 127.0.0.1 gets no connection; only lo exists", async () => {
     let connections = 0
     const server = net.createServer((c) => {
