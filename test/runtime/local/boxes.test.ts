@@ -40,6 +40,19 @@ describe("box runner", () => {
     expect(runner.limitsMode()).toBe("cgroup-v1")
   })
 
+  it("writes the limits into the box's cgroups; a busy loop is throttled to its cpu quota", async () => {
+    const box = await startBox("limits", { resources: { memoryBytes: 96 << 20, cpuMillis: 200, pids: 77 } })
+    const cg = (c: string, f: string) => readFileSync(path.join("/sys/fs/cgroup", c, CGROUP_PARENT, "limits", f), "utf8").trim()
+    expect(cg("memory", "memory.limit_in_bytes")).toBe(String(96 << 20))
+    expect(cg("cpu", "cpu.cfs_quota_us")).toBe("20000")
+    expect(cg("cpu", "cpu.cfs_period_us")).toBe("100000")
+    expect(cg("pids", "pids.max")).toBe("77")
+    const r = await sh(box, "timeout 1 sh -c 'while :; do :; done'; echo done")
+    expect(r.stdout).toBe("done\n")
+    const stat = cg("cpu", "cpu.stat")
+    expect(Number(/nr_throttled (\d+)/.exec(stat)?.[1])).toBeGreaterThan(0)
+  })
+
   it("runs echo hi, returns exit codes, a missing command is 127", async () => {
     const box = await startBox("basic")
     expect(await runIn(box, ["echo", "hi"])).toMatchObject({ code: 0, stdout: "hi\n" })
