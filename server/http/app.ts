@@ -100,7 +100,8 @@ const compile = ({ endpoint, handler }: Route): CompiledRoute => ({
   decodeBody: endpoint.body && decodeWithIssues(endpoint.body, ["body"])
 })
 
-const apiKeyOf = (headers: IncomingHttpHeaders): string | undefined => {
+/** The API key of a request: `X-Api-Key`, or `Authorization: Bearer`. */
+export const apiKeyOf = (headers: IncomingHttpHeaders): string | undefined => {
   const direct = headers["x-api-key"]
   if (typeof direct === "string" && direct !== "") return direct
   const authorization = headers.authorization
