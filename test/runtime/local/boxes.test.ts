@@ -138,6 +138,19 @@ describe("box runner", () => {
     expect(existsSync(path.join(base, "state", "persist"))).toBe(false)
   })
 
+  it("grows the writable layer when a later start asks for more storage", async () => {
+    const box = await startBox("grows", { storageBytes: 16 << 20 })
+    const full = await sh(box, "dd if=/dev/zero of=/home/user/a bs=1M count=30 2>&1; echo rc=$?")
+    expect(full.stdout).toMatch(/No space left on device/)
+    await sh(box, "rm -f /home/user/a; echo keep > /home/user/k; sync")
+    await box.stop()
+    const bigger = await startBox("grows", { storageBytes: 64 << 20 })
+    const ok = await sh(bigger, "dd if=/dev/zero of=/home/user/a bs=1M count=30 2>&1; echo rc=$?; cat /home/user/k")
+    expect(ok.stdout).toContain("rc=0")
+    expect(ok.stdout).toContain("keep")
+    await bigger.destroy()
+  })
+
   it("tells the driver when the box's init dies", async () => {
     const box = await startBox("dies")
     const seen = new Promise((resolve) => box.onExit(resolve))
