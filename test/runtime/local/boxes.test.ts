@@ -3,7 +3,7 @@ import { spawnSync, spawn } from "node:child_process"
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import path from "node:path"
 import { makeBoxRunner, BoxError, BOX_HOME, type BoxRunner, type RunningBox } from "../../../server/runtime/local/boxes.ts"
-import { cgroupExists, leftovers, removeCgroupParent, makeRootfs, requireHostTools, runIn, sh, tempDir } from "./support.ts"
+import { boxUids, cgroupExists, leftovers, processesOf, removeCgroupParent, makeRootfs, requireHostTools, runIn, sh, tempDir } from "./support.ts"
 
 const CGROUP_PARENT = "slipway-test-boxes"
 let base: string
@@ -25,9 +25,11 @@ beforeAll(() => {
 })
 
 afterAll(async () => {
+  const uids = boxUids(path.join(base, "state"))
   for (const b of started) await b.destroy().catch(() => undefined)
   for (const spec of runner?.list() ?? []) await runner.destroy(spec.id)
   expect(removeCgroupParent(CGROUP_PARENT)).toBe(true)
+  expect(processesOf(uids)).toEqual([])
   const left = leftovers(base)
   rmSync(base, { recursive: true, force: true })
   expect(left).toEqual({ mounts: [], loops: [] })
