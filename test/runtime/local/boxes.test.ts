@@ -82,6 +82,12 @@ describe("box runner", () => {
     expect((await runIn(box, ["hostname"])).stdout.trim()).toBe("web-1")
   })
 
+  it("runs many commands at once, each with its own output and exit code", async () => {
+    const box = await startBox("parallel")
+    const results = await Promise.all(Array.from({ length: 16 }, (_, i) => sh(box, `echo out-${i}; echo err-${i} >&2; exit ${i}`)))
+    results.forEach((r, i) => expect(r).toEqual({ code: i, signal: null, stdout: `out-${i}\n`, stderr: `err-${i}\n` }))
+  })
+
   it("feeds stdin", async () => {
     const box = await startBox("stdin")
     expect((await runIn(box, ["cat"], { input: "line one\nline two\n" })).stdout).toBe("line one\nline two\n")
