@@ -255,8 +255,10 @@ export const makeBoxRunner = (options: BoxRunnerOptions): BoxRunner => {
   const busybox = options.busybox ?? "/bin/busybox"
   requireTools([busybox])
   const root = path.resolve(options.root)
+  if (/[,:\\\s]/.test(root)) throw new BoxError(`box state dir ${root} must not contain ',', ':', '\\' or spaces (overlayfs options)`)
   const log = options.log ?? (() => undefined)
   const cgroupParent = options.cgroupParent ?? "slipway-boxes"
+  if (!ID.test(cgroupParent)) throw new BoxError(`invalid cgroupParent ${JSON.stringify(cgroupParent)}`)
   if (process.getuid?.() !== 0) throw new BoxError("the box runner needs root (mounts, cgroups, uid mapping)")
   mkdirSync(root, { recursive: true })
   chmodSync(root, 0o711)
