@@ -51,6 +51,8 @@ import {
 } from "./host.ts"
 import { idmapMount } from "./idmap.ts"
 
+export type { LimitsMode, Resources } from "./cgroups.ts"
+
 // ---------------------------------------------------------------------------------------------
 // Shared interfaces (tasks/interfaces.md)
 

@@ -44,6 +44,11 @@ describe("volume store", () => {
     await expect(volumes.create("tiny", 32 * MiB)).rejects.toThrow(/exists/)
     await expect(volumes.grow("tiny", 1000)).resolves.toMatchObject({ sizeBytes: VOLUME_MIN_BYTES })
     await expect(volumes.grow("nope", 64 * MiB)).rejects.toThrow(/does not exist/)
+    // Concurrent grows are serialized: the larger wins, the smaller one then fails as a shrink.
+    const [a, b] = await Promise.allSettled([volumes.grow("tiny", 400 * MiB), volumes.grow("tiny", 300 * MiB)])
+    expect(a.status).toBe("fulfilled")
+    expect(b.status).toBe("rejected")
+    expect(volumes.info("tiny")?.sizeBytes).toBe(400 * MiB)
     await volumes.destroy("tiny")
     expect(volumes.info("tiny")).toBeUndefined()
     expect(leftovers(path.join(base, "volumes", "tiny"))).toEqual({ mounts: [], loops: [] })
