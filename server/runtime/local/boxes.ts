@@ -51,6 +51,8 @@ import {
 } from "./host.ts"
 import { idmapMount } from "./idmap.ts"
 
+export type { LimitsMode, Resources } from "./cgroups.ts"
+
 // ---------------------------------------------------------------------------------------------
 // Shared interfaces (tasks/interfaces.md)
 
@@ -93,7 +95,7 @@ export interface BoxSpec {
   /** Default working directory of the init and of `exec`; default BOX_HOME. */
   readonly workingDir?: string
   readonly hostname?: string
-  /** Cap of the writable layer (default 1 GiB; minimum 8 MiB). */
+  /** Cap of the writable layer (default 1 GiB; minimum 8 MiB). A larger value on a later start grows it; a smaller one is ignored. */
   readonly storageBytes?: number
   readonly resources?: Resources
   readonly volumes?: ReadonlyArray<BoxVolume>
@@ -255,8 +257,10 @@ export const makeBoxRunner = (options: BoxRunnerOptions): BoxRunner => {
   const busybox = options.busybox ?? "/bin/busybox"
   requireTools([busybox])
   const root = path.resolve(options.root)
+  if (/[,:\\\s]/.test(root)) throw new BoxError(`box state dir ${root} must not contain ',', ':', '\\' or spaces (overlayfs options)`)
   const log = options.log ?? (() => undefined)
   const cgroupParent = options.cgroupParent ?? "slipway-boxes"
+  if (!ID.test(cgroupParent)) throw new BoxError(`invalid cgroupParent ${JSON.stringify(cgroupParent)}`)
   if (process.getuid?.() !== 0) throw new BoxError("the box runner needs root (mounts, cgroups, uid mapping)")
   mkdirSync(root, { recursive: true })
   chmodSync(root, 0o711)
@@ -350,6 +354,19 @@ export const makeBoxRunner = (options: BoxRunnerOptions): BoxRunner => {
         closeSync(fd)
         // -m 0: box root is not host root, reserved blocks would only shrink its space.
         await run(["/usr/sbin/mkfs.ext4", "-q", "-F", "-m", "0", "-E", "lazy_itable_init=1,lazy_journal_init=1", img])
+      } else if (statSync(img).size < size && !isMountPoint(layer)) {
+        // A larger storage on restart: grow the layer offline (ext4 cannot grow online without
+        // CAP_SYS_RESOURCE). A smaller one keeps the layer as it is (files are never dropped).
+        const from = statSync(img).size
+        const fd = openSync(img, "r+")
+        ftruncateSync(fd, size)
+        closeSync(fd)
+        await run(["/usr/sbin/e2fsck", "-f", "-p", img], 120_000).catch((e: unknown) => {
+          // 1 = errors corrected; anything else is a real failure.
+          if (!(e instanceof Error && "code" in e && (e as { code: unknown }).code === 1)) throw e
+        })
+        await run(["/usr/sbin/resize2fs", img], 120_000)
+        log("boxes.storage_grown", { id, from, to: size })
       }
       if (!isMountPoint(layer)) await run(["/usr/bin/mount", "-o", "loop,nosuid,nodev", img, layer])
       if (!existsSync(upper)) {

@@ -16,6 +16,8 @@ export const TOOL_PACKAGES: Readonly<Record<string, string>> = {
   "/usr/bin/mount": "mount",
   "/usr/bin/umount": "mount",
   "/usr/sbin/mkfs.ext4": "e2fsprogs",
+  "/usr/sbin/e2fsck": "e2fsprogs",
+  "/usr/sbin/resize2fs": "e2fsprogs",
   "/usr/sbin/mkfs.btrfs": "btrfs-progs",
   "/usr/bin/btrfs": "btrfs-progs",
   "/bin/busybox": "busybox-static",

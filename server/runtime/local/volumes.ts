@@ -95,7 +95,19 @@ export const makeVolumeStore = (options: { readonly root: string; readonly log?:
     else await run(["/usr/bin/mount", "-o", "loop,nosuid,nodev", imageOf(id), p])
   }
 
-  return {
+  // One operation at a time per volume (a grow racing a destroy, two grows).
+  const locks = new Map<string, Promise<unknown>>()
+  const serial = <A>(id: string, f: () => Promise<A>): Promise<A> => {
+    const previous = locks.get(id) ?? Promise.resolve()
+    const next = previous.catch(() => undefined).then(f)
+    locks.set(id, next)
+    void next.catch(() => undefined).finally(() => {
+      if (locks.get(id) === next) locks.delete(id)
+    })
+    return next
+  }
+
+  const store: VolumeStore = {
     roundSize,
     create: async (id, sizeBytes) => {
       check(id)
@@ -171,5 +183,11 @@ export const makeVolumeStore = (options: { readonly root: string; readonly log?:
         await detachLoops(imageOf(e.name))
       }
     }
+  }
+  return {
+    ...store,
+    create: (id, sizeBytes) => serial(id, () => store.create(id, sizeBytes)),
+    grow: (id, sizeBytes) => serial(id, () => store.grow(id, sizeBytes)),
+    destroy: (id) => serial(id, () => store.destroy(id))
   }
 }

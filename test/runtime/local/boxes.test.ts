@@ -3,7 +3,7 @@ import { spawnSync, spawn } from "node:child_process"
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import path from "node:path"
 import { makeBoxRunner, BoxError, BOX_HOME, type BoxRunner, type RunningBox } from "../../../server/runtime/local/boxes.ts"
-import { cgroupExists, leftovers, removeCgroupParent, makeRootfs, requireHostTools, runIn, sh, tempDir } from "./support.ts"
+import { boxUids, cgroupExists, leftovers, processesOf, removeCgroupParent, makeRootfs, requireHostTools, runIn, sh, tempDir } from "./support.ts"
 
 const CGROUP_PARENT = "slipway-test-boxes"
 let base: string
@@ -25,9 +25,11 @@ beforeAll(() => {
 })
 
 afterAll(async () => {
+  const uids = boxUids(path.join(base, "state"))
   for (const b of started) await b.destroy().catch(() => undefined)
   for (const spec of runner?.list() ?? []) await runner.destroy(spec.id)
   expect(removeCgroupParent(CGROUP_PARENT)).toBe(true)
+  expect(processesOf(uids)).toEqual([])
   const left = leftovers(base)
   rmSync(base, { recursive: true, force: true })
   expect(left).toEqual({ mounts: [], loops: [] })
@@ -78,6 +80,12 @@ describe("box runner", () => {
     expect(env).toContain("GREETING=over")
     expect(env).not.toContain("VITEST")
     expect((await runIn(box, ["hostname"])).stdout.trim()).toBe("web-1")
+  })
+
+  it("runs many commands at once, each with its own output and exit code", async () => {
+    const box = await startBox("parallel")
+    const results = await Promise.all(Array.from({ length: 16 }, (_, i) => sh(box, `echo out-${i}; echo err-${i} >&2; exit ${i}`)))
+    results.forEach((r, i) => expect(r).toEqual({ code: i, signal: null, stdout: `out-${i}\n`, stderr: `err-${i}\n` }))
   })
 
   it("feeds stdin", async () => {
@@ -136,6 +144,19 @@ describe("box runner", () => {
     expect((await runIn(again, ["cat", "/etc/image-file"])).stdout).toBe("changed\n")
     await again.destroy()
     expect(existsSync(path.join(base, "state", "persist"))).toBe(false)
+  })
+
+  it("grows the writable layer when a later start asks for more storage", async () => {
+    const box = await startBox("grows", { storageBytes: 16 << 20 })
+    const full = await sh(box, "dd if=/dev/zero of=/home/user/a bs=1M count=30 2>&1; echo rc=$?")
+    expect(full.stdout).toMatch(/No space left on device/)
+    await sh(box, "rm -f /home/user/a; echo keep > /home/user/k; sync")
+    await box.stop()
+    const bigger = await startBox("grows", { storageBytes: 64 << 20 })
+    const ok = await sh(bigger, "dd if=/dev/zero of=/home/user/a bs=1M count=30 2>&1; echo rc=$?; cat /home/user/k")
+    expect(ok.stdout).toContain("rc=0")
+    expect(ok.stdout).toContain("keep")
+    await bigger.destroy()
   })
 
   it("tells the driver when the box's init dies", async () => {

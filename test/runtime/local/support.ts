@@ -1,5 +1,5 @@
 /** Test support for the local runtime: a busybox rootfs, command helpers, leak checks. */
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync, chmodSync, rmdirSync } from "node:fs"
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync, chmodSync, rmdirSync, readdirSync, readFileSync } from "node:fs"
 import { execFileSync } from "node:child_process"
 import os from "node:os"
 import path from "node:path"
@@ -86,4 +86,34 @@ export const removeCgroupParent = (parent: string): boolean => {
     }
   }
   return ok
+}
+
+/** Host pids whose real uid is one of `uids` (a box's processes run as its host uid). */
+export const processesOf = (uids: ReadonlyArray<number>): Array<number> => {
+  const wanted = new Set(uids)
+  const found: Array<number> = []
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const status = readFileSync(`/proc/${entry}/status`, "utf8")
+      const uid = Number(/^Uid:\s+(\d+)/m.exec(status)?.[1])
+      const state = /^State:\s+(\S)/m.exec(status)?.[1]
+      if (wanted.has(uid) && state !== "Z") found.push(Number(entry))
+    } catch {
+      /* gone */
+    }
+  }
+  return found
+}
+
+/** Host uids of every box recorded under a runner's state dir. */
+export const boxUids = (stateDir: string): Array<number> => {
+  if (!existsSync(stateDir)) return []
+  return readdirSync(stateDir).flatMap((id) => {
+    try {
+      return [JSON.parse(readFileSync(path.join(stateDir, id, "box.json"), "utf8")).hostUid as number]
+    } catch {
+      return []
+    }
+  })
 }

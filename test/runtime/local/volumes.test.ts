@@ -3,7 +3,7 @@ import { existsSync, rmSync, statfsSync, statSync } from "node:fs"
 import path from "node:path"
 import { makeBoxRunner, type BoxRunner } from "../../../server/runtime/local/boxes.ts"
 import { makeVolumeStore, VolumeError, VOLUME_MIN_BYTES, type VolumeStore } from "../../../server/runtime/local/volumes.ts"
-import { leftovers, makeRootfs, removeCgroupParent, requireHostTools, runIn, sh, tempDir } from "./support.ts"
+import { leftovers, makeRootfs, boxUids, processesOf, removeCgroupParent, requireHostTools, runIn, sh, tempDir } from "./support.ts"
 
 const CGROUP_PARENT = "slipway-test-volumes"
 const MiB = 1024 * 1024
@@ -21,9 +21,11 @@ beforeAll(() => {
 })
 
 afterAll(async () => {
+  const uids = boxUids(path.join(base, "boxes"))
   for (const spec of runner?.list() ?? []) await runner.destroy(spec.id)
   for (const v of volumes?.list() ?? []) await volumes.destroy(v.id)
   expect(removeCgroupParent(CGROUP_PARENT)).toBe(true)
+  expect(processesOf(uids)).toEqual([])
   const left = leftovers(base)
   rmSync(base, { recursive: true, force: true })
   expect(left).toEqual({ mounts: [], loops: [] })
@@ -42,6 +44,11 @@ describe("volume store", () => {
     await expect(volumes.create("tiny", 32 * MiB)).rejects.toThrow(/exists/)
     await expect(volumes.grow("tiny", 1000)).resolves.toMatchObject({ sizeBytes: VOLUME_MIN_BYTES })
     await expect(volumes.grow("nope", 64 * MiB)).rejects.toThrow(/does not exist/)
+    // Concurrent grows are serialized: the larger wins, the smaller one then fails as a shrink.
+    const [a, b] = await Promise.allSettled([volumes.grow("tiny", 400 * MiB), volumes.grow("tiny", 300 * MiB)])
+    expect(a.status).toBe("fulfilled")
+    expect(b.status).toBe("rejected")
+    expect(volumes.info("tiny")?.sizeBytes).toBe(400 * MiB)
     await volumes.destroy("tiny")
     expect(volumes.info("tiny")).toBeUndefined()
     expect(leftovers(path.join(base, "volumes", "tiny"))).toEqual({ mounts: [], loops: [] })
