@@ -74,7 +74,7 @@ describe("the dataplane's tenancy", () => {
       body: JSON.stringify({ command: "echo pwned", timeout: 10, shell: "/bin/sh" })
     })
     expect(foreign.status).toBe(404)
-    expect((await foreign.json()).detail.error).toBe("NotFound")
+    expect(((await foreign.json()) as { detail: { error: string } }).detail.error).toBe("NotFound")
     const anonymous = await fetch(`${box.dataplane_url}/execute`, { method: "POST", body: "{}", headers: { "content-type": "application/json" } })
     expect(anonymous.status).toBe(401)
   })
