@@ -1,6 +1,7 @@
 /** The deployment control plane as a server area: its migrations, routes and the revision runtime. */
 import type { ServerContext, ServerModule } from "../module.ts"
 import { deploymentMigrations } from "./migrations.ts"
+import { realApiRoutes } from "./realApi.ts"
 import { type DeploymentRepository, makeDeploymentRepository } from "./repository.ts"
 import { deploymentRoutes } from "./routes.ts"
 import { type DeploymentRuntime, makeLocalRuntime } from "./runtime.ts"
@@ -26,7 +27,10 @@ const stateOf = (context: ServerContext): State => {
 export const deploymentsModule: ServerModule = {
   name: "deployments",
   migrations: deploymentMigrations,
-  routes: (context) => deploymentRoutes(context, stateOf(context)),
+  routes: (context) => {
+    const spec = deploymentRoutes(context, stateOf(context))
+    return [...spec, ...realApiRoutes(context, stateOf(context), spec)]
+  },
   start: (context) => {
     const { runtime } = stateOf(context)
     runtime.start()

@@ -10,6 +10,7 @@ import {
   Api,
   type ApiError,
   checkRedeploy,
+  checkRevisionSource,
   Conflict,
   controlPage,
   decodeWithIssues,
@@ -65,6 +66,7 @@ export const toDeployment = (row: DeploymentRow) => ({
   source_revision_config: JSON.parse(row.source_revision_config) as SourceRevisionConfig,
   secrets: maskedSecrets(row.secrets),
   id: row.id,
+  tenant_id: row.tenant_id,
   created_at: row.created_at,
   updated_at: row.updated_at,
   status: row.status as ReturnType<typeof deploymentStatus>,
@@ -87,6 +89,8 @@ export const toRevision = (row: RevisionView) => ({
 const toListener = (row: ListenerRow): Listener => ({
   id: row.id,
   compute_type: row.compute_type as "k8s",
+  compute_id: row.compute_id,
+  version: row.version,
   compute_config: JSON.parse(row.compute_config),
   created_at: row.created_at,
   updated_at: row.updated_at
@@ -285,6 +289,7 @@ export const deploymentRoutes = (context: ServerContext, { repository: repo, run
         const written = repo.transaction(() => {
           const row = mustGetDeployment(auth.tenantId, params.deployment_id)
           refuseIfDeleting(row)
+          orRefuse(checkRevisionSource(row.source as Source, body.revision_source))
           const plan = orRefuse(planPatch(storedOf(row), body))
           if (plan.newRevision) {
             return writeNewRevision({
@@ -310,10 +315,11 @@ export const deploymentRoutes = (context: ServerContext, { repository: repo, run
       })
     ),
 
-    implement(Api.deleteDeployment, ({ params }, { auth }) =>
+    implement(Api.deleteDeployment, ({ params, query }, { auth }) =>
       run(() => {
         const deleting = repo.transaction(() => {
           const row = mustGetDeployment(auth.tenantId, params.deployment_id)
+          if (query.delete_tracing_project === true) repo.deleteTracingProjects(auth.tenantId, row.id)
           if (row.status === "AWAITING_DELETE") return undefined
           const at = now()
           const stopped = supersedeUnfinished(auth.tenantId, row.id, at)
@@ -402,15 +408,27 @@ export const deploymentRoutes = (context: ServerContext, { repository: repo, run
     implement(Api.createListener, ({ body }, { auth }) =>
       run(() => {
         const at = now()
+        const id = randomUUID()
         const row: ListenerRow = {
-          id: randomUUID(),
+          id,
           tenant_id: auth.tenantId,
           compute_type: body.compute_type,
+          compute_id: body.compute_id ?? id,
+          version: body.version ?? null,
           compute_config: JSON.stringify(body.compute_config),
           created_at: at,
           updated_at: at
         }
-        repo.insertListener(row)
+        try {
+          repo.insertListener(row)
+        } catch (error) {
+          // UNIQUE (tenant_id, compute_id): the real API's 409.
+          const { code, message } = error as { code?: string; message?: string }
+          if (code === "SQLITE_CONSTRAINT_UNIQUE" && message?.includes("compute_id")) {
+            refuse(new Conflict({ message: `Listener for tenant ${auth.tenantId} and compute ID '${row.compute_id}' already exists` }))
+          }
+          throw error
+        }
         return toListener(row)
       })
     ),
@@ -436,6 +454,7 @@ export const deploymentRoutes = (context: ServerContext, { repository: repo, run
           const updated: ListenerRow = {
             ...row,
             compute_type: body.compute_type ?? row.compute_type,
+            version: body.version ?? row.version,
             compute_config: JSON.stringify(computeConfig),
             updated_at: now()
           }

@@ -93,9 +93,9 @@ const compile = ({ endpoint, handler }: Route): CompiledRoute => ({
   endpoint,
   handler,
   decodeParams: endpoint.params && decodeWithIssues(endpoint.params, ["path"]),
-  // Unknown query parameters are ignored, as FastAPI does.
+  // Unknown query parameters and body fields are ignored, as FastAPI (and the real API) does.
   decodeQuery: endpoint.query && decodeWithIssues(endpoint.query, ["query"], { excess: "ignore" }),
-  decodeBody: endpoint.body && decodeWithIssues(endpoint.body, ["body"])
+  decodeBody: endpoint.body && decodeWithIssues(endpoint.body, ["body"], { excess: "ignore" })
 })
 
 const apiKeyOf = (headers: IncomingHttpHeaders): string | undefined => {
@@ -133,9 +133,13 @@ const readBody = (request: IncomingMessage): Promise<Buffer | PayloadTooLarge> =
 
 const isJsonContentType = (value: string | undefined) => value === undefined || /^application\/([\w.+-]+\+)?json\b/i.test(value.trim())
 
-const queryObject = (search: string): Record<string, string> => {
-  const out: Record<string, string> = {}
-  for (const [key, value] of new URLSearchParams(search)) if (!(key in out)) out[key] = value
+/** The first value of each key; keys in `arrays` (FastAPI list parameters) keep every value, in order. */
+const queryObject = (search: string, arrays: ReadonlyArray<string> = []): Record<string, string | Array<string>> => {
+  const out: Record<string, string | Array<string>> = {}
+  for (const [key, value] of new URLSearchParams(search)) {
+    if (arrays.includes(key)) ((out[key] ??= []) as Array<string>).push(value)
+    else if (!(key in out)) out[key] = value
+  }
   return out
 }
 
@@ -161,6 +165,9 @@ const decodeBody = (route: CompiledRoute, raw: Buffer, contentType: string | und
   if (raw.length > 2 * MAX_JSON_DEPTH && parsed !== null && typeof parsed === "object" && nestedDeeperThan(parsed, MAX_JSON_DEPTH)) {
     return Result.fail(ValidationError.single(["body"], `JSON nested too deeply (more than ${MAX_JSON_DEPTH} levels)`, "value_error"))
   }
+  // A feature the endpoint knows but cannot offer (e.g. the real API's source tarballs): a 400 naming it.
+  const refusal = route.endpoint.refuse?.(parsed)
+  if (refusal) return Result.fail(refusal)
   return Result.mapError(route.decodeBody(parsed), (issues) => new ValidationError({ issues }))
 }
 
@@ -176,7 +183,7 @@ const decodeRequest = (route: CompiledRoute, params: Record<string, string>, sea
     return result.success
   }
   const decodedParams = take(route.decodeParams?.(params), params)
-  const decodedQuery = take(route.decodeQuery?.(queryObject(search)), {})
+  const decodedQuery = take(route.decodeQuery?.(queryObject(search, route.endpoint.queryArrays)), {})
   const body = decodeBody(route, raw, contentType)
   if (Result.isFailure(body)) {
     if (body.failure._tag !== "ValidationError") return Result.fail(body.failure)

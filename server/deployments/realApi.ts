@@ -1,0 +1,86 @@
+/**
+ * Endpoints of the real LangSmith control plane that the spec does not have (docs/real-api.md):
+ * its GitHub integration listings and the bulk delete. A separate file so the spec's handlers
+ * stay as they are; the bulk delete runs the single delete's own handler for each id.
+ */
+import { createHash } from "node:crypto"
+import { Effect } from "effect"
+import { Api, NotFound, normalizeRepo, numericIdOf } from "../../core/index.ts"
+import type { Route } from "../http/app.ts"
+import { implement, type ServerContext } from "../module.ts"
+import { refusable, refuse } from "../refusal.ts"
+import type { DeploymentRepository } from "./repository.ts"
+
+export interface RealApiDeps {
+  readonly repository: DeploymentRepository
+}
+
+/** A stable positive integer (below 2^48) naming a repository, for the real API's integer repository id. */
+const repositoryNumber = (normalized: string): number => Number.parseInt(createHash("sha256").update(normalized).digest("hex").slice(0, 12), 16)
+
+export const realApiRoutes = (context: ServerContext, { repository: repo }: RealApiDeps, spec: ReadonlyArray<Route>): ReadonlyArray<Route> => {
+  const deploymentsUsing = context.db.prepare(
+    `SELECT repo_url, repo_ref FROM deployments
+     WHERE tenant_id = ? AND json_extract(source_config, '$.integration_id') = ? AND repo_url IS NOT NULL
+     ORDER BY created_at, id`
+  )
+  const existing = context.db.prepare("SELECT id FROM deployments WHERE tenant_id = ? AND id = ?")
+  const deleteOne = spec.find((route) => route.endpoint === Api.deleteDeployment)
+  if (!deleteOne) throw new Error("realApiRoutes: the deleteDeployment route is missing")
+
+  return [
+    implement(Api.listGithubIntegrations, (_input, { auth }) =>
+      refusable(() =>
+        repo
+          .integrations(auth.tenantId)
+          .filter((integration) => integration.provider === "github")
+          .map(({ id, owner }) => ({ id, installation_id: numericIdOf(id), name: owner }))
+      )
+    ),
+
+    implement(Api.listGithubRepositories, ({ params }, { auth }) =>
+      refusable(() => {
+        const id = params.integration_id.toLowerCase()
+        if (!repo.integrations(auth.tenantId).some((integration) => integration.id === id)) {
+          refuse(new NotFound({ message: `Integration ID ${params.integration_id} not found.` }))
+        }
+        const seen = new Map<string, { repo_url: string; repo_ref: string | null }>()
+        for (const row of deploymentsUsing.all(auth.tenantId, id) as Array<{ repo_url: string; repo_ref: string | null }>) {
+          const key = normalizeRepo(row.repo_url)
+          if (!seen.has(key)) seen.set(key, row)
+        }
+        return [...seen].map(([normalized, row]) => {
+          const [host = "", owner = "", ...rest] = normalized.split("/")
+          const branch = row.repo_ref && !row.repo_ref.startsWith("refs/") ? row.repo_ref : "main"
+          return {
+            host_integration_id: id,
+            id: repositoryNumber(normalized),
+            name: rest.join("/"),
+            owner,
+            url: `https://${host}/${owner}/${rest.join("/")}`,
+            default_branch: branch
+          }
+        })
+      })
+    ),
+
+    implement(Api.deleteDeployments, ({ query }, context) =>
+      Effect.gen(function* () {
+        const ids = [...new Set(query.deployment_ids.map((id) => id.toLowerCase()))]
+        const missing = ids.filter((id) => existing.get(context.auth.tenantId, id) === undefined)
+        if (missing.length > 0) {
+          return yield* Effect.fail(new NotFound({ message: `Deployment ID ${missing.join(", ")} not found.` }))
+        }
+        for (const id of ids) {
+          const outcome = deleteOne.handler(
+            { params: { deployment_id: id }, query: { delete_tracing_project: query.delete_tracing_project }, body: undefined },
+            context
+          )
+          // Deleted meanwhile by another request: it is gone either way.
+          yield* Effect.catchTag(outcome as Effect.Effect<unknown, any>, "NotFound", () => Effect.void)
+        }
+        return { deleted: ids }
+      })
+    )
+  ]
+}
