@@ -379,7 +379,8 @@ const SourceRevisionConfigWire = Schema.Struct({
         : []
     )
   )
-  .annotate({ identifier: "SourceRevisionConfigWire" })
+  // The component the OpenAPI document shows: what is accepted.
+  .annotate({ identifier: "SourceRevisionConfig" })
 
 export const SourceRevisionConfigInput = SourceRevisionConfigWire.pipe(
   Schema.decodeTo(
