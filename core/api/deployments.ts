@@ -167,7 +167,8 @@ export const deploymentEndpoints = {
     summary: "Delete up to 100 deployments at once (all or none: 404 names the ids not found)",
     query: Schema.Struct({ deployment_ids: DeploymentIdList, delete_tracing_project: Schema.optionalKey(BoolFromQuery) }),
     queryArrays: ["deployment_ids"],
-    success: Schema.Struct({ deleted: Schema.Array(Uuid) }),
+    // Slipway answers the ids it deleted; the real API documents no shape (any JSON).
+    success: Schema.Struct({ deleted: Schema.optionalKey(Schema.Array(Uuid)) }),
     errors: [404, 422],
     ...langsmith
   }),

@@ -75,6 +75,9 @@ export const deploymentBodyOut = (body: unknown, dialect: Dialect, create: boole
   const out: Record<string, unknown> = { ...body }
   if ("source" in out) out.source = renameSource(out.source)
   if ("revision_source" in out) out.revision_source = renameSource(out.revision_source)
+  // The real API's revision_source has no image value but `internal_docker`; Slipway's means "the
+  // deployment's own source", which the real API assumes when it is left out.
+  if (dialect === "langsmith" && out.revision_source === "external_docker") delete out.revision_source
   if ("source_revision_config" in out) out.source_revision_config = renameRevisionConfig(out.source_revision_config)
   if (dialect === "langsmith") {
     for (const field of slipwayOnlyDeploymentFields) delete out[field]
