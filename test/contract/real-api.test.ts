@@ -225,7 +225,7 @@ describe("requests toward the real LangSmith control plane (2026-08 document)", 
     await run(client.createDeployment(corpus[1]![1]))
     await run(client.createDeployment(corpus[0]![1]))
     expect(sent[0]!.body).toMatchObject({ source: "github", source_revision_config: { langgraph_config_path: "langgraph.json" } })
-    expect(sent[0]!.body.source_revision_config).not.toHaveProperty("graph_config_path")
+    expect((sent[0]!.body as Json).source_revision_config).not.toHaveProperty("graph_config_path")
     expect(sent[1]!.body).toEqual({ name: "agent", source: "external_docker", source_config: {}, source_revision_config: { image_uri: "registry.example.com/agent:1" }, secrets: [] })
   })
 
