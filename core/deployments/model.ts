@@ -35,11 +35,14 @@ export const CIdentifier = Schema.String.check(
   rule((s: string) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(s), "Input should be a C identifier: letters, digits and '_', not starting with a digit", "string_pattern_mismatch")
 )
 
-/** Deployment names: 1–63 characters, lowercase alphanumeric and hyphens (design.md section 5). */
+/**
+ * Deployment names: 1–63 characters, lowercase alphanumeric, hyphens (design.md section 5) and
+ * underscores, which the real API's own documented example uses (`my_deployment`, docs/real-api.md).
+ */
 export const DeploymentName = Schema.String.check(
   rule((s: string) => s.length >= 1, "String should have at least 1 character", "string_too_short"),
   rule((s: string) => s.length <= 63, "String should have at most 63 characters", "string_too_long"),
-  rule((s: string) => s.length === 0 || /^[a-z0-9-]+$/.test(s), "Input should contain only lowercase letters, digits and '-'", "string_pattern_mismatch")
+  rule((s: string) => s.length === 0 || /^[a-z0-9_-]+$/.test(s), "Input should contain only lowercase letters, digits, '-' and '_'", "string_pattern_mismatch")
 )
 
 const atLeast = (min: number) =>
