@@ -52,10 +52,14 @@ describe("CreateDeployment: top-level fields", () => {
     ["", "string_too_short"],
     ["a".repeat(64), "string_too_long"],
     ["My-Agent", "string_pattern_mismatch"],
-    ["my_agent", "string_pattern_mismatch"],
+    ["my.agent", "string_pattern_mismatch"],
     ["my agent", "string_pattern_mismatch"]
   ])("rejects the deployment name %j (%s)", (name, type) => {
     expect(where(bodyIssues(CreateDeployment, { ...external(null), name }))).toStrictEqual([{ loc: ["body", "name"], type }])
+  })
+
+  it("accepts underscores in names, as the real API's documented example does (my_deployment)", () => {
+    expect(decodeBody(CreateDeployment, { ...external(null), name: "my_deployment" }).name).toBe("my_deployment")
   })
 
   it("accepts names of 1 and 63 characters of [a-z0-9-]", () => {
