@@ -372,8 +372,11 @@ export const SourceAnswer = Schema.Literals(answeredSourceNames).pipe(
  */
 const SourceRevisionConfigWire = Schema.Struct({
   ...SourceRevisionConfig.fields,
+  // The same grammar as graph_config_path, whatever it becomes.
   langgraph_config_path: SourceRevisionConfig.fields.graph_config_path,
-  source_tarball_path: nullable(Schema.String)
+  source_tarball_path: Schema.optionalKey(
+    Schema.NullOr(Schema.String).annotate({ description: "Real LangSmith API field: only null is accepted in a request (a value is a 400: Slipway has no source-tarball upload)" })
+  )
 })
   .check(
     objectCheck((config: { readonly graph_config_path?: string | null; readonly langgraph_config_path?: string | null }) =>

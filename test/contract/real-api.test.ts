@@ -261,7 +261,7 @@ describe("requests toward the real LangSmith control plane (2026-08 document)", 
     for (const [name, schemaName, input] of cases) {
       const endpoint = Api[name] as Endpoint
       const slipwayBodySchema = (slipwayDocument.paths[endpoint.path][endpoint.method.toLowerCase()] as Json).requestBody.content["application/json"].schema
-      for (const mode of ["full", "minimal"] as const) {
+      for (const mode of ["full", "nulls", "minimal"] as const) {
         for (let variant = 0; variant < variantCount; variant++) {
           const body = generate(real, { $ref: `#/components/schemas/${schemaName}` }, { mode, variant }) as Json
           expect(validators.check({ $ref: `#/components/schemas/${schemaName}` }, body)).toEqual([])
@@ -291,14 +291,14 @@ describe("the real API's answers decode with the core's schemas", () => {
   const shared = Object.values(Api).filter((endpoint: Endpoint) => endpoint.langsmith !== undefined && endpoint.success !== undefined)
 
   for (const [version, document] of [["2026-08", real], ["2025-11", older]] as const) {
-    it(`every success schema of the ${version} document, every field or only the required ones, every enum value`, () => {
+    it(`every success schema of the ${version} document, every field, explicit nulls or only the required ones, every enum value`, () => {
       let decoded = 0
       for (const endpoint of shared) {
         const operation = operationsOf(document).find((op) => op.method === endpoint.method && op.template === endpoint.path)
         if (!operation) continue
         const success = successOf(operation.operation)
         if (success.schema === undefined || Object.keys(resolveRef(document, success.schema)).length === 0) continue
-        for (const mode of ["full", "minimal"] as const) {
+        for (const mode of ["full", "nulls", "minimal"] as const) {
           for (let variant = 0; variant < variantCount; variant++) {
             const answer = generate(document, success.schema, { mode, variant })
             const exit = Schema.decodeUnknownExit(endpoint.success as Schema.Codec<unknown, unknown>)(answer)

@@ -72,8 +72,11 @@ export const resolveRef = (document: Json, schema: Json): Json => {
 // Instances of the real schemas
 
 export interface GenerateOptions {
-  /** "full": every property, the non-null branch of each `X | null`; "minimal": required properties only, null where allowed. */
-  readonly mode: "full" | "minimal"
+  /**
+   * "full": every property, the non-null branch of each `X | null`; "nulls": every property,
+   * explicit null for every nullable scalar, at any depth; "minimal": required properties only.
+   */
+  readonly mode: "full" | "nulls" | "minimal"
   /** Which value of each enum (modulo its length): variant k covers the k-th value of every enum. */
   readonly variant: number
 }
@@ -123,7 +126,12 @@ export const generate = (document: Json, schema: Json, options: GenerateOptions)
     if (node.anyOf) {
       const nonNull = node.anyOf.filter((branch: Json) => branch.type !== "null")
       const nullable = nonNull.length < node.anyOf.length
-      return options.mode === "minimal" && nullable ? null : walk(nonNull[0], property, owner)
+      if (!nullable || options.mode === "full") return walk(nonNull[0], property, owner)
+      if (options.mode === "minimal") return null
+      // "nulls": objects and lists are walked so their own fields are null in turn; scalars are null.
+      const branch = nonNull[0]
+      const structured = branch.$ref !== undefined || branch.type === "object" || branch.type === "array"
+      return structured ? walk(branch, property, owner) : null
     }
     if ("const" in node) return node.const
     if (node.enum) return node.enum[options.variant % node.enum.length]
@@ -132,13 +140,13 @@ export const generate = (document: Json, schema: Json, options: GenerateOptions)
         const out: Record<string, unknown> = {}
         const required = new Set<string>(node.required ?? [])
         for (const [key, inner] of Object.entries<Json>(node.properties ?? {})) {
-          if (options.mode === "full" || required.has(key)) out[key] = walk(inner, key, owner)
+          if (options.mode !== "minimal" || required.has(key)) out[key] = walk(inner, key, owner)
         }
         if (node.properties === undefined && typeof node.additionalProperties === "object") out.app = walk(node.additionalProperties, "label", owner)
         return out
       }
       case "array":
-        return options.mode === "full" ? [walk(node.items, property, owner)] : []
+        return options.mode !== "minimal" ? [walk(node.items, property, owner)] : []
       case "string":
         if (node.format === "uuid") return "3c90c3cc-0d44-4b50-8888-8dd25736052a"
         if (node.format === "date-time") return "2026-08-01T12:00:00.000Z"
