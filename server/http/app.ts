@@ -26,6 +26,9 @@ import { makeRouter } from "./router.ts"
 
 export const MAX_BODY_BYTES = 1024 * 1024
 
+/** The control plane's path prefix on self-hosted LangSmith: `/api-host/v2/deployments` is `/v2/deployments`. */
+export const apiHostPrefix = "/api-host/"
+
 /**
  * Bodies nested deeper than this are refused (422). Free-form objects in the schemas accept any
  * depth, but JSON.stringify overflows the stack on deep input and SQLite's JSON functions stop
@@ -261,8 +264,12 @@ export const makeApp = (options: AppOptions) => {
     const search = queryStart === -1 ? "" : url.slice(queryStart + 1)
     const method = request.method ?? "GET"
 
-    const match = router.match(method === "HEAD" ? "GET" : method, path)
-    if (match._tag === "NotFound") return sendError(response, new NotFound({ message: "Not Found" }), requestId)
+    // Self-hosted LangSmith serves the control plane under /api-host (docs/real-api.md): the same routes.
+    const hosted = path.startsWith(apiHostPrefix)
+    const match = router.match(method === "HEAD" ? "GET" : method, hosted ? path.slice(apiHostPrefix.length - 1) : path)
+    if (match._tag === "NotFound" || (hosted && match._tag === "Found" && match.endpoint.area === "sandbox")) {
+      return sendError(response, new NotFound({ message: "Not Found" }), requestId)
+    }
     if (match._tag === "MethodNotAllowed") {
       return sendError(response, new MethodNotAllowed({ message: "Method Not Allowed" }), requestId, { allow: match.allowed.join(", ") })
     }

@@ -15,24 +15,6 @@ const WORKSPACE_ID = "00000000-0000-4000-8000-000000000001"
 let t: TestServer
 let INTEGRATION_ID: string
 
-beforeAll(async () => {
-  t = await startTestServer()
-  // A self-hosted server has no GitHub App: the operator registers the integration (npm run keys -- integration add).
-  makeDeploymentRepository(t.server.db).insertIntegration({
-    id: randomUUID(),
-    tenant_id: WORKSPACE_ID,
-    provider: "github",
-    owner: "langchain-ai",
-    owner_key: "langchain-ai",
-    webhook_secret: randomBytes(16).toString("hex"),
-    installed_at: new Date().toISOString()
-  })
-})
-
-afterAll(async () => {
-  await t?.close()
-})
-
 /** `requests` as the sample uses it: JSON in, status and JSON out. */
 const requests = async (method: string, url: string, headers: Record<string, string>, json?: unknown) => {
   const response = await fetch(url, { method, headers, ...(json === undefined ? {} : { body: JSON.stringify(json) }) })
@@ -66,8 +48,27 @@ const createBody = (deploymentType: string) => ({
   ]
 })
 
-describe("the official docs' control plane example, replayed against Slipway", () => {
-  const CONTROL_PLANE_HOST = () => t.url
+/** The control plane at the root (as Slipway serves it) and under /api-host (as self-hosted LangSmith does). */
+describe.each(["", "/api-host"])("the official docs' control plane example, replayed against Slipway at %j", (prefix) => {
+  const CONTROL_PLANE_HOST = () => t.url + prefix
+
+  beforeAll(async () => {
+    t = await startTestServer()
+    // A self-hosted server has no GitHub App: the operator registers the integration (npm run keys -- integration add).
+    makeDeploymentRepository(t.server.db).insertIntegration({
+      id: randomUUID(),
+      tenant_id: WORKSPACE_ID,
+      provider: "github",
+      owner: "langchain-ai",
+      owner_key: "langchain-ai",
+      webhook_secret: randomBytes(16).toString("hex"),
+      installed_at: new Date().toISOString()
+    })
+  })
+
+  afterAll(async () => {
+    await t?.close()
+  })
 
   const create_deployment = async (): Promise<string> => {
     const headers = { ...get_headers(), "Content-Type": "application/json" }

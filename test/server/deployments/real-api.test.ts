@@ -212,10 +212,21 @@ describe("the real API's endpoints", () => {
     expect((await t.request("GET", "/v1/integrations/github/not-a-uuid/repos", { key })).status).toBe(422)
   })
 
+  it("serves the control plane under /api-host too (self-hosted LangSmith's prefix), not the sandbox area", async () => {
+    const deployment = await create(containerBody(uniqueName()))
+    expect((await t.request("GET", `/api-host/v2/deployments/${deployment.id}`)).body.id).toBe(deployment.id)
+    expect((await t.request("GET", "/api-host/v2/listeners")).status).toBe(200)
+    expect((await t.request("GET", "/api-host/openapi.json")).status).toBe(200)
+    expect((await t.request("GET", "/api-host/v2/sandboxes/boxes")).status).toBe(404)
+    expect((await t.request("GET", "/api-host")).status).toBe(404)
+    expect((await t.request("GET", "/api-host/api-host/v2/deployments")).status).toBe(404)
+  })
+
   it("the typed client toward Slipway sends the real names and deploys", async () => {
     const { makeClient, Api } = await import("../../../core/index.ts")
     const { Effect } = await import("effect")
-    const client = makeClient(Api, { baseUrl: t.url, apiKey: TEST_KEY })
+    // Under /api-host, as a LangSmith user would configure it: the client keeps the base URL's path.
+    const client = makeClient(Api, { baseUrl: `${t.url}/api-host`, apiKey: TEST_KEY })
     const deployment = await Effect.runPromise(
       client.createDeployment({ body: { name: uniqueName(), source: "gitrepo", source_config: { repo_url: "https://github.com/a/b" }, source_revision_config: { repo_ref: "main", graph_config_path: "g.json" } } })
     )
