@@ -8,87 +8,14 @@
 import { Effect, Exit, Schema } from "effect"
 import { describe, expect, it } from "vitest"
 import { Api, fromErrorResponse, makeClient, makeOpenApiDocument, unsupportedDeploymentFeature, type Endpoint } from "../../core/index.ts"
-import { generate, loadDocument, makeValidators, resolveRef, variantCount } from "./reference.ts"
+import { generate, loadDocument, makeValidators, operationsOf, requestChecker, resolveRef, type Sent, successOf, variantCount } from "./reference.ts"
 
 type Json = any
 
 const real = loadDocument("2026-08")
 const older = loadDocument("2025-11")
 const validators = makeValidators(real)
-
-interface Operation {
-  readonly method: string
-  readonly template: string
-  readonly pattern: RegExp
-  readonly operation: Json
-}
-
-const operationsOf = (document: Json): Array<Operation> =>
-  Object.entries<Json>(document.paths).flatMap(([template, methods]) =>
-    Object.entries<Json>(methods).map(([method, operation]) => ({
-      method: method.toUpperCase(),
-      template,
-      pattern: new RegExp(`^${template.replace(/\{(\w+)\}/g, "(?<$1>[^/]+)")}$`),
-      operation
-    }))
-  )
-
-const realOperations = operationsOf(real)
-const findOperation = (method: string, path: string) => realOperations.find((op) => op.method === method && op.pattern.test(path))
-
-/** The first success response of an operation: its status and schema (undefined for 204). */
-const successOf = (operation: Json): { status: number; schema: Json | undefined } => {
-  const status = Object.keys(operation.responses).find((code) => code.startsWith("2"))!
-  return { status: Number(status), schema: operation.responses[status].content?.["application/json"]?.schema }
-}
-
-/** A query value as FastAPI reads it for the parameter's schema. */
-const queryValue = (schema: Json, values: Array<string>): unknown => {
-  const type = schema.type ?? schema.anyOf?.find((branch: Json) => branch.type !== "null")?.type
-  if (type === "array") return values
-  const value = values[0]!
-  if (type === "integer") return /^-?\d+$/.test(value) ? Number(value) : value
-  if (type === "boolean") return value === "true" ? true : value === "false" ? false : value
-  return value
-}
-
-interface Sent {
-  readonly method: string
-  readonly url: string
-  readonly headers: Record<string, string>
-  readonly body: unknown
-}
-
-/** What is wrong with a request toward the real API; empty when it is a valid one. */
-const problemsOf = (sent: Sent): Array<string> => {
-  const url = new URL(sent.url)
-  const path = url.pathname
-  const match = findOperation(sent.method, path)
-  if (!match) return [`${sent.method} ${path}: the real API has no such operation`]
-  const problems: Array<string> = []
-  const parameters: Array<Json> = match.operation.parameters ?? []
-  if (!sent.headers["x-api-key"]) problems.push("no X-Api-Key header")
-  if (!sent.headers["x-tenant-id"]) problems.push("no X-Tenant-Id header")
-  const pathValues = match.pattern.exec(path)!.groups ?? {}
-  for (const [name, value] of Object.entries(pathValues)) {
-    const parameter = parameters.find((p) => p.in === "path" && p.name === name)
-    if (!parameter) problems.push(`path parameter ${name} is not declared`)
-    else problems.push(...validators.check(parameter.schema, decodeURIComponent(value)).map((e) => `path ${name}: ${e}`))
-  }
-  for (const name of new Set(url.searchParams.keys())) {
-    const parameter = parameters.find((p) => p.in === "query" && p.name === name)
-    if (!parameter) problems.push(`query parameter ${name} is not one the real API has`)
-    else problems.push(...validators.check(parameter.schema, queryValue(parameter.schema, url.searchParams.getAll(name))).map((e) => `query ${name}: ${e}`))
-  }
-  for (const parameter of parameters) {
-    if (parameter.required && parameter.in === "query" && !url.searchParams.has(parameter.name)) problems.push(`required query parameter ${parameter.name} missing`)
-  }
-  const bodySchema = match.operation.requestBody?.content?.["application/json"]?.schema
-  if (bodySchema && sent.body === undefined) problems.push("the real API requires a body")
-  if (!bodySchema && sent.body !== undefined) problems.push("the real API takes no body here")
-  if (bodySchema && sent.body !== undefined) problems.push(...validators.check(bodySchema, sent.body).map((e) => `body: ${e}`))
-  return problems
-}
+const { realOperations, findOperation, problemsOf } = requestChecker(real, validators)
 
 /**
  * A client toward the real API whose fetch records each request and answers it with an instance
