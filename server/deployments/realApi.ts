@@ -21,7 +21,7 @@ const repositoryNumber = (normalized: string): number => Number.parseInt(createH
 export const realApiRoutes = (context: ServerContext, { repository: repo }: RealApiDeps, spec: ReadonlyArray<Route>): ReadonlyArray<Route> => {
   const deploymentsUsing = context.db.prepare(
     `SELECT repo_url, repo_ref FROM deployments
-     WHERE tenant_id = ? AND json_extract(source_config, '$.integration_id') = ? AND repo_url IS NOT NULL
+     WHERE tenant_id = ? AND lower(json_extract(source_config, '$.integration_id')) = ? AND repo_url IS NOT NULL
      ORDER BY created_at, id`
   )
   const existing = context.db.prepare("SELECT id FROM deployments WHERE tenant_id = ? AND id = ?")
