@@ -53,7 +53,7 @@ const SignIn = ({ onSignedIn }: { onSignedIn: (session: Session) => void }) => {
     <main class="signin">
       <form class="card form" id="signin" onSubmit={submit}>
         <h1>
-          <span class="logo">⛵</span> Slipway
+          <img class="logo" src="/console/favicon.svg" alt="" /> Slipway
         </h1>
         <label>
           API key
@@ -61,7 +61,9 @@ const SignIn = ({ onSignedIn }: { onSignedIn: (session: Session) => void }) => {
           <small>Kept in this browser tab only (sessionStorage): closing the tab signs you out.</small>
         </label>
         <label>
-          Tenant id <span class="muted">(optional)</span>
+          <span>
+            Tenant id <span class="muted">(optional)</span>
+          </span>
           <input name="tenant_id" autoComplete="off" placeholder="the key's own tenant" value={tenant} onInput={(e) => setTenant(e.currentTarget.value)} />
         </label>
         <ErrorBox error={error} />
@@ -160,7 +162,7 @@ const App = () => {
     <div class="app">
       <header class="top">
         <a class="brand" href="#/deployments">
-          <span class="logo">⛵</span> Slipway
+          <img class="logo" src="/console/favicon.svg" alt="" /> Slipway
         </a>
         <TenantPicker session={session} onChange={setSession} />
         <button

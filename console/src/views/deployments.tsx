@@ -31,7 +31,7 @@ export const DeploymentList = ({ session }: { session: Session }) => {
             <tr>
               <th>Name</th>
               <th>Status</th>
-              <th>Source</th>
+              <th>Latest source</th>
               <th>Updated</th>
             </tr>
           </thead>
@@ -47,6 +47,11 @@ export const DeploymentList = ({ session }: { session: Session }) => {
                 <td class="mono">
                   <span class="muted">{deployment.source === "external_container" ? "image " : "git "}</span>
                   {imageOf(deployment)}
+                  {deployment.active_revision_id && deployment.latest_revision_id && deployment.active_revision_id !== deployment.latest_revision_id && (
+                    <span class="chip" title="The active revision is not the latest one (redeployed or still rolling out)">
+                      active: older revision
+                    </span>
+                  )}
                 </td>
                 <td>
                   <Time iso={deployment.updated_at} />
@@ -116,7 +121,9 @@ export const CreateDeployment = ({ session }: { session: Session }) => {
           <input name="image_uri" autoComplete="off" placeholder="registry.example.com/acme/agent:1.0" value={image} onInput={(e) => setImage(e.currentTarget.value)} />
         </label>
         <label>
-          Secrets <span class="muted">(optional)</span>
+          <span>
+            Secrets <span class="muted">(optional)</span>
+          </span>
           <textarea name="secrets" rows={3} placeholder={"DATABASE_URL=postgres://…\nOPENAI_API_KEY=…"} value={secrets} onInput={(e) => setSecrets(e.currentTarget.value)} />
           <small>One NAME=value per line; values are write-only (shown masked afterwards).</small>
         </label>
@@ -168,6 +175,7 @@ export const DeploymentPage = ({ session, id }: { session: Session; id: string }
   }
   const { deployment, revisions } = value
   const shownRevision = revisions.find((revision) => revision.id === selected) ?? revisions[0]
+  const active = revisions.find((revision) => revision.id === deployment.active_revision_id)
   return (
     <section>
       <p>
@@ -185,7 +193,9 @@ export const DeploymentPage = ({ session, id }: { session: Session; id: string }
       <dl class="card facts">
         <dt>Id</dt>
         <dd class="mono">{deployment.id}</dd>
-        <dt>Source</dt>
+        <dt>Running</dt>
+        <dd class="mono">{active ? imageOf(active) : <span class="muted">nothing yet</span>}</dd>
+        <dt>Latest source</dt>
         <dd class="mono">
           {deployment.source} {imageOf(deployment)}
         </dd>
@@ -387,7 +397,7 @@ const Logs = ({ session, title, path, showRevision }: { session: Session; title:
           }}
         >
           {entries.map((entry) => (
-            <div class={`line ${entry.level.toLowerCase()} ${entry.stream}`}>
+            <div class={`line lv-${entry.level.toLowerCase()} st-${entry.stream}`}>
               <span class="ts">{new Date(entry.timestamp).toISOString().slice(11, 23)}</span> <span class="lvl">{entry.level.padEnd(5)}</span>{" "}
               {showRevision && <span class="rev">{entry.revision_id.slice(0, 8)} </span>}
               {entry.message}

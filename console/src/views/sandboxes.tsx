@@ -87,7 +87,9 @@ const CreateBox = ({ session, templates, onDone }: { session: Session; templates
         </select>
       </label>
       <label>
-        Name <span class="muted">(optional)</span>
+        <span>
+          Name <span class="muted">(optional)</span>
+        </span>
         <input name="name" autoComplete="off" value={name} onInput={(e) => setName(e.currentTarget.value)} />
       </label>
       <button class="primary" type="submit" disabled={busy || templates.length === 0}>
