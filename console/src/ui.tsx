@@ -27,6 +27,7 @@ export const ErrorBox = ({ error }: { error: unknown }) => {
     <div class="error" role="alert">
       {status ? <strong>Error {status}</strong> : <strong>Error</strong>}
       {lines.length === 1 ? <span> {lines[0]}</span> : <ul>{lines.map((line) => <li>{line}</li>)}</ul>}
+      {status === 401 && <div class="small">The key was refused (revoked?): sign out and sign in with a valid key.</div>}
     </div>
   )
 }
