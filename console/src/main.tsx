@@ -66,7 +66,7 @@ const SignIn = ({ onSignedIn }: { onSignedIn: (session: Session) => void }) => {
           </span>
           <input name="tenant_id" autoComplete="off" placeholder="the key's own tenant" value={tenant} onInput={(e) => setTenant(e.currentTarget.value)} />
         </label>
-        <ErrorBox error={error} />
+        <ErrorBox error={error} signingIn />
         <button class="primary" type="submit" disabled={busy || key.trim() === ""}>
           {busy ? "Signing in…" : "Sign in"}
         </button>

@@ -19,7 +19,7 @@ export const Status = ({ value }: { value: string }) => (
 )
 
 /** An error next to the form or view it belongs to; `role=alert` so it is announced. */
-export const ErrorBox = ({ error }: { error: unknown }) => {
+export const ErrorBox = ({ error, signingIn }: { error: unknown; signingIn?: boolean }) => {
   if (!error) return null
   const lines = error instanceof ApiError ? error.lines : [String((error as Error)?.message ?? error)]
   const status = error instanceof ApiError && error.status > 0 ? error.status : undefined
@@ -27,7 +27,7 @@ export const ErrorBox = ({ error }: { error: unknown }) => {
     <div class="error" role="alert">
       {status ? <strong>Error {status}</strong> : <strong>Error</strong>}
       {lines.length === 1 ? <span> {lines[0]}</span> : <ul>{lines.map((line) => <li>{line}</li>)}</ul>}
-      {status === 401 && <div class="small">The key was refused (revoked?): sign out and sign in with a valid key.</div>}
+      {status === 401 && !signingIn && <div class="small">The key was refused (revoked?): sign out and sign in with a valid key.</div>}
     </div>
   )
 }

@@ -64,6 +64,7 @@ describe("console: deployments", () => {
     const alert = page.locator("form#signin [role=alert]")
     await alert.waitFor()
     expect(await alert.textContent()).toMatch(/Error 401/)
+    await browser.screenshot("console-signin")
 
     await page.fill("input[name=api_key]", server.key)
     await page.click("form#signin button[type=submit]")
@@ -150,6 +151,8 @@ describe("console: deployments", () => {
     expect((await server.request("GET", `/v2/deployments/${deploymentId}`)).body.active_revision_id).not.toBe(firstRevision)
 
     await older.getByRole("button", { name: "Redeploy" }).click()
+    await page.locator("dialog.confirm").waitFor()
+    await browser.screenshot("console-rollback")
     await page.locator("dialog.confirm").getByRole("button", { name: "Redeploy" }).click()
     await older.getByText("active").waitFor()
     expect(await page.locator("dl.facts").textContent()).toMatch(/Runningregistry\.example\.com\/acme\/shop:1/)
