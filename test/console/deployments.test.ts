@@ -170,6 +170,10 @@ describe("console: deployments", () => {
     // The deployment's own config is the latest revision's; the list says the active one is older.
     expect(await row.textContent()).toContain("registry.example.com/acme/shop:2")
     expect(await row.textContent()).toContain("active: older revision")
+    await page.fill("input[aria-label='filter by name']", "nomatch")
+    await page.getByText("No deployment matches the filter.").waitFor()
+    await page.fill("input[aria-label='filter by name']", "sho")
+    await row.waitFor()
     await browser.screenshot("console-deployments")
   })
 

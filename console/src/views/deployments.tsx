@@ -11,20 +11,25 @@ const imageOf = (deployment: { source: string; source_revision_config: Revision[
 const inProgress = new Set(["CREATING", "QUEUED", "AWAITING_BUILD", "BUILDING", "AWAITING_DEPLOY", "DEPLOYING"])
 
 export const DeploymentList = ({ session }: { session: Session }) => {
-  const { value, error } = usePoll(() => listAll<Deployment>(session, "/v2/deployments", "resources"), 3000, [session])
+  const { value: all, error } = usePoll(() => listAll<Deployment>(session, "/v2/deployments", "resources"), 3000, [session])
+  const [filter, setFilter] = useState("")
+  const value = all?.filter((deployment) => deployment.name.includes(filter.trim().toLowerCase()))
   return (
     <section>
       <header class="page-head">
         <h2>Deployments</h2>
-        <a class="button primary" href="#/deployments/new">
-          New deployment
-        </a>
+        <div class="actions">
+          {all !== undefined && all.length > 0 && <input class="filter" aria-label="filter by name" placeholder="filter by name" value={filter} onInput={(e) => setFilter(e.currentTarget.value)} />}
+          <a class="button primary" href="#/deployments/new">
+            New deployment
+          </a>
+        </div>
       </header>
       <ErrorBox error={error} />
       {value === undefined ? (
         !error && <Empty>Loading…</Empty>
       ) : value.length === 0 ? (
-        <Empty>No deployments yet. Create one, or deploy with the GitHub Action or the CLI.</Empty>
+        <Empty>{all!.length === 0 ? "No deployments yet. Create one, or deploy with the GitHub Action or the CLI." : "No deployment matches the filter."}</Empty>
       ) : (
         <table class="list" id="deployments">
           <thead>
