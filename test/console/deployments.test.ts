@@ -78,14 +78,14 @@ describe("console: deployments", () => {
   it("shows the 422 detail next to the form for an invalid name", async () => {
     const { page } = browser
     await page.click("text=New deployment")
-    await page.fill("#create-deployment input[name=name]", "Bad_Name")
+    await page.fill("#create-deployment input[name=name]", "Bad Name")
     await page.fill("#create-deployment input[name=image_uri]", "registry.example.com/acme/shop:1")
     await page.click("#create-deployment button[type=submit]")
     const alert = page.locator("#create-deployment [role=alert]")
     await alert.waitFor()
     const text = await alert.textContent()
     expect(text).toContain("Error 422")
-    expect(text).toContain("name: Input should contain only lowercase letters, digits and '-'")
+    expect(text).toMatch(/name: Input should contain only lowercase letters, digits/)
     await browser.screenshot("console-error")
     // A secrets line that is not NAME=value is refused before anything is sent.
     await page.fill("#create-deployment input[name=name]", "shop")

@@ -1,18 +1,13 @@
 /**
  * The console's sandbox pages in a real browser against real servers: templates, pools, volumes
  * (sizes and their total; the quota is not exposed), sandboxes with their status, an error from
- * the create form, and a box's page: without a dataplane it says the runtime cannot execute; with
- * the real dataplane (server/sandboxes/dataplane over a bubblewrap box) its terminal runs commands.
+ * the create form, and a box's page: on the simulated runtime (no dataplane) it says the runtime
+ * cannot execute; on the local runtime its terminal runs commands in the real box.
  */
-import { Layer } from "effect"
-import type { Route } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { Dataplane } from "../../server/sandboxes/Dataplane.ts"
-import { sandboxModule } from "../../server/sandboxes/module.ts"
-import { modules } from "../../server/modules.ts"
-import { makeBwrapBox, type TestBox } from "../support/bwrap-box.ts"
-import { startDataplaneServer, type DataplaneServer } from "../support/dataplane-server.ts"
-import { eventually, startTestServer, type TestServer } from "../support/server.ts"
+import { pushTestImages, removeTestImages } from "../support/images.ts"
+import { startRegistry } from "../support/registry.ts"
+import { startTestServer, type TestServer } from "../support/server.ts"
 import { launchBrowser, type TestBrowser } from "./browser.ts"
 
 let browser: TestBrowser
@@ -109,67 +104,64 @@ describe("console: sandboxes on a runtime that cannot execute", () => {
   })
 })
 
-describe("console: a box's terminal over the real dataplane", () => {
+describe("console: a box's terminal on the local runtime", () => {
+  // A real server with the `local` runtime: the box runs under bubblewrap from an image pulled
+  // from a real registry (the test's mirror of Docker Hub), and its dataplane answers at
+  // {server}/sandboxes/{id}, the console's own origin.
+  let registry: Awaited<ReturnType<typeof startRegistry>>
   let server: TestServer
-  let dataplane: DataplaneServer
-  let box: TestBox
-  const boxes: Record<string, TestBox> = {}
+  const saved = { mirror: process.env.SLIPWAY_REGISTRY_MIRROR, insecure: process.env.SLIPWAY_INSECURE_REGISTRIES }
 
   beforeAll(async () => {
-    box = makeBwrapBox()
-    dataplane = await startDataplaneServer(boxes)
-    // The sandbox area as the server has it, with a dataplane that answers at the dataplane server.
-    const withDataplane = {
-      ...sandboxModule,
-      layer: Layer.merge(sandboxModule.layer!, Layer.succeed(Dataplane, Dataplane.of({ name: "test", urlFor: (id) => dataplane.boxUrl(id) })))
-    }
-    server = await startTestServer({ modules: modules.map((module) => (module === sandboxModule ? withDataplane : module)) })
-    await ok(server.request("POST", "/v2/sandboxes/templates", { body: { name: "shell", image: "busybox:1.36" } }))
-    const created = await ok(server.request("POST", "/v2/sandboxes/boxes", { body: { template_name: "shell", name: "dev" } }))
-    boxes[created.id] = box
-  })
+    registry = await startRegistry()
+    await pushTestImages(registry.host, { only: ["busybox"] })
+    process.env.SLIPWAY_REGISTRY_MIRROR = registry.host
+    process.env.SLIPWAY_INSECURE_REGISTRIES = registry.host
+    server = await startTestServer({ runtime: "local" })
+    await ok(server.request("POST", "/v2/sandboxes/templates", { body: { name: "shell", image: "python:3.12-slim", resources: { cpu: "500m", memory: "256Mi" } } }))
+    await ok(server.request("POST", "/v2/sandboxes/boxes", { body: { template_name: "shell", name: "dev", wait_for_ready: true, timeout: 120 } }))
+  }, 180_000)
 
   afterAll(async () => {
-    await browser?.page.unrouteAll({ behavior: "ignoreErrors" })
     await server?.close()
-    await dataplane?.close()
-    await box?.dispose()
-  })
+    await registry?.stop()
+    removeTestImages()
+    process.env.SLIPWAY_REGISTRY_MIRROR = saved.mirror
+    process.env.SLIPWAY_INSECURE_REGISTRIES = saved.insecure
+  }, 60_000)
 
   it("runs commands in the box and shows stdout, stderr and the exit code", async () => {
     const { page } = browser
-    // The server mounts the dataplane on its own origin; here it listens on another port, so the
-    // browser's requests to it are passed through unchanged (the dataplane server's key is the
-    // one it checks, as the server's own keys would be).
-    const sentKeys = new Set<string>()
-    await page.route(`${dataplane.url}/**`, async (route: Route) => {
-      const request = route.request()
-      const cors = { "access-control-allow-origin": server.url, "access-control-allow-headers": "content-type, x-api-key, x-tenant-id", "access-control-allow-methods": "POST" }
-      if (request.method() === "OPTIONS") return route.fulfill({ status: 204, headers: cors })
-      sentKeys.add(request.headers()["x-api-key"] ?? "")
-      const response = await route.fetch({ headers: { ...request.headers(), "x-api-key": dataplane.apiKey } })
-      await route.fulfill({ response, headers: { ...response.headers(), ...cors } })
+    const dataplaneCalls: Array<{ url: string; key: string | undefined }> = []
+    page.on("request", (request) => {
+      if (request.url().includes("/sandboxes/") && request.url().endsWith("/execute")) dataplaneCalls.push({ url: request.url(), key: request.headers()["x-api-key"] })
     })
     await signIn(server)
     await page.click("nav >> text=Sandboxes")
+    await page.locator('#boxes tr[data-name="dev"] [data-status=ready]').waitFor()
     await page.click('#boxes tr[data-name="dev"] a')
     const terminal = page.locator("#terminal")
     await terminal.waitFor()
     const input = terminal.locator("input[aria-label=command]")
-    await input.fill("echo hello from $(hostname); echo oops >&2; exit 3")
+    await input.fill("echo hello from the box; echo oops >&2; exit 3")
     await input.press("Enter")
-    await terminal.locator(".stdout", { hasText: "hello from box" }).waitFor()
+    await terminal.locator(".stdout", { hasText: "hello from the box" }).waitFor({ timeout: 30_000 })
     expect(await terminal.locator(".stderr").last().textContent()).toContain("oops")
     expect(await terminal.locator(".exit").last().textContent()).toBe("exit code 3")
-    await input.fill("echo persisted > /home/user/note && cat /home/user/note && ls /")
+    await input.fill("echo persisted > /home/user/note && cat /home/user/note && pwd")
     await input.press("Enter")
-    await terminal.locator(".stdout", { hasText: "persisted" }).waitFor()
+    await terminal.locator(".stdout", { hasText: "persisted" }).waitFor({ timeout: 30_000 })
+    expect(await terminal.locator(".stdout").last().textContent()).toContain("/home/user")
     // History: Up recalls the last command.
     await input.press("ArrowUp")
     expect(await input.inputValue()).toContain("echo persisted")
-    // The console sent the signed-in key, as the dataplane protocol asks (X-Api-Key).
-    expect([...sentKeys]).toEqual([server.key])
-    await eventually(async () => (box.running() === 0 ? true : undefined))
+    // The console called the box's dataplane_url on its own origin with the signed-in key.
+    const { body: box } = await server.request("GET", "/v2/sandboxes/boxes/dev")
+    expect(box.dataplane_url).toBe(`${server.url}/sandboxes/${box.id}`)
+    expect(dataplaneCalls).toEqual([
+      { url: `${box.dataplane_url}/execute`, key: server.key },
+      { url: `${box.dataplane_url}/execute`, key: server.key }
+    ])
     await browser.screenshot("console-terminal")
     expect(browser.pageErrors).toEqual([])
   })

@@ -152,12 +152,24 @@ export const deploymentStoreSuite = (backend: string, stores: Layer.Layer<Deploy
       })
     )
 
-    it.effect("keeps listeners per tenant and names the deployments that use one", () =>
+    it.effect("keeps listeners per tenant (compute_id unique per tenant) and names the deployments that use one", () =>
       Effect.gen(function* () {
         const store = yield* DeploymentStore
         const [tenantId, stranger] = [yield* tenant, yield* tenant]
-        const listener = { id: randomUUID(), tenant_id: tenantId, compute_type: "k8s" as const, compute_config: { k8s_namespaces: ["prod", "dev"] }, created_at: at(), updated_at: at() }
+        const listener = {
+          id: randomUUID(),
+          tenant_id: tenantId,
+          compute_type: "k8s" as const,
+          compute_id: unique("cluster"),
+          version: "1.2.3",
+          compute_config: { k8s_namespaces: ["prod", "dev"] },
+          created_at: at(),
+          updated_at: at()
+        }
         yield* store.insertListener(listener)
+        const twin = yield* Effect.flip(store.insertListener({ ...listener, id: randomUUID() }))
+        expect(twin._tag).toBe("Conflict")
+        yield* store.insertListener({ ...listener, id: randomUUID(), tenant_id: stranger })
         expect(yield* store.listener(tenantId, listener.id)).toEqual(listener)
         expect(yield* store.listener(stranger, listener.id)).toBeUndefined()
         const { deployment, revision } = deploymentWithRevision(tenantId, {
@@ -169,6 +181,7 @@ export const deploymentStoreSuite = (backend: string, stores: Layer.Layer<Deploy
         expect((yield* store.listListeners(tenantId, { limit: 10, offset: 0 })).map((item) => item.compute_config)).toEqual([{ k8s_namespaces: ["prod"] }])
         expect(yield* store.deleteListener(stranger, listener.id)).toBe(false)
         expect(yield* store.deleteListener(tenantId, listener.id)).toBe(true)
+        expect(yield* store.repositoriesOfIntegration(tenantId, randomUUID())).toEqual([])
       })
     )
 

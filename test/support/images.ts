@@ -1,7 +1,8 @@
 /**
  * Test images, built here without Docker (umoci + Debian's static busybox) and pushed with skopeo.
  *
- *   busybox        /bin/busybox with every applet linked in /bin (and bash -> busybox), PATH=/bin,
+ *   busybox        /bin/busybox with every applet linked in /bin (and /bin/bash, a script running busybox sh: the
+ *                  clients' default shell; Debian's busybox has no bash applet), PATH=/bin,
  *                  /home/user, /tmp, /etc/passwd; cmd /bin/sh
  *   http-ok        busybox + `httpd -f -p ${PORT:-8000} -h /www`: GET /ok answers 200 with body "ok";
  *                  workingDir /www, exposes 8000/tcp
@@ -16,7 +17,7 @@ import { chmodSync, existsSync, mkdirSync, readdirSync, rmSync, symlinkSync, wri
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { runCommand } from "../../server/runtime/local/command.ts"
-import { isStaticElf, which } from "../../server/runtime/local/host.ts"
+import { isStaticElf, which } from "../../server/runtime/local/tools.ts"
 
 export type TestImageName = "busybox" | "http-ok" | "crash" | "never-healthy"
 export const TEST_IMAGE_NAMES: ReadonlyArray<TestImageName> = ["busybox", "http-ok", "crash", "never-healthy"]
@@ -113,11 +114,12 @@ const build = async (): Promise<string> => {
   chmodSync(join(rootfs, "tmp"), 0o1777)
   const { stdout } = await runCommand([busybox, "--list"], { timeoutMs: 10_000 })
   await runCommand(["cp", busybox, join(rootfs, "bin", "busybox")], { timeoutMs: 10_000 })
-  for (const applet of new Set([...stdout.split("\n").map((s) => s.trim()), "bash"])) {
+  for (const applet of new Set(stdout.split("\n").map((s) => s.trim()))) {
     if (applet === "" || applet === "busybox" || applet.includes("/")) continue
     const link = join(rootfs, "bin", applet)
     if (!existsSync(link)) symlinkSync("busybox", link)
   }
+  writeFileSync(join(rootfs, "bin", "bash"), '#!/bin/sh\nexec /bin/sh "$@"\n', { mode: 0o755 })
   writeFileSync(join(rootfs, "etc", "passwd"), "root:x:0:0:root:/root:/bin/sh\nuser:x:1000:1000:user:/home/user:/bin/sh\n")
   writeFileSync(join(rootfs, "etc", "group"), "root:x:0:\nuser:x:1000:\n")
   writeFileSync(join(rootfs, "www", "ok"), "ok")

@@ -20,7 +20,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import bcrypt from "bcryptjs"
 import { runCommand } from "../../server/runtime/local/command.ts"
-import { which } from "../../server/runtime/local/host.ts"
+import { which } from "../../server/runtime/local/tools.ts"
 
 export interface RegistryCredentials {
   readonly username: string

@@ -119,7 +119,7 @@ export const CreateDeployment = ({ session }: { session: Session }) => {
         <label>
           Name
           <input name="name" required autoComplete="off" placeholder="my-agent" value={name} onInput={(e) => setName(e.currentTarget.value)} />
-          <small>1–63 characters: lowercase letters, digits and “-”.</small>
+          <small>1–63 characters: lowercase letters, digits, “-” and “_”.</small>
         </label>
         <label>
           Image

@@ -160,7 +160,7 @@ export const BoxPage = ({ session, name }: { session: Session; name: string }) =
           ) : (
             <p class="notice" id="no-dataplane">
               This server's sandbox runtime cannot execute commands: the sandbox has no dataplane (<code>dataplane_url</code> is null). Run the server with a runtime
-              that executes (e.g. <code>SLIPWAY_RUNTIME=local</code>) to get a terminal here.
+              that executes (<code>SLIPWAY_RUNTIME=local</code>) to get a terminal here.
             </p>
           )}
           {confirming && (

@@ -1,154 +1,158 @@
 /**
- * What this host offers the local runtime: which tools are installed (absolute paths) and how cgroups
- * are mounted. Synchronous and cheap (a few stat calls): meant for start-up, choosing the runtime and
- * the start-up log line (`hostToolsSummary`).
+ * Small host helpers shared by the box runner and the volume store: running a host tool,
+ * reading the mount table, cgroup mode detection. Root-only operations; no shell strings.
  */
-import { accessSync, closeSync, constants, existsSync, openSync, readFileSync, readSync, statSync } from "node:fs"
-import { delimiter, join } from "node:path"
+import { execFile } from "node:child_process"
+import { readFileSync, existsSync, statSync } from "node:fs"
+import path from "node:path"
 
-export type HostToolName = "bwrap" | "skopeo" | "umoci" | "nsenter" | "busybox" | "mkfs.btrfs"
-
-/** The Debian package that provides each tool (for "install Debian package X" messages). */
-export const TOOL_PACKAGES: Readonly<Record<HostToolName, string>> = {
-  bwrap: "bubblewrap",
-  skopeo: "skopeo",
-  umoci: "umoci",
-  nsenter: "util-linux",
-  busybox: "busybox-static",
-  "mkfs.btrfs": "btrfs-progs"
+/** A Debian package that provides each host tool the local runtime needs. */
+export const TOOL_PACKAGES: Readonly<Record<string, string>> = {
+  "/usr/bin/bwrap": "bubblewrap",
+  "/usr/bin/nsenter": "util-linux",
+  "/usr/bin/setpriv": "util-linux",
+  "/usr/bin/prlimit": "util-linux",
+  "/usr/sbin/losetup": "util-linux",
+  "/usr/bin/mount": "mount",
+  "/usr/bin/umount": "mount",
+  "/usr/sbin/mkfs.ext4": "e2fsprogs",
+  "/usr/sbin/e2fsck": "e2fsprogs",
+  "/usr/sbin/resize2fs": "e2fsprogs",
+  "/usr/sbin/mkfs.btrfs": "btrfs-progs",
+  "/usr/bin/btrfs": "btrfs-progs",
+  "/bin/busybox": "busybox-static",
+  "/usr/bin/perl": "perl-base",
+  "/usr/bin/unshare": "util-linux",
+  "/bin/sh": "dash"
 }
 
-const TOOL_NAMES: ReadonlyArray<HostToolName> = ["bwrap", "skopeo", "umoci", "nsenter", "busybox", "mkfs.btrfs"]
-
-export type CgroupMode =
-  /** cgroup v2, one unified hierarchy at `root`. */
-  | { readonly mode: "v2"; readonly root: string; readonly controllers: ReadonlyArray<string>; readonly writable: boolean }
-  /** cgroup v1: one hierarchy per controller under `root` (memory, cpu, pids are the ones we use). */
-  | { readonly mode: "v1"; readonly root: string; readonly controllers: ReadonlyArray<string>; readonly writable: boolean }
-  | { readonly mode: "none" }
-
-export interface HostTools {
-  /** Absolute path of each tool, or null when missing. `busybox` is only reported when statically linked. */
-  readonly tools: Readonly<Record<HostToolName, string | null>>
-  readonly cgroup: CgroupMode
-}
-
-const SEARCH_EXTRA = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]
-
-const isExecutableFile = (path: string): boolean => {
-  try {
-    if (!statSync(path).isFile()) return false
-    accessSync(path, constants.X_OK)
-    return true
-  } catch {
-    return false
+/** Throws a clear error naming the Debian package when a host tool is missing. */
+export const requireTools = (tools: ReadonlyArray<string>): void => {
+  const missing = tools.filter((t) => !existsSync(t))
+  if (missing.length > 0) {
+    const pkgs = [...new Set(missing.map((t) => TOOL_PACKAGES[t] ?? "?"))]
+    throw new Error(`local runtime: missing ${missing.join(", ")} (install the Debian package(s): ${pkgs.join(", ")})`)
   }
 }
 
-/** The absolute path of `name` on PATH (and the usual sbin directories), or null. */
-export const which = (name: string, pathEnv: string = process.env.PATH ?? ""): string | null => {
-  const dirs = [...pathEnv.split(delimiter).filter((d) => d.startsWith("/")), ...SEARCH_EXTRA]
-  for (const dir of new Set(dirs)) {
-    const candidate = join(dir, name)
-    if (isExecutableFile(candidate)) return candidate
+export class HostCommandError extends Error {
+  readonly code: number | null
+  readonly stderr: string
+  constructor(argv: ReadonlyArray<string>, code: number | null, stderr: string) {
+    super(`${argv.join(" ")} failed (exit ${code}): ${stderr.trim().slice(0, 500)}`)
+    this.code = code
+    this.stderr = stderr
   }
-  return null
+}
+
+/** Runs a host tool with a clean environment; resolves with stdout, rejects with HostCommandError. */
+export const run = (argv: ReadonlyArray<string>, timeoutMs = 30_000): Promise<string> =>
+  new Promise((resolve, reject) => {
+    execFile(
+      argv[0]!,
+      argv.slice(1),
+      { env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin", LC_ALL: "C" }, timeout: timeoutMs, maxBuffer: 4 << 20 },
+      (error, stdout, stderr) => {
+        if (error) {
+          const code = typeof error.code === "number" ? error.code : null
+          reject(new HostCommandError(argv, code, String(stderr || error.message)))
+        } else resolve(String(stdout))
+      }
+    )
+  })
+
+const unescapeMount = (s: string) => s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)))
+
+export interface MountEntry {
+  readonly mountPoint: string
+  readonly fsType: string
+  readonly source: string
+}
+
+/** The host's mount table (this process's mount namespace). */
+export const mounts = (): Array<MountEntry> =>
+  readFileSync("/proc/self/mountinfo", "utf8")
+    .split("\n")
+    .filter((l) => l.length > 0)
+    .map((line) => {
+      const [left, right = ""] = line.split(" - ")
+      const fields = left!.split(" ")
+      const rightFields = right.split(" ")
+      return { mountPoint: unescapeMount(fields[4]!), fsType: rightFields[0]!, source: unescapeMount(rightFields[1] ?? "") }
+    })
+
+/** Mount points at or below `dir`, most recent first (the order to unmount them). */
+export const mountsUnder = (dir: string): Array<MountEntry> => {
+  const prefix = dir.endsWith("/") ? dir : dir + "/"
+  return mounts()
+    .filter((m) => m.mountPoint === dir || m.mountPoint.startsWith(prefix))
+    .reverse()
+}
+
+export const isMountPoint = (dir: string): boolean => mounts().some((m) => m.mountPoint === dir)
+
+/** Unmounts everything at or below `dir` (deepest first); lazily when busy. */
+export const unmountAll = async (dir: string): Promise<void> => {
+  for (const m of mountsUnder(dir)) {
+    try {
+      await run(["/usr/bin/umount", m.mountPoint])
+    } catch {
+      await run(["/usr/bin/umount", "-l", m.mountPoint]).catch(() => undefined)
+    }
+  }
+}
+
+/** Loop devices whose backing file is `file` (there should be at most one). */
+export const loopDevicesOf = async (file: string): Promise<Array<string>> => {
+  const out = await run(["/usr/sbin/losetup", "-j", file]).catch(() => "")
+  return out
+    .split("\n")
+    .map((l) => l.split(":")[0]!)
+    .filter((d) => d.startsWith("/dev/loop"))
+}
+
+/** Detaches loop devices left behind for `file` (a mount that was lost without autoclear). */
+export const detachLoops = async (file: string): Promise<void> => {
+  for (const dev of await loopDevicesOf(file)) await run(["/usr/sbin/losetup", "-d", dev]).catch(() => undefined)
 }
 
 /**
- * True when `path` is an ELF executable without a program interpreter (statically linked): such a
- * binary runs inside any root filesystem, which is why boxes get a static busybox.
+ * Every ancestor of `dir` must be searchable by others: boxes open their bind sources as an
+ * unprivileged host uid. Returns the first ancestor that is not, or undefined.
  */
-export const isStaticElf = (path: string): boolean => {
-  let fd: number | undefined
+export const unsearchableAncestor = (dir: string): string | undefined => {
+  let current = path.dirname(path.resolve(dir))
+  for (;;) {
+    const mode = statSync(current).mode
+    if ((mode & 0o001) === 0) return current
+    const parent = path.dirname(current)
+    if (parent === current) return undefined
+    current = parent
+  }
+}
+
+/** Kernel clock ticks since boot at which `pid` started (field 22 of /proc/<pid>/stat), or undefined. */
+export const processStartTicks = (pid: number): string | undefined => {
   try {
-    fd = openSync(path, "r")
-    const header = Buffer.alloc(64)
-    if (readSync(fd, header, 0, 64, 0) < 64) return false
-    if (header.readUInt32BE(0) !== 0x7f454c46) return false // "\x7fELF"
-    const is64 = header[4] === 2
-    const little = header[5] === 1
-    const u16 = (b: Buffer, o: number) => (little ? b.readUInt16LE(o) : b.readUInt16BE(o))
-    const u32 = (b: Buffer, o: number) => (little ? b.readUInt32LE(o) : b.readUInt32BE(o))
-    const phoff = is64 ? Number(little ? header.readBigUInt64LE(32) : header.readBigUInt64BE(32)) : u32(header, 28)
-    const phentsize = u16(header, is64 ? 54 : 42)
-    const phnum = u16(header, is64 ? 56 : 44)
-    if (phnum === 0 || phentsize < 8 || phnum > 512) return false
-    const table = Buffer.alloc(phentsize * phnum)
-    if (readSync(fd, table, 0, table.length, phoff) < table.length) return false
-    for (let i = 0; i < phnum; i++) {
-      if (u32(table, i * phentsize) === 3 /* PT_INTERP */) return false
-    }
-    return true
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+    const afterComm = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+    return afterComm[19]
+  } catch {
+    return undefined
+  }
+}
+
+/** Is `pid` alive and the same process that started at `startTicks` (guards against pid reuse)? */
+export const processAlive = (pid: number, startTicks: string): boolean => {
+  const ticks = processStartTicks(pid)
+  if (ticks !== startTicks) return false
+  try {
+    const state = readFileSync(`/proc/${pid}/stat`, "utf8")
+    const s = state.slice(state.lastIndexOf(")") + 2, state.lastIndexOf(")") + 3)
+    return s !== "Z" && s !== "X"
   } catch {
     return false
-  } finally {
-    if (fd !== undefined) closeSync(fd)
   }
 }
 
-const writable = (path: string): boolean => {
-  try {
-    accessSync(path, constants.W_OK)
-    return true
-  } catch {
-    return false
-  }
-}
-
-/** How cgroups are mounted under `root` (default /sys/fs/cgroup) and whether we may create groups. */
-export const cgroupMode = (root: string = "/sys/fs/cgroup"): CgroupMode => {
-  const unified = join(root, "cgroup.controllers")
-  if (existsSync(unified)) {
-    let controllers: Array<string> = []
-    try {
-      controllers = readFileSync(unified, "utf8").trim().split(/\s+/).filter((c) => c.length > 0)
-    } catch {
-      // unreadable: report no controllers
-    }
-    return { mode: "v2", root, controllers, writable: writable(root) }
-  }
-  const wanted = ["memory", "cpu", "pids"]
-  const present = wanted.filter((c) => {
-    try {
-      return statSync(join(root, c)).isDirectory()
-    } catch {
-      return false
-    }
-  })
-  if (present.length === 0) return { mode: "none" }
-  return { mode: "v1", root, controllers: present, writable: present.length === wanted.length && present.every((c) => writable(join(root, c))) }
-}
-
-/** Which runtime tools this host has, and its cgroup mode. */
-export const hostTools = (options: { readonly pathEnv?: string; readonly cgroupRoot?: string } = {}): HostTools => {
-  const tools = {} as Record<HostToolName, string | null>
-  for (const name of TOOL_NAMES) {
-    const path = which(name, options.pathEnv)
-    tools[name] = name === "busybox" && path !== null && !isStaticElf(path) ? null : path
-  }
-  return { tools, cgroup: cgroupMode(options.cgroupRoot) }
-}
-
-/** The tools among `names` that are missing, as a message naming their Debian packages; null when all are present. */
-export const missingToolsMessage = (host: HostTools, names: ReadonlyArray<HostToolName>): string | null => {
-  const missing = names.filter((n) => host.tools[n] === null)
-  if (missing.length === 0) return null
-  const packages = [...new Set(missing.map((n) => TOOL_PACKAGES[n]))]
-  return `missing ${missing.join(", ")}: install Debian package${packages.length > 1 ? "s" : ""} ${packages.join(" ")}`
-}
-
-/** One line for the server's start-up log. */
-export const hostToolsSummary = (host: HostTools): string => {
-  const tools = TOOL_NAMES.map((n) => {
-    const path = host.tools[n]
-    const label = n === "busybox" ? "busybox(static)" : n
-    return path ? `${label}=${path}` : `${label}=missing(${TOOL_PACKAGES[n]})`
-  }).join(" ")
-  const cg = host.cgroup
-  const cgroup =
-    cg.mode === "none"
-      ? "cgroup=none"
-      : `cgroup=${cg.mode}(${cg.controllers.join(",") || "no controllers"}${cg.writable ? ", writable" : ", read-only"})`
-  return `host tools: ${tools} ${cgroup}`
-}
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))

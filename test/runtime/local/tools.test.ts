@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
-import { cgroupMode, hostTools, hostToolsSummary, isStaticElf, missingToolsMessage } from "../../../server/runtime/local/host.ts"
+import { cgroupMode, hostTools, hostToolsSummary, isStaticElf, missingToolsMessage } from "../../../server/runtime/local/tools.ts"
 
 const dirs: Array<string> = []
 afterAll(() => {
