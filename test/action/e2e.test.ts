@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { secretsAnnotation } from "../../action/plan.ts"
+import { secretsAnnotation } from "../../core/deploy/plan.ts"
 import { startTestServer, type TestServer } from "../support/server.ts"
 
 const bundle = join(import.meta.dirname, "../../dist/index.js")

@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { parse as parseYaml } from "yaml"
+import { githubInputNames } from "../../action/main.ts"
 import {
   defaults,
   inputNames,
@@ -12,7 +13,7 @@ import {
   parseSecrets,
   refFromContext,
   type RunContext
-} from "../../action/inputs.ts"
+} from "../../core/deploy/inputs.ts"
 
 const context: RunContext = { repository: "Acme/My_Service.js", ref: "refs/heads/main", headRef: undefined }
 const base = { "api-url": "https://slipway.example.com", "api-key": "slw_key", "image-uri": "registry.example.com/app:1" }
@@ -33,7 +34,7 @@ describe("action.yml", () => {
   const manifest = parseYaml(readFileSync(join(import.meta.dirname, "../../action.yml"), "utf8"))
 
   it("declares exactly the inputs the code reads, each with a description", () => {
-    expect(Object.keys(manifest.inputs)).toEqual([...inputNames])
+    expect(Object.keys(manifest.inputs)).toEqual([...inputNames, ...githubInputNames])
     for (const name of inputNames) expect(manifest.inputs[name].description.length).toBeGreaterThan(10)
   })
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest"
-import type { Inputs } from "../../action/inputs.ts"
+import type { Inputs } from "../../core/deploy/inputs.ts"
 import { externalInputs } from "./fixtures.ts"
-import { type DeploymentView, plan, secretsAnnotation, secretsFingerprint } from "../../action/plan.ts"
+import { type DeploymentView, plan, secretsAnnotation, secretsFingerprint } from "../../core/deploy/plan.ts"
 
 const key = "slw_key"
 const external: Inputs = externalInputs({ apiKey: key })
