@@ -26,6 +26,9 @@ import { renderSummary, type SummaryData, toSummary } from "./summary.ts"
 
 export const userAgent = "slipway-action/0.1.0"
 
+/** `core.ExitCode.Failure`, spelled out: GitHub's local runner (@github/local-action) stubs @actions/core without ExitCode. */
+const failureExitCode = 1
+
 /** Inputs the action reads besides the deploy's own (core/deploy/inputs.ts `inputNames`), in action.yml order. */
 export const githubInputNames = ["github-token", "environment"] as const
 
@@ -124,7 +127,7 @@ const runAction = async (): Promise<void> => {
     annotate(fromInputErrors(parsed.errors))
     setOutputs({ created: false, outcome: "failed", deploymentId: undefined, revisionId: undefined, status: undefined, url: undefined, changes: [], elapsedMs: 0 })
     core.info(`Invalid inputs (${[...new Set(parsed.errors.map((error) => error.input))].join(", ")}); no request was sent`)
-    process.exitCode = core.ExitCode.Failure
+    process.exitCode = failureExitCode
     return
   }
   const inputs: Inputs = parsed.inputs
@@ -180,7 +183,7 @@ const runAction = async (): Promise<void> => {
     const summary = await withFailureLog(inputs, toSummary(inputs, failure.partial, failure.message), failure.partial)
     await writeSummary(renderSummary(summary))
     await github?.finish("failure", failure.partial.url, failure.message)
-    process.exitCode = core.ExitCode.Failure
+    process.exitCode = failureExitCode
     return
   }
   await github?.finish("error", undefined, "unexpected error")

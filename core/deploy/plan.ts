@@ -340,7 +340,10 @@ const planUpdate = (inputs: Inputs, current: DeploymentView, context: PlanContex
     if (Object.keys(body).length === 0) {
       return {
         kind: "noop",
-        reason: `deployment ${current.name} already matches the inputs; no revision created`,
+        reason:
+          commit !== undefined
+            ? `deployment ${current.name} already matches the inputs and its latest revision ${latest ?? "(none)"} is of commit ${commit}; no revision created`
+            : `deployment ${current.name} already matches the inputs; no revision created`,
         revisionId: latest
       }
     }
