@@ -86,10 +86,17 @@ export interface RunResult {
 export class DeployFailure extends Error {
   readonly annotations: ReadonlyArray<Annotation>
   readonly partial: RunResult
-  constructor(message: string, annotations: ReadonlyArray<Annotation>, partial: RunResult) {
+  /**
+   * What kind of failure: the client error's tag (`ValidationError`, `NotFound`, `Unauthorized`,
+   * `TransportError`, …), `RevisionFailed`, `RevisionTimeout`, `InvalidInputs` (the plan refused
+   * the inputs) or `NotActive` (redeployed but another revision serves). The CLI's exit code.
+   */
+  readonly kind: string
+  constructor(message: string, annotations: ReadonlyArray<Annotation>, partial: RunResult, kind = "Failure") {
     super(message)
     this.annotations = annotations
     this.partial = partial
+    this.kind = kind
   }
 }
 
@@ -144,15 +151,15 @@ export const run = (inputs: Inputs, deps: RunDeps): Effect.Effect<RunResult, Dep
       elapsedMs: 0
     }
     const update = (changes: Partial<RunResult>) => void (state = { ...state, ...changes, elapsedMs: deps.now() - started })
-    const fail = (message: string, annotations: ReadonlyArray<Annotation>) => {
+    const fail = (message: string, annotations: ReadonlyArray<Annotation>, kind?: string) => {
       update({})
-      return Effect.fail(new DeployFailure(message, annotations, state))
+      return Effect.fail(new DeployFailure(message, annotations, state, kind))
     }
     const api = <A>(operation: Operation, effect: Effect.Effect<A, ClientError>) =>
       effect.pipe(
         Effect.catch((error: ClientError) => {
           const annotations = describeError(error as any, operation, inputs)
-          return fail(annotations.map((annotation) => annotation.message).join("\n"), annotations)
+          return fail(annotations.map((annotation) => annotation.message).join("\n"), annotations, error._tag)
         })
       )
     const adopt = (deployment: DeploymentView) =>
@@ -195,7 +202,7 @@ export const run = (inputs: Inputs, deps: RunDeps): Effect.Effect<RunResult, Dep
       let createsRevision = true
       switch (decided.kind) {
         case "invalid":
-          return yield* fail(decided.errors.map((error) => `${error.input}: ${error.message}`).join("\n"), fromInputErrors(decided.errors))
+          return yield* fail(decided.errors.map((error) => `${error.input}: ${error.message}`).join("\n"), fromInputErrors(decided.errors), "InvalidInputs")
         case "create": {
           log.info(`Creating deployment ${inputs.name} (source ${inputs.source})`)
           const deployment = yield* api("create", client.createDeployment({ body: decided.body }))
@@ -298,14 +305,14 @@ export const run = (inputs: Inputs, deps: RunDeps): Effect.Effect<RunResult, Dep
             const detail = (error.revision as RevisionView | undefined)?.status_message
             update({ status: error.status, statusMessage: detail ?? undefined })
             const message = `Revision ${error.revisionId} of deployment ${inputs.name} ended in ${error.status} after waiting ${waited}${detail ? `: ${detail}` : ""}`
-            return fail(message, [{ title: "Slipway: revision failed", message }])
+            return fail(message, [{ title: "Slipway: revision failed", message }], "RevisionFailed")
           }
           if (error instanceof RevisionTimeout) {
             const message = `Revision ${error.revisionId} of deployment ${inputs.name} was not DEPLOYED after waiting ${waited} (timeout ${formatElapsed(inputs.timeoutMs)}); last status: ${error.lastStatus ?? "none seen"}`
-            return fail(message, [{ input: "timeout", title: "Slipway: timed out", message }])
+            return fail(message, [{ input: "timeout", title: "Slipway: timed out", message }], "RevisionTimeout")
           }
           const annotations = describeError(error as any, "wait", inputs)
-          return fail(annotations.map((annotation) => annotation.message).join("\n"), annotations)
+          return fail(annotations.map((annotation) => annotation.message).join("\n"), annotations, (error as { _tag: string })._tag)
         })
       )
       update({ status: revision.status })
@@ -316,7 +323,7 @@ export const run = (inputs: Inputs, deps: RunDeps): Effect.Effect<RunResult, Dep
         adopt(deployment)
         if (deployment.active_revision_id !== revisionId) {
           const message = `Revision ${revisionId} is DEPLOYED but deployment ${inputs.name} now serves ${deployment.active_revision_id ?? "no revision"} (another deploy may have run meanwhile)`
-          return yield* fail(message, [{ title: "Slipway: revision not active", message }])
+          return yield* fail(message, [{ title: "Slipway: revision not active", message }], "NotActive")
         }
       }
       log.info(`Revision ${revisionId} is DEPLOYED after ${formatElapsed(state.elapsedMs)}`)
