@@ -153,11 +153,10 @@ export const makeProgram = (done: (code: number) => void): Command => {
   databaseOptions(
     keyCommands
       .command("create")
-      .description("mint a key for a tenant; prints the key once")
-      .option("--tenant <uuid>", "the key's tenant (created when new)")
+      .description("mint a key for --tenant <uuid> (created when new); prints the key once")
       .option("--org <uuid>", "the tenant's organization (default: its own)")
       .option("--description <text>", "what the key is for")
-  ).action(action(async ({ output }, options) => keys.createKey(output, options)))
+  ).action(action(async ({ output, globals }, options) => keys.createKey(output, { ...options, tenant: globals.tenant })))
   databaseOptions(keyCommands.command("revoke").description("revoke a key by id").argument("<id>")).action(action(async ({ output }, id: string, options) => keys.revokeKey(output, id, options)))
 
   program
