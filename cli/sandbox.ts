@@ -58,7 +58,9 @@ const dataplaneError = async (response: Response, what: string, url: string): Pr
   const status = response.status
   if (status === 401 || status === 403) return new CliError(ExitCode.auth, "DataplaneAuth", `${what}: ${message} (HTTP ${status})`)
   if (error === "FileNotFound") return new CliError(ExitCode.notFound, "FileNotFound", `${what}: ${message}`)
-  if (status === 404 && what.startsWith("download")) return new CliError(ExitCode.notFound, "FileNotFound", `${what}: ${message}`)
+  // `{"detail": "Not Found"}` is a server's answer for a path it does not route: no dataplane there.
+  const routeMissing = status === 404 && error === undefined && message === "Not Found"
+  if (status === 404 && !routeMissing && what.startsWith("download")) return new CliError(ExitCode.notFound, "FileNotFound", `${what}: ${message}`)
   if (status === 404) return new CliError(ExitCode.unavailable, "DataplaneUnavailable", `${what}: the dataplane at ${url} answered 404 (${message}); ${notConfigured}`)
   return new CliError(ExitCode.failure, error ?? "DataplaneError", `${what}: ${message} (HTTP ${status})`)
 }
