@@ -207,3 +207,25 @@ describe("parseResourceSpec and parseDuration", () => {
     expect(parseDuration("")).toBeUndefined()
   })
 })
+
+describe("commit-sha", () => {
+  const git = { "api-url": "https://s.example.com", "api-key": "k", "repo-url": "https://github.com/acme/agent", "graph-config-path": "g.json" }
+  const sha = "c".repeat(40)
+  it("is the pushed commit when repo-ref is the pushed ref, the PR head on pull requests, else unset", () => {
+    expect(inputsOf(git, { repository: "acme/agent", ref: "refs/heads/main", headRef: undefined, sha }).commitSha).toBe(sha)
+    expect(inputsOf({ ...git, "repo-ref": "main" }, { repository: "acme/agent", ref: "refs/heads/main", headRef: undefined, sha }).commitSha).toBe(sha)
+    expect(inputsOf({ ...git, "repo-ref": "release" }, { repository: "acme/agent", ref: "refs/heads/main", headRef: undefined, sha }).commitSha).toBeUndefined()
+    expect(inputsOf(git, { repository: "acme/agent", ref: "refs/pull/7/merge", headRef: "feature", sha, headSha: "d".repeat(40) }).commitSha).toBe("d".repeat(40))
+    expect(inputsOf(git, { repository: "acme/agent", ref: "refs/pull/7/merge", headRef: "feature", sha }).commitSha).toBeUndefined()
+    expect(inputsOf({ ...git, "commit-sha": "ABCDEF1" }, { repository: "acme/agent", ref: undefined, headRef: undefined }).commitSha).toBe("abcdef1")
+    expect(inputsOf({ "api-url": "https://s.example.com", "api-key": "k", "image-uri": "x:1" }, { repository: "acme/agent", ref: "refs/heads/main", headRef: undefined, sha }).commitSha).toBeUndefined()
+  })
+
+  it("must be hex and applies to gitrepo only", () => {
+    expect(parse({ ...git, "commit-sha": "--upload-pack=x" }, { repository: "acme/agent", ref: undefined, headRef: undefined })).toMatchObject({ ok: false, errors: [{ input: "commit-sha" }] })
+    expect(parse({ "api-url": "https://s.example.com", "api-key": "k", "image-uri": "x:1", "commit-sha": "abcdef1" }, { repository: "acme/agent", ref: undefined, headRef: undefined })).toMatchObject({
+      ok: false,
+      errors: [{ input: "commit-sha", message: "applies to source gitrepo only, but source is external_container" }]
+    })
+  })
+})
