@@ -200,6 +200,8 @@ export const run = (inputs: Inputs, deps: RunDeps): Effect.Effect<RunResult, Dep
         )
       let revisionId: string | null | undefined
       let createsRevision = true
+      /** After waiting, the revision must also be the one the deployment serves (redeploys). */
+      let mustBeActive = decided.kind === "redeploy"
       switch (decided.kind) {
         case "invalid":
           return yield* fail(decided.errors.map((error) => `${error.input}: ${error.message}`).join("\n"), fromInputErrors(decided.errors), "InvalidInputs")
@@ -245,6 +247,12 @@ export const run = (inputs: Inputs, deps: RunDeps): Effect.Effect<RunResult, Dep
           if (found !== undefined) {
             log.info(`The push webhook created revision ${found.id} for commit ${decided.commitSha}`)
             revisionId = found.id
+            if (found.status === "DEPLOYED" && current!.active_revision_id !== found.id) {
+              // Built and deployed before, but another revision serves now (a later push, or a rollback): serve this commit again.
+              const deployment = yield* api("redeploy", client.redeployRevision({ params: { deployment_id: current!.id, revision_id: found.id } }))
+              adopt(deployment)
+              mustBeActive = true
+            }
           } else {
             log.warning(`No revision of commit ${decided.commitSha} appeared within ${formatElapsed(grace)} (is the webhook configured?); creating it`)
             revisionId = yield* createPinned(decided.fallback)
@@ -317,7 +325,7 @@ export const run = (inputs: Inputs, deps: RunDeps): Effect.Effect<RunResult, Dep
       )
       update({ status: revision.status })
 
-      if (decided.kind === "redeploy") {
+      if (mustBeActive) {
         // The redeployed revision must also be the one the deployment now serves.
         const deployment = yield* api("wait", client.getDeployment({ params: { deployment_id: deploymentId } }))
         adopt(deployment)

@@ -202,5 +202,11 @@ describe("build-on-push: the webhook's revision arrives after the run started", 
     expect(fallback.status).toBe("DEPLOYED")
     expect((await revision(current.id, fallback.revisionId!)).source_revision_config.repo_commit_sha).toBe(sha("5"))
     expect(await revisions(current.id)).toHaveLength(3)
+
+    // Re-running the workflow of commit 4 serves commit 4's revision again, without building it anew.
+    const rerun = await deploy(owner, added.integration_id, sha("4"), 200, [])
+    expect(rerun).toMatchObject({ revisionId: webhookRevision, status: "DEPLOYED" })
+    expect((await deployment(`late-${owner}`)).active_revision_id).toBe(webhookRevision)
+    expect(await revisions(current.id)).toHaveLength(3)
   })
 })
