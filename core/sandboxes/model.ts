@@ -102,7 +102,8 @@ export const Sandbox = Schema.Struct({
   template_name: Schema.String,
   /** The pool that created the sandbox; null for one created directly. */
   pool_name: Schema.NullOr(Schema.String),
-  dataplane_url: Schema.String,
+  /** Where the box's commands and files are served; null when the server's runtime cannot execute (no dataplane). */
+  dataplane_url: Schema.NullOr(Schema.String),
   created_at: Timestamp,
   updated_at: Timestamp
 }).annotate({ identifier: "Sandbox" })
