@@ -113,6 +113,19 @@ export const deployInputs = (settings: Settings, options: DeployOptions) => {
   return parsed.inputs
 }
 
+/** The result as JSON, in the API's snake_case. */
+export const resultJson = (result: RunResult) => ({
+  deployment_id: result.deploymentId ?? null,
+  revision_id: result.revisionId ?? null,
+  status: result.status ?? null,
+  url: result.url ?? null,
+  created: result.created,
+  outcome: result.outcome,
+  changes: result.changes,
+  elapsed_ms: result.elapsedMs,
+  ...(result.statusMessage ? { status_message: result.statusMessage } : {})
+})
+
 const describeResult = (result: RunResult, name: string) =>
   [
     `${name}: ${result.outcome}${result.revisionId ? `, revision ${result.revisionId}` : ""}${result.status ? ` ${result.status}` : ""} (${formatElapsed(result.elapsedMs)})`,
@@ -131,13 +144,13 @@ export const runDeploy = async (settings: Settings, output: Output, inputs: Retu
     })
   )
   if (Exit.isSuccess(exit)) {
-    output.result(exit.value, () => describeResult(exit.value, inputs.name))
+    output.result(resultJson(exit.value), () => describeResult(exit.value, inputs.name))
     return
   }
   const failure = Cause.squash(exit.cause)
   if (failure instanceof DeployFailure) {
     const message = failure.annotations.map((annotation) => annotation.message).join("\n") || failure.message
-    throw new CliError(exitCodeFor(failure.kind), failure.kind, message, { result: failure.partial })
+    throw new CliError(exitCodeFor(failure.kind), failure.kind, message, { result: resultJson(failure.partial) })
   }
   throw failure
 }

@@ -33,9 +33,9 @@ describe("deploy", () => {
     expect(run.code, run.stderr).toBe(0)
     const result = run.json()
     expect(result).toMatchObject({ outcome: "updated", created: false, status: "DEPLOYED", changes: ["image-uri: registry.example.com/web:1 → registry.example.com/web:2"] })
-    expect(result.revisionId).toMatch(uuid)
+    expect(result.revision_id).toMatch(uuid)
     const again = await slipway(["deploy", "--json", "--name", "web", "--image-uri", "registry.example.com/web:2", "--secret", "DB_PASSWORD=hunter2-cli"], env)
-    expect(again.json()).toMatchObject({ outcome: "unchanged", revisionId: result.revisionId })
+    expect(again.json()).toMatchObject({ outcome: "unchanged", revision_id: result.revision_id })
     expect(again.stderr).toContain("Nothing to do")
   })
 
@@ -95,7 +95,7 @@ describe("rollback", () => {
     const run = await slipway(["rollback", "web", "--json"], env)
     expect(run.code, run.stderr).toBe(0)
     expect(run.stderr).toContain(`Rolling web back to revision ${previous.id}`)
-    expect(run.json()).toMatchObject({ outcome: "redeployed", revisionId: previous.id, status: "DEPLOYED" })
+    expect(run.json()).toMatchObject({ outcome: "redeployed", revision_id: previous.id, status: "DEPLOYED" })
     expect((await slipway(["status", "web", "--json"], env)).json().deployment.active_revision_id).toBe(previous.id)
 
     const forward = await slipway(["rollback", "web", "--to", current.id], env)

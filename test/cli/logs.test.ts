@@ -59,7 +59,7 @@ describe("logs", () => {
     const lines = run.stdout.trim().split("\n")
     expect(lines).toHaveLength(8)
     expect(lines).toEqual(lines.map((_, index) => `t${index} [info] line ${index}`))
-    expect(run.stderr).toContain(`revision ${created.json().revisionId}: DEPLOYED`)
+    expect(run.stderr).toContain(`revision ${created.json().revision_id}: DEPLOYED`)
     // It asked for what it had not seen yet, oldest first.
     const offsets = requests.map((request) => request.body.offset)
     expect(offsets[0]).toBe(0)
