@@ -184,8 +184,25 @@ export interface PgClientShape extends Sql {
 const beginStatement = ({ isolation = "read committed", readOnly = false }: TransactionOptions): string =>
   `BEGIN ISOLATION LEVEL ${isolation.toUpperCase()}${readOnly ? " READ ONLY" : ""}`
 
-const connect = (pool: pg.Pool): Effect.Effect<pg.PoolClient, PgError> =>
-  Effect.tryPromise({ try: () => pool.connect(), catch: (error) => classify(error, "connect") })
+const guarded = new WeakSet<pg.PoolClient>()
+
+/**
+ * A checked-out connection. A connection that breaks while checked out (server restart, network)
+ * emits "error" on the client: with no listener that would crash the process, so one is added;
+ * the statement in flight fails on its own and the broken connection is discarded at release.
+ */
+export const connect = (pool: pg.Pool): Effect.Effect<pg.PoolClient, PgError> =>
+  Effect.tryPromise({
+    try: async () => {
+      const client = await pool.connect()
+      if (!guarded.has(client)) {
+        guarded.add(client)
+        client.on("error", () => undefined)
+      }
+      return client
+    },
+    catch: (error) => classify(error, "connect")
+  })
 
 /** One attempt: a connection, BEGIN, work, COMMIT; ROLLBACK and release on any other exit. */
 const attempt = <A, E, R>(pool: pg.Pool, work: (sql: Sql) => Effect.Effect<A, E, R>, options: TransactionOptions) =>

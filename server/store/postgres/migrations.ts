@@ -19,7 +19,7 @@
  * it and applies only the rest (each migration in its own transaction with its record).
  */
 import { Effect } from "effect"
-import { classify, makeSql, type PgClientShape, type PgError } from "./client.ts"
+import { connect, makeSql, type PgClientShape, type PgError } from "./client.ts"
 
 export interface PgMigration {
   readonly id: string
@@ -245,7 +245,7 @@ export const MIGRATION_LOCK_KEY = 0x736c69707761_7900n
  */
 export const migrate = (client: PgClientShape, migrations: ReadonlyArray<PgMigration> = postgresMigrations): Effect.Effect<ReadonlyArray<string>, PgError> =>
   Effect.acquireUseRelease(
-    Effect.tryPromise({ try: () => client.pool.connect(), catch: (error) => classify(error, "connect") }),
+    connect(client.pool),
     (connection) =>
       Effect.gen(function* () {
         const sql = makeSql(connection)
