@@ -20,6 +20,7 @@
  */
 import { Effect } from "effect"
 import { connect, makeSql, type PgClientShape, type PgError } from "./client.ts"
+import { listVersionsMigration } from "./pages.ts"
 
 export interface PgMigration {
   readonly id: string
@@ -228,7 +229,9 @@ export const postgresMigrations: ReadonlyArray<PgMigration> = [
       CREATE INDEX revisions_due ON revisions(updated_at) WHERE status NOT IN (${finalList});
       ALTER TABLE deployments ADD COLUMN lease_owner text, ADD COLUMN lease_until timestamptz;
     `
-  }
+  },
+  // Deep list pages: a per-(tenant, table) version for the checkpoints of pages.ts.
+  listVersionsMigration
 ]
 
 /**
