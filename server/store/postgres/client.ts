@@ -235,7 +235,7 @@ export const transactionOn =
     const retries = options.retries ?? 8
     const loop = (n: number): Effect.Effect<A, E | PgError, R> =>
       Effect.catch(attempt(pool, work, options), (error: E | PgError) => {
-        if (n < retries && isPgError(error) && isRetryable(error)) {
+        if (n < retries && retryableFailure(error)) {
           // 2, 4, 8 ... ms, capped at 100, with full jitter: contenders spread out.
           const delay = Math.random() * Math.min(100, 2 ** (n + 1))
           return Effect.flatMap(Effect.sleep(Duration.millis(delay)), () => loop(n + 1))
@@ -244,6 +244,10 @@ export const transactionOn =
       })
     return loop(0)
   }
+
+/** A retryable PgError, also when a store wrapped it (as the `cause` of its own error). */
+export const retryableFailure = (error: unknown): boolean =>
+  (isPgError(error) && isRetryable(error)) || (typeof error === "object" && error !== null && "cause" in error && isPgError(error.cause) && isRetryable(error.cause))
 
 const pgTags = new Set(["UniqueViolation", "StoreBusy", "StoreUnavailable", "QueryFailed"])
 export const isPgError = (error: unknown): error is PgError =>

@@ -9,7 +9,9 @@
  *   columns lists filter on are generated from them as in SQLite;
  * - exact quantities are `bigint`; sandbox rows keep a `seq` (identity) for list order;
  * - ids stay `text`: a tenant id comes from a header, and a malformed one must answer 404/403
- *   as on SQLite, not fail a cast.
+ *   as on SQLite, not fail a cast;
+ * - ids and names are `COLLATE "C"`: byte order, as SQLite's BINARY, whatever the database's
+ *   locale, so lists sort the same on both backends.
  *
  * Ids mirror the SQLite migrations (001 core, 100 control plane, 200 sandboxes); 300+ are the
  * multi-replica additions (runtime claims). Never edit a shipped migration: add one.
@@ -35,20 +37,20 @@ export const postgresMigrations: ReadonlyArray<PgMigration> = [
     id: "001_tenancy_and_keys",
     sql: `
       CREATE TABLE organizations (
-        id text PRIMARY KEY,
-        name text NOT NULL,
+        id text COLLATE "C" PRIMARY KEY,
+        name text COLLATE "C" NOT NULL,
         storage_quota text,
         created_at timestamptz NOT NULL
       );
       CREATE TABLE tenants (
-        id text PRIMARY KEY,
+        id text COLLATE "C" PRIMARY KEY,
         organization_id text NOT NULL REFERENCES organizations(id),
-        name text NOT NULL,
+        name text COLLATE "C" NOT NULL,
         created_at timestamptz NOT NULL
       );
       CREATE INDEX tenants_by_organization ON tenants(organization_id);
       CREATE TABLE api_keys (
-        id text PRIMARY KEY,
+        id text COLLATE "C" PRIMARY KEY,
         organization_id text NOT NULL REFERENCES organizations(id),
         default_tenant_id text NOT NULL REFERENCES tenants(id),
         key_hash text NOT NULL UNIQUE,
@@ -63,9 +65,9 @@ export const postgresMigrations: ReadonlyArray<PgMigration> = [
     id: "100_deployments",
     sql: `
       CREATE TABLE deployments (
-        id text PRIMARY KEY,
+        id text COLLATE "C" PRIMARY KEY,
         tenant_id text NOT NULL REFERENCES tenants(id),
-        name text NOT NULL,
+        name text COLLATE "C" NOT NULL,
         source text NOT NULL,
         source_config json NOT NULL,
         source_revision_config json NOT NULL,
@@ -89,7 +91,7 @@ export const postgresMigrations: ReadonlyArray<PgMigration> = [
       CREATE INDEX deployments_by_listener ON deployments(tenant_id, listener_id) WHERE listener_id IS NOT NULL;
 
       CREATE TABLE revisions (
-        id text PRIMARY KEY,
+        id text COLLATE "C" PRIMARY KEY,
         tenant_id text NOT NULL REFERENCES tenants(id),
         deployment_id text NOT NULL REFERENCES deployments(id) ON DELETE CASCADE,
         seq integer NOT NULL,
@@ -107,9 +109,9 @@ export const postgresMigrations: ReadonlyArray<PgMigration> = [
       CREATE INDEX revisions_unfinished ON revisions(tenant_id, deployment_id, seq) WHERE status NOT IN (${finalList});
 
       CREATE TABLE tracing_projects (
-        id text PRIMARY KEY,
+        id text COLLATE "C" PRIMARY KEY,
         tenant_id text NOT NULL REFERENCES tenants(id),
-        name text NOT NULL,
+        name text COLLATE "C" NOT NULL,
         deployment_id text,
         created_at timestamptz NOT NULL,
         CONSTRAINT tracing_projects_name UNIQUE (tenant_id, name)
@@ -117,7 +119,7 @@ export const postgresMigrations: ReadonlyArray<PgMigration> = [
       CREATE INDEX tracing_projects_by_tenant ON tracing_projects(tenant_id, created_at DESC, id DESC);
 
       CREATE TABLE listeners (
-        id text PRIMARY KEY,
+        id text COLLATE "C" PRIMARY KEY,
         tenant_id text NOT NULL REFERENCES tenants(id),
         compute_type text NOT NULL,
         compute_config json NOT NULL,
@@ -127,7 +129,7 @@ export const postgresMigrations: ReadonlyArray<PgMigration> = [
       CREATE INDEX listeners_by_tenant ON listeners(tenant_id, created_at, id);
 
       CREATE TABLE integrations (
-        id text PRIMARY KEY,
+        id text COLLATE "C" PRIMARY KEY,
         tenant_id text NOT NULL REFERENCES tenants(id),
         provider text NOT NULL,
         owner text NOT NULL,
@@ -144,10 +146,10 @@ export const postgresMigrations: ReadonlyArray<PgMigration> = [
     sql: `
       CREATE TABLE sandbox_volumes (
         seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-        id text NOT NULL UNIQUE,
+        id text COLLATE "C" NOT NULL UNIQUE,
         tenant_id text NOT NULL REFERENCES tenants(id),
         organization_id text NOT NULL REFERENCES organizations(id),
-        name text NOT NULL,
+        name text COLLATE "C" NOT NULL,
         size_bytes bigint NOT NULL CHECK (size_bytes > 0),
         size text NOT NULL,
         storage_class text NOT NULL,
@@ -161,9 +163,9 @@ export const postgresMigrations: ReadonlyArray<PgMigration> = [
 
       CREATE TABLE sandbox_templates (
         seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-        id text NOT NULL UNIQUE,
+        id text COLLATE "C" NOT NULL UNIQUE,
         tenant_id text NOT NULL REFERENCES tenants(id),
-        name text NOT NULL,
+        name text COLLATE "C" NOT NULL,
         image text NOT NULL,
         cpu_millicores bigint NOT NULL,
         cpu text NOT NULL,
@@ -189,9 +191,9 @@ export const postgresMigrations: ReadonlyArray<PgMigration> = [
 
       CREATE TABLE sandbox_pools (
         seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-        id text NOT NULL UNIQUE,
+        id text COLLATE "C" NOT NULL UNIQUE,
         tenant_id text NOT NULL REFERENCES tenants(id),
-        name text NOT NULL,
+        name text COLLATE "C" NOT NULL,
         template_id text NOT NULL REFERENCES sandbox_templates(id),
         replicas integer NOT NULL CHECK (replicas >= 0),
         created_at timestamptz NOT NULL,
@@ -203,9 +205,9 @@ export const postgresMigrations: ReadonlyArray<PgMigration> = [
 
       CREATE TABLE sandboxes (
         seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-        id text NOT NULL UNIQUE,
+        id text COLLATE "C" NOT NULL UNIQUE,
         tenant_id text NOT NULL REFERENCES tenants(id),
-        name text NOT NULL,
+        name text COLLATE "C" NOT NULL,
         template_id text NOT NULL REFERENCES sandbox_templates(id),
         pool_id text REFERENCES sandbox_pools(id),
         status text NOT NULL CHECK (status IN ('provisioning', 'ready', 'failed')),
@@ -217,6 +219,14 @@ export const postgresMigrations: ReadonlyArray<PgMigration> = [
       CREATE INDEX sandboxes_by_tenant ON sandboxes(tenant_id, seq);
       CREATE INDEX sandboxes_by_template ON sandboxes(template_id);
       CREATE INDEX sandboxes_by_pool ON sandboxes(pool_id);
+    `
+  },
+  {
+    // The box lifecycle gained `stopped` and `deleting` (core/sandboxes/lifecycle.ts).
+    id: "210_sandbox_lifecycle",
+    sql: `
+      ALTER TABLE sandboxes DROP CONSTRAINT sandboxes_status_check;
+      ALTER TABLE sandboxes ADD CONSTRAINT sandboxes_status_check CHECK (status IN ('provisioning', 'ready', 'failed', 'stopped', 'deleting'));
     `
   },
   {
@@ -253,7 +263,7 @@ export const migrate = (client: PgClientShape, migrations: ReadonlyArray<PgMigra
       Effect.gen(function* () {
         const sql = makeSql(connection)
         yield* sql.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK_KEY.toString()])
-        yield* sql.execute("CREATE TABLE IF NOT EXISTS schema_migrations (id text PRIMARY KEY, applied_at timestamptz NOT NULL)")
+        yield* sql.execute("CREATE TABLE IF NOT EXISTS schema_migrations (id text COLLATE "C" PRIMARY KEY, applied_at timestamptz NOT NULL)")
         const rows = yield* sql.query<{ id: string }>("SELECT id FROM schema_migrations")
         const applied = new Set(rows.map((row) => row.id))
         const done: Array<string> = []
