@@ -49,10 +49,7 @@ export const makeKit = (client: PgClientShape): PgStoreKit => {
     return yield* CurrentTransaction
   })
   const sql = Effect.map(current, (tx): Sql => tx ?? client)
-  const lift =
-    <A>(f: (s: Sql) => Effect.Effect<A, PgError>) =>
-    (): Effect.Effect<A, StoreError> =>
-      Effect.mapError(Effect.flatMap(sql, f), toStoreError)
+  const onCurrent = <A>(f: (s: Sql) => Effect.Effect<A, PgError>): Effect.Effect<A, StoreError> => Effect.mapError(Effect.flatMap(sql, f), toStoreError)
   const transaction: Transactional = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | StoreError, R> =>
     Effect.flatMap(current, (tx) =>
       tx !== undefined
@@ -65,12 +62,12 @@ export const makeKit = (client: PgClientShape): PgStoreKit => {
   return {
     client,
     sql,
-    query: (text, params) => lift((s) => s.query(text, params))(),
-    one: (text, params) => lift((s) => s.one(text, params))(),
-    execute: (text, params) => lift((s) => s.execute(text, params))(),
-    executeNaming: (text, params, conflict) =>
+    query: <R extends object>(text: string, params?: ReadonlyArray<unknown>) => onCurrent((s) => s.query<R>(text, params)),
+    one: <R extends object>(text: string, params?: ReadonlyArray<unknown>) => onCurrent((s) => s.one<R>(text, params)),
+    execute: (text, params) => onCurrent((s) => s.execute(text, params)),
+    executeNaming: <C>(text: string, params: ReadonlyArray<unknown>, conflict: () => C): Effect.Effect<number, StoreError | C> =>
       Effect.flatMap(sql, (s) => s.execute(text, params)).pipe(
-        Effect.catch((error) => (error._tag === "UniqueViolation" ? Effect.fail(conflict()) : Effect.fail(toStoreError(error))))
+        Effect.catch((error: PgError): Effect.Effect<never, StoreError | C> => (error._tag === "UniqueViolation" ? Effect.fail(conflict()) : Effect.fail(toStoreError(error))))
       ),
     transaction
   }

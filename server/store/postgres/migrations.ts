@@ -263,7 +263,7 @@ export const migrate = (client: PgClientShape, migrations: ReadonlyArray<PgMigra
       Effect.gen(function* () {
         const sql = makeSql(connection)
         yield* sql.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK_KEY.toString()])
-        yield* sql.execute("CREATE TABLE IF NOT EXISTS schema_migrations (id text COLLATE "C" PRIMARY KEY, applied_at timestamptz NOT NULL)")
+        yield* sql.execute("CREATE TABLE IF NOT EXISTS schema_migrations (id text PRIMARY KEY, applied_at timestamptz NOT NULL)")
         const rows = yield* sql.query<{ id: string }>("SELECT id FROM schema_migrations")
         const applied = new Set(rows.map((row) => row.id))
         const done: Array<string> = []

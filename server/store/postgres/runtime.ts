@@ -19,7 +19,7 @@
  * lease has expired another replica's `claimLeased` takes the step over.
  */
 import { Effect } from "effect"
-import { activate, advanceRevision, deploymentStatus, type RevisionStatus, type Source, type SourceRevisionConfig } from "../../../core/index.ts"
+import { activate, deploymentStatus, nextStatus, type RevisionStatus, type Source, type SourceRevisionConfig } from "../../../core/index.ts"
 import type { Logger } from "../../log.ts"
 import type { PgClientShape, PgError, Sql } from "./client.ts"
 
@@ -68,6 +68,19 @@ const setDeploymentStateSql = "UPDATE deployments SET status = $1, active_revisi
 const maxScaleOf = (sourceConfig: string): number | null =>
   (JSON.parse(sourceConfig) as { resource_spec?: { max_scale?: number | null } | null }).resource_spec?.max_scale ?? null
 
+/** The state after `status` (and its message), or null when the revision is done: the driver's policy. */
+export type StepPolicy = (
+  status: RevisionStatus,
+  source: Source,
+  config: SourceRevisionConfig
+) => { readonly status: RevisionStatus; readonly message: string | null } | null
+
+/** The core's happy path, "Deployed" on arrival (the simulated driver adds failure hooks). */
+export const happyPath: StepPolicy = (status, source) => {
+  const next = nextStatus(status, source)
+  return next === null ? null : { status: next, message: next === "DEPLOYED" ? "Deployed" : null }
+}
+
 export interface StepOutcome {
   readonly revisions: number
   readonly deletes: number
@@ -77,14 +90,17 @@ export interface StepOutcome {
  * One tick: claims at most `limit` due steps (revisions, then pending deletes) and applies them,
  * all in one transaction. Safe to run on every replica at once.
  */
-export const applyDueSteps = (client: PgClientShape, { nowMs, stepMs, limit }: { nowMs: number; stepMs: number; limit: number }): Effect.Effect<StepOutcome, PgError> => {
+export const applyDueSteps = (
+  client: PgClientShape,
+  { nowMs, stepMs, limit, step = happyPath }: { nowMs: number; stepMs: number; limit: number; step?: StepPolicy }
+): Effect.Effect<StepOutcome, PgError> => {
   const now = new Date(nowMs).toISOString()
   const cutoff = new Date(nowMs - stepMs).toISOString()
   return client.transaction((sql) =>
     Effect.gen(function* () {
       const due = yield* sql.query<DueRevision>(claimDueSql, [cutoff, limit])
       let moved = 0
-      for (const row of due) if (yield* applyStep(sql, row, now)) moved++
+      for (const row of due) if (yield* applyStep(sql, row, now, step)) moved++
       const deletes = limit - due.length > 0 ? yield* sql.query<{ tenant_id: string; id: string }>(claimDeletesSql, [cutoff, limit - due.length]) : []
       for (const row of deletes) yield* sql.execute("DELETE FROM deployments WHERE tenant_id = $1 AND id = $2", [row.tenant_id, row.id])
       return { revisions: moved, deletes: deletes.length }
@@ -93,13 +109,13 @@ export const applyDueSteps = (client: PgClientShape, { nowMs, stepMs, limit }: {
 }
 
 /** Moves one locked revision a step on; sets its deployment live when it reaches DEPLOYED. */
-const applyStep = (sql: Sql, row: DueRevision, now: string): Effect.Effect<boolean, PgError> =>
+const applyStep = (sql: Sql, row: DueRevision, now: string, step: StepPolicy): Effect.Effect<boolean, PgError> =>
   Effect.gen(function* () {
     const config = JSON.parse(row.source_revision_config) as SourceRevisionConfig
-    const next = advanceRevision(row.status as RevisionStatus, row.source as Source, config)
+    const next = step(row.status as RevisionStatus, row.source as Source, config)
     if (!next) return false
     const deployed = next.status === "DEPLOYED"
-    const changed = yield* sql.execute(advanceSql, [next.status, next.status_message, deployed ? now : null, now, row.tenant_id, row.id, row.status])
+    const changed = yield* sql.execute(advanceSql, [next.status, next.message, deployed ? now : null, now, row.tenant_id, row.id, row.status])
     if (changed === 0) return false
     if (deployed && row.deployment_status !== "AWAITING_DELETE") {
       const { active_revision_id } = activate(row.id)
@@ -179,6 +195,8 @@ export interface PostgresRuntimeOptions {
   readonly pollMs?: number
   /** Most steps per transaction (default 256). */
   readonly batch?: number
+  /** What a step does (default: the core's happy path). */
+  readonly step?: StepPolicy
 }
 
 export interface PostgresRuntime {
@@ -195,7 +213,7 @@ export interface PostgresRuntime {
   readonly tick: () => Promise<StepOutcome>
 }
 
-export const makePostgresRuntime = ({ client, stepMs, log, pollMs, batch = 256 }: PostgresRuntimeOptions): PostgresRuntime => {
+export const makePostgresRuntime = ({ client, stepMs, log, pollMs, batch = 256, step }: PostgresRuntimeOptions): PostgresRuntime => {
   const interval = pollMs ?? Math.min(1000, Math.max(10, Math.floor(stepMs / 2)))
   let timer: NodeJS.Timeout | undefined
   let armedFor = Infinity
@@ -211,7 +229,7 @@ export const makePostgresRuntime = ({ client, stepMs, log, pollMs, batch = 256 }
   }
 
   const tick = (): Promise<StepOutcome> =>
-    (running ??= Effect.runPromise(applyDueSteps(client, { nowMs: Date.now(), stepMs, limit: batch })).finally(() => (running = undefined)))
+    (running ??= Effect.runPromise(applyDueSteps(client, { nowMs: Date.now(), stepMs, limit: batch, ...(step ? { step } : {}) })).finally(() => (running = undefined)))
 
   const loop = async () => {
     timer = undefined
