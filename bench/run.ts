@@ -23,7 +23,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { cpus, tmpdir, totalmem } from "node:os"
 import { join, resolve } from "node:path"
 import { allMigrations } from "../server/index.ts"
-import { closeDatabase, openDatabase } from "../server/db/database.ts"
+import { closeDatabase, openDatabase } from "../server/store/sqlite/database.ts"
 import { type FloorOps, makeFloorOps, openFloorDatabase } from "./floor.ts"
 import { type BenchRequest, type LoadResult, runLoad } from "./load.ts"
 import { freePort, residentBytes, root, spawnTarget, type Target } from "./procs.ts"
@@ -368,7 +368,7 @@ const main = async () => {
     children.push(fresh)
     log(`fresh start answered /health after ${fresh.startupMs.toFixed(0)} ms`)
     const seedStarted = performance.now()
-    const bench = openDatabase(databasePath, allMigrations())
+    const bench = openDatabase(databasePath, allMigrations)
     const tenants = createTenants(bench, TENANTS)
     const controlPlane = (await fetch(`${fresh.url}/v2/deployments`, { headers: { "x-api-key": tenants[0]!.key } })).status !== 404
     if (!controlPlane) log("the control-plane routes are not served yet: deployment scenarios are skipped")

@@ -10,15 +10,15 @@
  *    it) with the same repositories' insert functions, in transactions of 5,000 rows, until each
  *    tenant has its share. A deployment is cloned with its revisions and its tracing project.
  *
- * Tenants and keys are created with the server's key store (`server/auth/keys.ts`): each tenant
+ * Tenants and keys are created with the server's key store (`server/store/sqlite/KeyStore.ts`): each tenant
  * is its own organization with its own key, and its storage quota is raised so that volume
  * resizes never hit it.
  */
 import { randomUUID } from "node:crypto"
-import type { Db } from "../server/db/database.ts"
-import { makeKeyStore } from "../server/auth/keys.ts"
-import { type DeploymentRow, makeDeploymentRepository, type RevisionRow } from "../server/deployments/repository.ts"
-import { makeSandboxRepository, parseMounts } from "../server/sandboxes/repository.ts"
+import type { Db } from "../server/store/sqlite/database.ts"
+import { makeKeyRepository } from "../server/store/sqlite/KeyStore.ts"
+import { type DeploymentRow, makeDeploymentRepository, type RevisionRow } from "../server/store/sqlite/deploymentRepository.ts"
+import { makeSandboxRepository, parseMounts } from "../server/store/sqlite/sandboxRepository.ts"
 
 export const DEFAULT_TENANT_ID = "00000000-0000-4000-8000-000000000001"
 export const DEFAULT_ORGANIZATION_ID = "00000000-0000-4000-8000-000000000000"
@@ -58,7 +58,7 @@ export const benchKey = (index: number) => `slw_bench_tenant_${String(index).pad
 
 /** Tenant 0 is the server's default tenant (its key comes from SLIPWAY_API_KEY); the others get an organization each. */
 export const createTenants = (db: Db, count: number): Array<Tenant> => {
-  const keys = makeKeyStore(db)
+  const keys = makeKeyRepository(db)
   const sandboxes = makeSandboxRepository(db)
   return Array.from({ length: count }, (_, index) => {
     const id = index === 0 ? DEFAULT_TENANT_ID : `00000000-0000-4000-8000-${String(100 + index).padStart(12, "0")}`

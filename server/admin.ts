@@ -1,19 +1,28 @@
 /** Extra commands of the key tool contributed by server areas (e.g. the storage quota). */
+import type { Effect } from "effect"
 import type { ServerConfig } from "./config.ts"
-import type { Db } from "./db/database.ts"
 import { integrationCommand } from "./deployments/admin.ts"
 import { quotaCommand } from "./sandboxes/admin.ts"
+import type { DeploymentStore } from "./store/DeploymentStore.ts"
+import type { KeyStore } from "./store/KeyStore.ts"
+import type { SandboxStore } from "./store/SandboxStore.ts"
+
+export interface AdminInput {
+  readonly keys: KeyStore["Service"]
+  readonly deployments: DeploymentStore["Service"]
+  readonly sandboxes: SandboxStore["Service"]
+  /** Runs a store operation; a store failure ends the tool with its message. */
+  readonly run: <A, E>(effect: Effect.Effect<A, E>) => Promise<A>
+  readonly config: ServerConfig
+  readonly values: Record<string, string | boolean | undefined>
+  readonly positionals: ReadonlyArray<string>
+  readonly fail: (message: string) => never
+}
 
 export interface AdminCommand {
   readonly name: string
   readonly usage: string
-  readonly run: (input: {
-    readonly db: Db
-    readonly config: ServerConfig
-    readonly values: Record<string, string | boolean | undefined>
-    readonly positionals: ReadonlyArray<string>
-    readonly fail: (message: string) => never
-  }) => void
+  readonly run: (input: AdminInput) => Promise<void>
 }
 
 export const adminCommands: ReadonlyArray<AdminCommand> = [quotaCommand, integrationCommand]

@@ -16,8 +16,12 @@ export interface ServerConfig {
   readonly publicUrl: string | undefined
   readonly logLevel: LogLevel
   readonly secretsKey: string | undefined
-  readonly runtime: "local"
+  /** Which runtime driver runs deployments and sandboxes (`SLIPWAY_RUNTIME`); `auto` picks `local` when its tools are present. */
+  readonly runtime: RuntimeName
 }
+
+export const runtimeNames = ["auto", "simulated", "local"] as const
+export type RuntimeName = (typeof runtimeNames)[number]
 
 export type LogLevel = "debug" | "info" | "warn" | "error" | "silent"
 
@@ -37,7 +41,7 @@ export const defaultConfig: ServerConfig = {
   publicUrl: undefined,
   logLevel: "info",
   secretsKey: undefined,
-  runtime: "local"
+  runtime: "auto"
 }
 
 export class ConfigError extends Error {
@@ -68,8 +72,8 @@ export const configFromEnv = (env: NodeJS.ProcessEnv = process.env): ServerConfi
   const pick = (name: string) => (env[name] === undefined || env[name] === "" ? undefined : env[name])
   const logLevel = (pick("LOG_LEVEL") ?? defaultConfig.logLevel).toLowerCase() as LogLevel
   if (!logLevels.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${logLevels.join(", ")}, got "${logLevel}"`)
-  const runtime = pick("SLIPWAY_RUNTIME") ?? "local"
-  if (runtime !== "local") throw new ConfigError(`SLIPWAY_RUNTIME supports only "local" in this release, got "${runtime}"`)
+  const runtime = (pick("SLIPWAY_RUNTIME") ?? "auto").toLowerCase() as RuntimeName
+  if (!runtimeNames.includes(runtime)) throw new ConfigError(`SLIPWAY_RUNTIME must be one of ${runtimeNames.join(", ")}, got "${runtime}"`)
   return validateConfig({
     port: pick("PORT") ? integer("PORT", pick("PORT")!, 0, 65535) : defaultConfig.port,
     host: pick("HOST") ?? defaultConfig.host,

@@ -1,21 +1,24 @@
 /**
- * Embeddable server: `startServer()` opens the database, applies migrations, registers the
- * configured key, starts background work and listens. `close()` drains and checkpoints.
+ * Embeddable server: `startServer()` listens, builds the server's services (stores, each area's
+ * runtime) as Layers, registers the configured key and serves. `close()` drains, stops the
+ * runtimes and closes the stores (the SQLite file is checkpointed).
  */
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
+import { type Context, Effect, Exit, Layer, Scope } from "effect"
 import { Api } from "../core/index.ts"
-import { makeKeyStore, type KeyStore } from "./auth/keys.ts"
 import { type ServerConfig, defaultConfig, validateConfig } from "./config.ts"
-import { closeDatabase, type Db, openDatabase } from "./db/database.ts"
-import { coreMigrations } from "./db/migrations.ts"
 import { makeApp } from "./http/app.ts"
 import { type Logger, makeLogger } from "./log.ts"
-import type { ServerContext, ServerModule } from "./module.ts"
+import { ServerEnv, type ServerModule } from "./module.ts"
 import { modules as defaultModules } from "./modules.ts"
+import { KeyStore } from "./store/KeyStore.ts"
+import { SqliteDatabase, SqliteStores } from "./store/sqlite/index.ts"
+import type { Db } from "./store/sqlite/database.ts"
 
 export { configFromEnv, defaultConfig, DEFAULT_TENANT_ID, DEFAULT_ORGANIZATION_ID, type ServerConfig } from "./config.ts"
-export type { AuthContext, KeyStore } from "./auth/keys.ts"
+export { KeyStore, type AuthContext } from "./store/KeyStore.ts"
+export { sqliteMigrations as allMigrations } from "./store/sqlite/migrations.ts"
 
 export interface StartOptions extends Partial<ServerConfig> {
   readonly logger?: Logger
@@ -27,18 +30,16 @@ export interface SlipwayServer {
   readonly url: string
   readonly port: number
   readonly config: ServerConfig
+  /** The SQLite connection of the embedded store. */
   readonly db: Db
-  readonly keys: KeyStore
+  readonly keys: KeyStore["Service"]
   /** The plaintext key minted at first start when none was configured (shown once). */
   readonly generatedKey: string | undefined
+  /** Runs an effect with the server's services (stores, controllers). */
+  readonly run: <A, E>(effect: Effect.Effect<A, E, any>) => Promise<A>
   /** Stops accepting, waits for in-flight requests, stops background work, checkpoints and closes the database. */
   readonly close: () => Promise<void>
 }
-
-export const allMigrations = (modules: ReadonlyArray<ServerModule> = defaultModules) => [
-  ...coreMigrations,
-  ...modules.flatMap((module) => module.migrations)
-]
 
 const listen = (server: Server, port: number, host: string) =>
   new Promise<AddressInfo>((resolve, reject) => {
@@ -49,35 +50,45 @@ const listen = (server: Server, port: number, host: string) =>
     })
   })
 
+const hostForUrl = (host: string) => (host.includes(":") ? `[${host}]` : host)
+
 export const startServer = async (options: StartOptions = {}): Promise<SlipwayServer> => {
   const { logger, modules = defaultModules, ...overrides } = options
   const config: ServerConfig = validateConfig({ ...defaultConfig, ...overrides })
   const log = logger ?? makeLogger(config.logLevel)
-  const db = openDatabase(config.databasePath, allMigrations(modules))
-  const keys = makeKeyStore(db)
-  keys.ensureTenant(config.defaultTenantId, config.defaultOrganizationId)
-  if (config.apiKey) keys.createKey({ tenantId: config.defaultTenantId, organizationId: config.defaultOrganizationId, key: config.apiKey })
-  const generatedKey = keys.hasAnyKey()
-    ? undefined
-    : keys.createKey({ tenantId: config.defaultTenantId, organizationId: config.defaultOrganizationId, description: "minted at first start" }).key
 
   const server = createServer({ keepAliveTimeout: 5_000 })
-  let address: AddressInfo
+  const address = await listen(server, config.port, config.host)
+  const publicUrl = config.publicUrl ?? `http://${hostForUrl(address.address)}:${address.port}`
+
+  const scope = Effect.runSync(Scope.make())
+  const base = Layer.mergeAll(SqliteStores({ path: config.databasePath }), Layer.succeed(ServerEnv, { config, log, publicUrl }))
+  const areas = modules.flatMap((module) => (module.layer ? [module.layer] : []))
+  const all = areas.length > 0 ? Layer.mergeAll(...(areas as [Layer.Layer<any, never, any>])).pipe(Layer.provideMerge(base)) : base
+  let context: Context.Context<any>
   try {
-    address = await listen(server, config.port, config.host)
+    context = await Effect.runPromise(Layer.buildWithScope(all, scope) as Effect.Effect<Context.Context<any>>)
   } catch (error) {
-    closeDatabase(db)
+    await Effect.runPromise(Scope.close(scope, Exit.void))
+    await new Promise<void>((resolve) => server.close(() => resolve()))
     throw error
   }
-  const publicUrl = config.publicUrl ?? `http://${address.address.includes(":") ? `[${address.address}]` : address.address}:${address.port}`
-  const context: ServerContext = { db, config, keys, log, publicUrl }
-  const routes = modules.flatMap((module) => module.routes(context))
+  const run = <A, E>(effect: Effect.Effect<A, E, any>) => Effect.runPromise(Effect.provideContext(effect, context) as Effect.Effect<A, E>)
+
+  const keys = await run(KeyStore)
+  const { db } = await run(SqliteDatabase)
+  await run(keys.ensureTenant(config.defaultTenantId, config.defaultOrganizationId))
+  if (config.apiKey) await run(keys.createKey({ tenantId: config.defaultTenantId, organizationId: config.defaultOrganizationId, key: config.apiKey }))
+  const generatedKey = (await run(keys.hasAnyKey()))
+    ? undefined
+    : (await run(keys.createKey({ tenantId: config.defaultTenantId, organizationId: config.defaultOrganizationId, description: "minted at first start" }))).key
+
+  const routes = (await run(Effect.all(modules.map((module) => module.routes)))).flat()
   const served = new Set(routes.map((route) => route.endpoint.name))
   const missing = Object.keys(Api).filter((name) => !served.has(name))
   if (missing.length > 0) log.warn("endpoints without an implementation", { endpoints: missing })
 
   server.on("request", makeApp({ routes, authenticate: keys.authenticate, log }))
-  const background = modules.flatMap((module) => (module.start ? [module.start(context)] : []))
   log.info("listening", { url: publicUrl, database: config.databasePath })
 
   let closing: Promise<void> | undefined
@@ -87,10 +98,9 @@ export const startServer = async (options: StartOptions = {}): Promise<SlipwaySe
         server.close(() => resolve())
         server.closeIdleConnections()
       })
-      for (const work of background) await work.stop()
-      closeDatabase(db)
+      await Effect.runPromise(Scope.close(scope, Exit.void))
       log.info("stopped")
     })())
 
-  return { url: `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${address.port}`, port: address.port, config, db, keys, generatedKey, close }
+  return { url: `http://${hostForUrl(config.host)}:${address.port}`, port: address.port, config, db, keys, generatedKey, run, close }
 }

@@ -3,11 +3,13 @@
  * Safe to run while the server is up (SQLite WAL; changes apply to the next request).
  */
 import { parseArgs } from "node:util"
-import { makeKeyStore } from "./auth/keys.ts"
-import { ConfigError, configFromEnv } from "./config.ts"
-import { closeDatabase, openDatabase } from "./db/database.ts"
-import { allMigrations } from "./index.ts"
+import { Effect, Exit, Layer, Scope } from "effect"
 import { adminCommands } from "./admin.ts"
+import { ConfigError, configFromEnv } from "./config.ts"
+import { DeploymentStore } from "./store/DeploymentStore.ts"
+import { KeyStore } from "./store/KeyStore.ts"
+import { SandboxStore } from "./store/SandboxStore.ts"
+import { SqliteStores } from "./store/sqlite/index.ts"
 import { requireUuid } from "./cli.ts"
 
 const usage = `Usage: npm run keys -- <command> [options]
@@ -27,7 +29,7 @@ const fail = (message: string): never => {
   process.exit(2)
 }
 
-const main = () => {
+const main = async () => {
   const { positionals, values } = parseArgs({
     allowPositionals: true,
     options: {
@@ -52,40 +54,45 @@ const main = () => {
     if (error instanceof ConfigError) fail(error.message)
     throw error
   }
-  const db = openDatabase(config!.databasePath, allMigrations())
-  const keys = makeKeyStore(db)
+  const scope = Effect.runSync(Scope.make())
+  const context = await Effect.runPromise(Layer.buildWithScope(SqliteStores({ path: config!.databasePath }), scope))
+  const run = <A, E>(effect: Effect.Effect<A, E>): Promise<A> =>
+    Effect.runPromise(effect).catch((error) => fail(String((error as Error)?.message ?? error)))
+  const keys = Effect.runSync(Effect.provideContext(KeyStore, context))
+  const deployments = Effect.runSync(Effect.provideContext(DeploymentStore, context))
+  const sandboxes = Effect.runSync(Effect.provideContext(SandboxStore, context))
   try {
     switch (command) {
       case "create": {
         const tenantId = requireUuid("tenant", values.tenant, fail, "create ")
         const organizationId = values.org === undefined ? undefined : requireUuid("org", values.org, fail)
-        const created = keys.createKey({
+        const created = await run(keys.createKey({
           tenantId,
           ...(organizationId ? { organizationId } : {}),
           ...(values.description ? { description: values.description } : {})
-        })
+        }))
         process.stderr.write(`keys: created key ${created.id} for tenant ${tenantId} (organization ${created.organizationId}); it is shown only now:\n`)
         process.stdout.write(`${created.key}\n`)
         return
       }
       case "list":
-        for (const key of keys.listKeys()) process.stdout.write(`${JSON.stringify(key)}\n`)
+        for (const key of await run(keys.listKeys())) process.stdout.write(`${JSON.stringify(key)}\n`)
         return
       case "revoke": {
         const id = rest[0] ?? fail("revoke needs a key id")
-        if (!keys.revokeKey(id)) fail(`no active key with id ${id}`)
+        if (!(await run(keys.revokeKey(id)))) fail(`no active key with id ${id}`)
         process.stdout.write(`revoked ${id}\n`)
         return
       }
       default: {
         const admin = adminCommands.find((candidate) => candidate.name === command)
         if (!admin) fail(`unknown command "${command}"`)
-        admin!.run({ db, config: config!, values, positionals: rest, fail })
+        await admin!.run({ keys, deployments, sandboxes, run, config: config!, values, positionals: rest, fail })
       }
     }
   } finally {
-    closeDatabase(db)
+    await Effect.runPromise(Scope.close(scope, Exit.void))
   }
 }
 
-main()
+await main()

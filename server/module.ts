@@ -1,32 +1,44 @@
-/** What each area of the server contributes: its migrations, its routes and optional background work. */
-import { Effect } from "effect"
+/**
+ * What each area of the server contributes: its routes, built once at start from the services
+ * they need, and the Layer of its runtime (controller and driver), started with the server and
+ * stopped with it. Both areas are wired this same way.
+ */
+import { Context, Effect, type Layer } from "effect"
 import type { Endpoint } from "../core/index.ts"
-import type { KeyStore } from "./auth/keys.ts"
 import type { ServerConfig } from "./config.ts"
-import type { Db } from "./db/database.ts"
-import type { Migration } from "./db/migrations.ts"
 import type { Handler, Route } from "./http/app.ts"
 import type { Logger } from "./log.ts"
+import type { DeploymentStore } from "./store/DeploymentStore.ts"
+import type { KeyStore } from "./store/KeyStore.ts"
+import type { SandboxStore } from "./store/SandboxStore.ts"
 
-export interface ServerContext {
-  readonly db: Db
-  readonly config: ServerConfig
-  readonly keys: KeyStore
-  readonly log: Logger
-  /** Base of generated URLs (custom_url, dataplane_url), without a trailing slash. */
-  readonly publicUrl: string
-}
+/** The server's settings and logger, and the base of generated URLs. */
+export class ServerEnv extends Context.Service<
+  ServerEnv,
+  {
+    readonly config: ServerConfig
+    readonly log: Logger
+    /** Base of generated URLs (custom_url, dataplane_url), without a trailing slash. */
+    readonly publicUrl: string
+  }
+>()("slipway/ServerEnv") {}
+
+/** What every area may use: the environment and the stores. */
+export type BaseServices = ServerEnv | DeploymentStore | SandboxStore | KeyStore
 
 export interface ServerModule {
   readonly name: string
-  readonly migrations: ReadonlyArray<Migration>
-  readonly routes: (context: ServerContext) => ReadonlyArray<Route>
-  /** Background work (e.g. the revision runtime); returns how to stop it. */
-  readonly start?: (context: ServerContext) => { readonly stop: () => Promise<void> | void }
+  /** The area's runtime (controller and driver), built on the base services. */
+  readonly layer?: Layer.Layer<any, never, BaseServices>
+  /** The area's routes; may use the base services and what its `layer` provides. */
+  readonly routes: Effect.Effect<ReadonlyArray<Route>, never, any>
 }
 
 /** Binds a handler to its endpoint description with full typing of input and answer. */
 export const implement = <E extends Endpoint>(endpoint: E, handler: Handler<E>): Route => ({ endpoint, handler })
 
-/** Runs synchronous repository work inside a handler; thrown errors become defects (500 or 503). */
-export const sql = <A>(work: () => A) => Effect.sync(work)
+/** The current time as the API writes it. */
+export const now = () => new Date().toISOString()
+
+/** Routes built from services: `routes(Effect.gen(function* () { const store = yield* Store; return [...] }))`. */
+export const routes = <R>(build: Effect.Effect<ReadonlyArray<Route>, never, R>) => build

@@ -280,5 +280,29 @@ export const sandboxEndpoints = {
     params: NameParams,
     success: BoxStatus,
     errors: [404]
+  }),
+  startBox: endpoint({
+    name: "startBox",
+    method: "POST",
+    path: `${base}/boxes/{name}/start`,
+    area,
+    tag,
+    summary: "Start a stopped or failed sandbox",
+    description: "Brings the sandbox's processes up again with the files it had; answers the sandbox (status `provisioning` until it is ready).",
+    params: NameParams,
+    success: Sandbox,
+    errors: [404]
+  }),
+  stopBox: endpoint({
+    name: "stopBox",
+    method: "POST",
+    path: `${base}/boxes/{name}/stop`,
+    area,
+    tag,
+    summary: "Stop a sandbox",
+    description: "Ends the sandbox's processes and keeps its files for a later start; answers the sandbox (status `stopped`).",
+    params: NameParams,
+    success: Sandbox,
+    errors: [404]
   })
 } as const

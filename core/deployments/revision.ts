@@ -4,7 +4,7 @@
  * a Kubernetes runtime would call the same functions when its objects change.
  */
 import { Schema } from "effect"
-import type { DeploymentStatus, Source, SourceRevisionConfig } from "./model.ts"
+import type { DeploymentStatus, Source } from "./model.ts"
 
 export const revisionStatuses = [
   "CREATING",
@@ -63,56 +63,12 @@ export const supersededStatus = (status: RevisionStatus): RevisionStatus =>
   isPending(status) ? "SKIPPED" : isInProgress(status) ? "INTERRUPTED" : status
 
 /**
- * Failure hooks of the local runtime, so users and tests can watch the failure paths without a
- * real build system. The marker is looked for in `image_uri` (external_container) or in
- * `graph_config_path` and `repo_ref` (gitrepo, which has no image uri to carry it):
- *
- * - `fail-create`: leaves CREATING as CREATE_FAILED.
- * - `fail-build`: leaves BUILDING as BUILD_FAILED. external_container has no build state, so
- *   there the image check that stands in for the build fails: it leaves QUEUED as BUILD_FAILED.
- * - `fail-deploy`: leaves DEPLOYING as DEPLOY_FAILED.
+ * Whether a runtime may report `from` → `to`: the next state of the happy path, or a failure
+ * from a state still in progress. The controller refuses anything else (a driver bug must not
+ * corrupt the history).
  */
-export interface FailureHook {
-  readonly marker: string
-  /** The state the revision is in when it fails. */
-  readonly at: RevisionStatus
-  readonly becomes: RevisionStatus
-  readonly message: string
-}
-
-const failureHooks = (source: Source): ReadonlyArray<FailureHook> => [
-  { marker: "fail-create", at: "CREATING", becomes: "CREATE_FAILED", message: "Revision could not be created (fail-create marker)" },
-  {
-    marker: "fail-build",
-    at: source === "gitrepo" ? "BUILDING" : "QUEUED",
-    becomes: "BUILD_FAILED",
-    message: source === "gitrepo" ? "Build failed (fail-build marker)" : "Image could not be prepared (fail-build marker)"
-  },
-  { marker: "fail-deploy", at: "DEPLOYING", becomes: "DEPLOY_FAILED", message: "Deploy failed (fail-deploy marker)" }
-]
-
-const markerText = (source: Source, config: SourceRevisionConfig): string =>
-  source === "external_container" ? (config.image_uri ?? "") : `${config.graph_config_path ?? ""} ${config.repo_ref ?? ""}`
-
-/** The failure hook a revision's config asks for, if any (the first marker found wins). */
-export const failureHookFor = (source: Source, config: SourceRevisionConfig): FailureHook | null =>
-  failureHooks(source).find((hook) => markerText(source, config).includes(hook.marker)) ?? null
-
-export interface RevisionStep {
-  readonly status: RevisionStatus
-  readonly status_message: string | null
-}
-
-/**
- * One tick of the local runtime: the state after `status`, taking the failure hooks into
- * account, or null when the revision is terminal (or in a state this source never visits).
- */
-export const advanceRevision = (status: RevisionStatus, source: Source, config: SourceRevisionConfig): RevisionStep | null => {
-  const hook = failureHookFor(source, config)
-  if (hook && hook.at === status) return { status: hook.becomes, status_message: hook.message }
-  const next = nextStatus(status, source)
-  return next === null ? null : { status: next, status_message: next === "DEPLOYED" ? "Deployed" : null }
-}
+export const canAdvance = (from: RevisionStatus, to: RevisionStatus, source: Source): boolean =>
+  !isTerminal(from) && (to === nextStatus(from, source) || isFailed(to))
 
 export interface DeploymentStatusInput {
   /** The revision currently serving traffic; null until a revision first deploys. */

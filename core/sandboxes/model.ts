@@ -11,6 +11,7 @@ import { Effect, Schema } from "effect"
 import { Timestamp, Uuid } from "../api/common.ts"
 import { atLeast, atMost, Int, issueTypeKey, rule } from "../api/validation.ts"
 import { DnsLabel } from "./names.ts"
+import { BoxLifecycle } from "./lifecycle.ts"
 import { ProxyConfig, ProxyConfigInput } from "./proxy.ts"
 import { CpuQuantity, MemoryQuantity, StorageQuantity, VolumeSize } from "./quantity.ts"
 
@@ -102,14 +103,18 @@ export const Sandbox = Schema.Struct({
   template_name: Schema.String,
   /** The pool that created the sandbox; null for one created directly. */
   pool_name: Schema.NullOr(Schema.String),
-  dataplane_url: Schema.String,
+  /** Where the box's dataplane answers; null while no runtime that can execute is configured. */
+  dataplane_url: Schema.NullOr(Schema.String),
+  status: BoxLifecycle,
+  /** Why the sandbox failed or what it is waiting for; null when there is nothing to say. */
+  status_message: Schema.NullOr(Schema.String),
   created_at: Timestamp,
   updated_at: Timestamp
 }).annotate({ identifier: "Sandbox" })
 export type Sandbox = typeof Sandbox.Type
 
-export const BoxStatusValue = Schema.Literals(["provisioning", "ready", "failed"])
-export type BoxStatusValue = typeof BoxStatusValue.Type
+export const BoxStatusValue = BoxLifecycle
+export type BoxStatusValue = BoxLifecycle
 
 export const BoxStatus = Schema.Struct({
   status: BoxStatusValue,

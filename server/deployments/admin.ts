@@ -6,8 +6,6 @@
 import { randomBytes, randomUUID } from "node:crypto"
 import type { AdminCommand } from "../admin.ts"
 import { requireUuid } from "../cli.ts"
-import { makeKeyStore } from "../auth/keys.ts"
-import { makeDeploymentRepository } from "./repository.ts"
 import { makeSecretBox } from "./secrets.ts"
 
 const ownerPattern = /^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,98}[A-Za-z0-9_])?$/
@@ -23,13 +21,12 @@ export const integrationCommand: AdminCommand = {
     "                 register a git-host integration; prints its id and webhook secret once\n" +
     "  integration list --tenant <uuid>\n" +
     "                 list a tenant's integrations (secrets are never shown again)",
-  run: ({ db, config, values, positionals, fail }) => {
+  run: async ({ keys, deployments, run, config, values, positionals, fail }) => {
     const action = positionals[0] ?? fail("integration needs add or list")
     const tenantId = requireUuid("tenant", values.tenant, fail, `integration ${action} `)
-    if (makeKeyStore(db).tenantOrganization(tenantId) === undefined) fail(`unknown tenant ${tenantId}: mint a key for it first (create --tenant)`)
-    const repository = makeDeploymentRepository(db)
+    if ((await run(keys.tenantOrganization(tenantId))) === undefined) fail(`unknown tenant ${tenantId}: mint a key for it first (create --tenant)`)
     if (action === "list") {
-      for (const row of repository.integrations(tenantId)) {
+      for (const row of await run(deployments.integrations(tenantId))) {
         process.stdout.write(`${JSON.stringify({ id: row.id, provider: row.provider, owner: row.owner, installed_at: row.installed_at })}\n`)
       }
       return
@@ -39,10 +36,10 @@ export const integrationCommand: AdminCommand = {
     if (!ownerPattern.test(owner)) fail(`--owner must be a GitHub user or organization name, got "${owner}"`)
     const provider = typeof values.provider === "string" ? values.provider.toLowerCase() : "github"
     if (!(PROVIDERS as ReadonlyArray<string>).includes(provider)) fail(`--provider must be one of ${PROVIDERS.join(", ")}, got "${provider}"`)
-    if (repository.integrationByOwner(tenantId, provider, ownerKey(owner))) fail(`tenant ${tenantId} already has a ${provider} integration for ${owner}`)
+    if (await run(deployments.integrationByOwner(tenantId, provider, ownerKey(owner)))) fail(`tenant ${tenantId} already has a ${provider} integration for ${owner}`)
     const secret = randomBytes(32).toString("hex")
     const id = randomUUID()
-    repository.insertIntegration({
+    await run(deployments.insertIntegration({
       id,
       tenant_id: tenantId,
       provider,
@@ -50,7 +47,7 @@ export const integrationCommand: AdminCommand = {
       owner_key: ownerKey(owner),
       webhook_secret: makeSecretBox(config.secretsKey).seal(secret),
       installed_at: new Date().toISOString()
-    })
+    }))
     process.stderr.write(
       `keys: registered ${provider} integration ${id} for ${owner} (tenant ${tenantId}).\n` +
         `keys: point the repository or organization webhook (content type application/json, push events) at\n` +

@@ -1,35 +1,28 @@
-/** The deployment control plane as a server area: its migrations, routes and the revision runtime. */
-import type { ServerContext, ServerModule } from "../module.ts"
-import { deploymentMigrations } from "./migrations.ts"
-import { type DeploymentRepository, makeDeploymentRepository } from "./repository.ts"
-import { deploymentRoutes } from "./routes.ts"
-import { type DeploymentRuntime, makeLocalRuntime } from "./runtime.ts"
+/** The deployment control plane as a server area: its routes and its runtime (controller + driver). */
+import { Effect, Layer } from "effect"
+import type { ServerModule } from "../module.ts"
+import { ServerEnv } from "../module.ts"
+import { DeploymentControllerLive } from "./controller.ts"
+import { SimulatedDeploymentDriver } from "./drivers/simulated.ts"
+import { deploymentRoutes } from "./routes/deployments.ts"
+import { integrationRoutes } from "./routes/integrations.ts"
+import { listenerRoutes } from "./routes/listeners.ts"
+import { revisionRoutes } from "./routes/revisions.ts"
+import { makeDeploymentWrites } from "./shared.ts"
 
-interface State {
-  readonly repository: DeploymentRepository
-  readonly runtime: DeploymentRuntime
-}
-
-// routes() and start() receive the same context: they share one repository and one runtime.
-const states = new WeakMap<ServerContext, State>()
-
-const stateOf = (context: ServerContext): State => {
-  let state = states.get(context)
-  if (!state) {
-    const repository = makeDeploymentRepository(context.db)
-    state = { repository, runtime: makeLocalRuntime({ repository, stepMs: context.config.revisionStepMs, log: context.log }) }
-    states.set(context, state)
-  }
-  return state
-}
+/** The driver `SLIPWAY_RUNTIME` selects (only `simulated` drives deployments so far). */
+const DriverLive = Layer.unwrap(Effect.map(ServerEnv, ({ config }) => SimulatedDeploymentDriver({ stepMs: config.revisionStepMs })))
 
 export const deploymentsModule: ServerModule = {
   name: "deployments",
-  migrations: deploymentMigrations,
-  routes: (context) => deploymentRoutes(context, stateOf(context)),
-  start: (context) => {
-    const { runtime } = stateOf(context)
-    runtime.start()
-    return { stop: () => runtime.close() }
-  }
+  layer: DeploymentControllerLive.pipe(Layer.provide(DriverLive)),
+  routes: Effect.gen(function* () {
+    const writes = yield* makeDeploymentWrites
+    return [
+      ...(yield* deploymentRoutes(writes)),
+      ...(yield* revisionRoutes(writes)),
+      ...(yield* listenerRoutes(writes)),
+      ...(yield* integrationRoutes(writes))
+    ]
+  })
 }

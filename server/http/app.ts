@@ -20,7 +20,8 @@ import {
   ValidationError,
   ValidationIssue
 } from "../../core/index.ts"
-import type { AuthContext } from "../auth/keys.ts"
+import type { AuthContext } from "../store/KeyStore.ts"
+import { StoreError } from "../store/StoreError.ts"
 import type { Logger } from "../log.ts"
 import { makeRouter } from "./router.ts"
 
@@ -65,10 +66,11 @@ export class RawResponse {
   }
 }
 
+/** Fails with the core's tagged errors (answered through the one error mapper) or a `StoreError` (503 when busy, else 500). */
 export type Handler<E extends Endpoint> = (
   input: DecodedInput<E>,
   context: RequestContext
-) => Effect.Effect<SuccessEncoded<E> | RawResponse, ApiError>
+) => Effect.Effect<SuccessEncoded<E> | RawResponse, ApiError | StoreError>
 
 export interface Route {
   readonly endpoint: Endpoint
@@ -77,7 +79,7 @@ export interface Route {
 
 export interface AppOptions {
   readonly routes: ReadonlyArray<Route>
-  readonly authenticate: (key: string | undefined, tenant: string | undefined) => AuthContext | ApiError
+  readonly authenticate: (key: string | undefined, tenant: string | undefined) => Effect.Effect<AuthContext, ApiError | StoreError>
   readonly log: Logger
 }
 
@@ -109,8 +111,16 @@ const apiKeyOf = (headers: IncomingHttpHeaders): string | undefined => {
   return undefined
 }
 
-const readBody = (request: IncomingMessage): Promise<Buffer | PayloadTooLarge> =>
-  new Promise((resolve, reject) => {
+const readBody = (request: IncomingMessage): Effect.Effect<Buffer, PayloadTooLarge> =>
+  Effect.flatMap(
+    Effect.callback<Buffer | PayloadTooLarge, never>((resume) => {
+      readBodyInto(request, (body) => resume(Effect.succeed(body)), (error) => resume(Effect.die(error)))
+    }),
+    (body) => (body instanceof PayloadTooLarge ? Effect.fail(body) : Effect.succeed(body))
+  )
+
+const readBodyInto = (request: IncomingMessage, resolve: (body: Buffer | PayloadTooLarge) => void, reject: (error: unknown) => void): void => {
+  {
     const declared = Number(request.headers["content-length"] ?? 0)
     if (declared > MAX_BODY_BYTES) {
       request.resume()
@@ -129,7 +139,8 @@ const readBody = (request: IncomingMessage): Promise<Buffer | PayloadTooLarge> =
     })
     request.on("end", () => resolve(Buffer.concat(chunks)))
     request.on("error", reject)
-  })
+  }
+}
 
 const isJsonContentType = (value: string | undefined) => value === undefined || /^application\/([\w.+-]+\+)?json\b/i.test(value.trim())
 
@@ -188,6 +199,8 @@ const decodeRequest = (route: CompiledRoute, params: Record<string, string>, sea
 
 const emptyBody = Buffer.alloc(0)
 
+const headerValue = (value: string | Array<string> | undefined): string | undefined => (typeof value === "string" ? value : undefined)
+
 /** Most handlers are synchronous (SQLite): take their result at once, and await only those that suspend. */
 const runHandler = <A, E>(effect: Effect.Effect<A, E>): Exit.Exit<A, E> | Promise<Exit.Exit<A, E>> => {
   const fiber = Effect.runFork(effect)
@@ -219,32 +232,53 @@ export const makeApp = (options: AppOptions) => {
     return status
   }
 
-  /** Decodes, runs the handler and answers; stays synchronous unless the handler suspends. */
-  const respond = (
+  /** Authenticates, reads and decodes the request and runs the handler: one Effect, one fiber per request. */
+  const program = (
     request: IncomingMessage,
-    response: ServerResponse,
+    requestId: string,
+    route: CompiledRoute,
+    params: Record<string, string>,
+    search: string
+  ): Effect.Effect<unknown, ApiError | StoreError> => {
+    const authenticated: Effect.Effect<AuthContext | undefined, ApiError | StoreError> = route.endpoint.auth
+      ? options.authenticate(apiKeyOf(request.headers), headerValue(request.headers["x-tenant-id"]))
+      : Effect.succeed(undefined)
+    return Effect.flatMap(authenticated, (auth) => {
+      if (!route.decodeBody) {
+        request.resume()
+        return run(request, requestId, route, params, search, auth, emptyBody)
+      }
+      return Effect.flatMap(readBody(request), (raw) => run(request, requestId, route, params, search, auth, raw))
+    }).pipe(Effect.tapError(() => Effect.sync(() => request.resume())))
+  }
+
+  const run = (
+    request: IncomingMessage,
     requestId: string,
     route: CompiledRoute,
     params: Record<string, string>,
     search: string,
     auth: AuthContext | undefined,
-    raw: Buffer | PayloadTooLarge
-  ): number | Promise<number> => {
-    if (raw instanceof PayloadTooLarge) return sendError(response, raw, requestId)
+    raw: Buffer
+  ): Effect.Effect<unknown, ApiError | StoreError> => {
     const decoded = decodeRequest(route, params, search, raw, request.headers["content-type"])
-    if (Result.isFailure(decoded)) return sendError(response, decoded.failure, requestId)
+    if (Result.isFailure(decoded)) return Effect.fail(decoded.failure)
     const context: RequestContext = { auth: auth!, requestId, headers: request.headers, rawBody: raw }
-    const finish = (exit: Exit.Exit<unknown, ApiError>): number => {
-      if (Exit.isSuccess(exit)) {
-        send(response, route.endpoint.status, route.endpoint.status === 204 ? undefined : exit.value, requestId)
-        return route.endpoint.status
-      }
-      const failure = Cause.findErrorOption(exit.cause)
-      if (failure._tag === "Some") return sendError(response, failure.value, requestId)
-      return unexpected(response, Cause.squash(exit.cause), requestId)
+    return route.handler(decoded.success as DecodedInput<any>, context)
+  }
+
+  /** Answers the outcome of a request's program; stays synchronous unless the program suspended. */
+  const respond = (response: ServerResponse, requestId: string, route: CompiledRoute, exit: Exit.Exit<unknown, ApiError | StoreError>): number => {
+    if (Exit.isSuccess(exit)) {
+      send(response, route.endpoint.status, route.endpoint.status === 204 ? undefined : exit.value, requestId)
+      return route.endpoint.status
     }
-    const exit = runHandler(route.handler(decoded.success as DecodedInput<any>, context))
-    return exit instanceof Promise ? exit.then(finish) : finish(exit)
+    const failure = Cause.findErrorOption(exit.cause)
+    if (failure._tag === "Some") {
+      const error = failure.value
+      return error._tag === "StoreError" ? unexpected(response, error, requestId) : sendError(response, error, requestId)
+    }
+    return unexpected(response, Cause.squash(exit.cause), requestId)
   }
 
   const handle = (request: IncomingMessage, response: ServerResponse, requestId: string): number | Promise<number> => {
@@ -260,32 +294,18 @@ export const makeApp = (options: AppOptions) => {
       return sendError(response, new MethodNotAllowed({ message: "Method Not Allowed" }), requestId, { allow: match.allowed.join(", ") })
     }
     const route = match.handler
-    let auth: AuthContext | undefined
-    if (route.endpoint.auth) {
-      const tenant = request.headers["x-tenant-id"]
-      const result = options.authenticate(apiKeyOf(request.headers), typeof tenant === "string" ? tenant : undefined)
-      if ("_tag" in result) {
-        request.resume()
-        return sendError(response, result, requestId)
-      }
-      auth = result
-    }
-    if (route.decodeBody) {
-      return readBody(request).then((raw) => respond(request, response, requestId, route, match.params, search, auth, raw))
-    }
-    request.resume()
-    return respond(request, response, requestId, route, match.params, search, auth, emptyBody)
+    const exit = runHandler(program(request, requestId, route, match.params, search))
+    return exit instanceof Promise ? exit.then((done) => respond(response, requestId, route, done)) : respond(response, requestId, route, exit)
   }
 
   const unexpected = (response: ServerResponse, defect: unknown, requestId: string): number => {
-    const code = (defect as { code?: string })?.code
-    // Extended codes too (SQLITE_BUSY_SNAPSHOT, SQLITE_LOCKED_SHAREDCACHE, ...).
-    if (typeof code === "string" && (code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED"))) {
+    if (defect instanceof StoreError && defect.busy) {
       // Contention, not a bug: ask the client to retry.
-      send(response, 503, { detail: "Database busy, retry shortly" }, requestId, { "retry-after": "1" })
+      send(response, 503, { detail: defect.message }, requestId, { "retry-after": "1" })
       return 503
     }
-    log.error("unhandled error", { request_id: requestId, error: String((defect as Error)?.stack ?? defect) })
+    const cause = defect instanceof StoreError ? (defect.cause ?? defect) : defect
+    log.error("unhandled error", { request_id: requestId, error: String((cause as Error)?.stack ?? cause) })
     send(response, 500, { detail: "Internal Server Error", request_id: requestId }, requestId)
     return 500
   }

@@ -10,7 +10,6 @@ import { formatQuantity, fromBytes } from "../../core/sandboxes/quantity.ts"
 import type { AdminCommand } from "../admin.ts"
 import { requireUuid } from "../cli.ts"
 import { effectiveQuota, parseQuota } from "./quota.ts"
-import { makeSandboxRepository } from "./repository.ts"
 
 
 export const quotaCommand: AdminCommand = {
@@ -18,10 +17,9 @@ export const quotaCommand: AdminCommand = {
   usage: `quota --org <uuid> [--set <quantity>|default]
                  show an organization's sandbox storage quota and usage, or set it (e.g. 200Gi;
                  "default" returns to SLIPWAY_STORAGE_QUOTA). Applies to the next request.`,
-  run: ({ db, config, values, fail }) => {
+  run: async ({ sandboxes, run, config, values, fail }) => {
     const org = requireUuid("org", values.org, fail, "quota ")
-    const repository = makeSandboxRepository(db)
-    if (repository.organizationQuota(org) === undefined) fail(`no organization with id ${org}`)
+    if ((await run(sandboxes.organizationQuota(org))) === undefined) fail(`no organization with id ${org}`)
     const set = values.set
     if (typeof set === "string") {
       let stored: string | null = null
@@ -30,10 +28,10 @@ export const quotaCommand: AdminCommand = {
         if (Result.isFailure(parsed)) fail(`--set: ${parsed.failure}`)
         stored = Result.getOrThrow(parsed).canonical
       }
-      repository.setOrganizationQuota(org, stored)
+      await run(sandboxes.setOrganizationQuota(org, stored))
     } else if (set !== undefined) fail("--set needs a quantity such as 200Gi, or default")
-    const quota = effectiveQuota(repository, org, config.storageQuota)
-    const usage = repository.organizationUsage(org)
+    const quota = effectiveQuota(await run(sandboxes.organizationQuota(org)), config.storageQuota)
+    const usage = await run(sandboxes.organizationUsage(org))
     process.stdout.write(
       `${JSON.stringify({ organization_id: org, storage_quota: quota.canonical, source: quota.source, usage: formatQuantity(fromBytes(usage)) })}\n`
     )

@@ -5,7 +5,6 @@
  */
 import { Result } from "effect"
 import { formatQuantity, parseQuantity, type Quantity, toBytes } from "../../core/sandboxes/quantity.ts"
-import type { SandboxRepository } from "./repository.ts"
 
 /** A quota as written by an operator: a non-negative whole number of bytes; answers its canonical form. */
 export const parseQuota = (text: string): Result.Result<{ readonly quantity: Quantity; readonly bytes: bigint; readonly canonical: string }, string> =>
@@ -22,12 +21,12 @@ export interface EffectiveQuota {
   readonly source: "organization" | "default"
 }
 
-export const effectiveQuota = (repository: SandboxRepository, organizationId: string, defaultQuota: string): EffectiveQuota => {
-  const override = repository.organizationQuota(organizationId)
+/** `override` is the organization's own quota as stored (null or undefined: none). */
+export const effectiveQuota = (override: string | null | undefined, defaultQuota: string): EffectiveQuota => {
   if (override != null) {
     const parsed = parseQuota(override)
     // Only the admin command writes the column and it validates; a hand-edited bad value fails loudly.
-    if (Result.isFailure(parsed)) throw new Error(`organizations.storage_quota of ${organizationId} is invalid: ${parsed.failure}`)
+    if (Result.isFailure(parsed)) throw new Error(`an organization's storage_quota is invalid: ${parsed.failure}`)
     return { ...parsed.success, source: "organization" }
   }
   const parsed = parseQuota(defaultQuota)

@@ -2,8 +2,7 @@
 import { Effect } from "effect"
 import { Api, makeOpenApiDocument } from "../../core/index.ts"
 import { RawResponse } from "../http/app.ts"
-import type { ServerModule } from "../module.ts"
-import { implement } from "../module.ts"
+import { implement, ServerEnv, type ServerModule } from "../module.ts"
 import { renderDocs } from "./docs.ts"
 
 export const openApiDocument = (serverUrl?: string) =>
@@ -16,15 +15,14 @@ export const openApiDocument = (serverUrl?: string) =>
 
 export const systemModule: ServerModule = {
   name: "system",
-  migrations: [],
-  routes: (context) => {
+  routes: Effect.map(ServerEnv, ({ publicUrl }) => {
     // Built once: the description is static for the life of the process.
-    const document = openApiDocument(context.publicUrl)
+    const document = openApiDocument(publicUrl)
     const html = new RawResponse("text/html; charset=utf-8", renderDocs(document))
     return [
       implement(Api.health, () => Effect.succeed({ status: "ok" as const })),
       implement(Api.openApi, () => Effect.succeed(document)),
       implement(Api.docs, () => Effect.succeed(html))
     ]
-  }
+  })
 }

@@ -16,7 +16,7 @@ import type { Endpoint } from "../../core/index.ts"
 import { startTestServer, TEST_KEY, type TestServer } from "../support/server.ts"
 import { bodyArbitrary, paramArbitrary, queryArbitrary } from "./fuzz-support.ts"
 import { DEFAULT_TENANT_ID } from "../../server/index.ts"
-import { makeDeploymentRepository } from "../../server/deployments/repository.ts"
+import { makeDeploymentRepository } from "../../server/store/sqlite/deploymentRepository.ts"
 import { sign } from "../../server/deployments/webhook.ts"
 import { endpoints as allEndpoints, errorShapeProblem, isWebhook, pathParamNames, rawHttp, samplePath } from "./support.ts"
 

@@ -4,6 +4,7 @@
  * wrong one (401 "Invalid API key"), before it looks at the body. API keys are stored hashed:
  * the database file and its WAL never hold a key's plaintext.
  */
+import { Effect } from "effect"
 import { execFileSync } from "node:child_process"
 import { createHash } from "node:crypto"
 import { join } from "node:path"
@@ -52,8 +53,8 @@ describe("every endpoint refuses requests without a valid key", () => {
     })
 
     it(`${label}: 401 Invalid API key with a wrong, altered or revoked key`, async () => {
-      const revoked = t.server.keys.createKey({ tenantId: crypto.randomUUID() })
-      expect(t.server.keys.revokeKey(revoked.id)).toBe(true)
+      const revoked = Effect.runSync(t.server.keys.createKey({ tenantId: crypto.randomUUID() }))
+      expect(Effect.runSync(t.server.keys.revokeKey(revoked.id))).toBe(true)
       const wrong: Array<Record<string, string>> = [
         { "x-api-key": "slw_wrong" },
         { "x-api-key": TEST_KEY.slice(0, -1) },

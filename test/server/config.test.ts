@@ -26,7 +26,7 @@ describe("server configuration", () => {
     [{ SLIPWAY_STORAGE_QUOTA: "lots" }, /SLIPWAY_STORAGE_QUOTA: Invalid quantity 'lots'/],
     [{ SLIPWAY_STORAGE_QUOTA: "-5Gi" }, /SLIPWAY_STORAGE_QUOTA must not be negative/],
     [{ SLIPWAY_STORAGE_CLASSES: " , " }, /at least one storage class/],
-    [{ SLIPWAY_RUNTIME: "kubernetes" }, /SLIPWAY_RUNTIME supports only "local"/]
+    [{ SLIPWAY_RUNTIME: "kubernetes" }, /SLIPWAY_RUNTIME must be one of auto, simulated, local/]
   ])("refuses %j with a clear message", (env, message) => {
     expect(() => configFromEnv(env)).toThrow(ConfigError)
     expect(() => configFromEnv(env)).toThrow(message)

@@ -2,6 +2,7 @@
  * Starts real Slipway servers for tests: in-process (`startTestServer`) or as a child process
  * running `node server/main.ts` (`spawnServer`), always on a fresh SQLite file and a free port.
  */
+import { Effect } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -81,7 +82,8 @@ export const startTestServer = async (options: StartOptions = {}): Promise<TestS
     key: TEST_KEY,
     databasePath: database.path,
     request: makeRequester(server.url, TEST_KEY),
-    keyFor: (tenantId, organizationId) => server.keys.createKey({ tenantId, ...(organizationId ? { organizationId } : {}) }).key,
+    // The SQLite store answers synchronously.
+    keyFor: (tenantId, organizationId) => Effect.runSync(server.keys.createKey({ tenantId, ...(organizationId ? { organizationId } : {}) })).key,
     close: async () => {
       await server.close()
       database.remove()

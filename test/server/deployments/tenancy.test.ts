@@ -1,3 +1,4 @@
+import { Effect } from "effect"
 import { randomUUID } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { DEFAULT_ORGANIZATION_ID } from "../../../server/index.ts"
@@ -43,7 +44,7 @@ describe("authentication", () => {
 
   it("scopes data to the X-Tenant-Id of a granted tenant", async () => {
     const sibling = randomUUID()
-    t.server.keys.ensureTenant(sibling, DEFAULT_ORGANIZATION_ID)
+    Effect.runSync(t.server.keys.ensureTenant(sibling, DEFAULT_ORGANIZATION_ID))
     const created = await t.request("POST", "/v2/deployments", { tenant: sibling, body: containerBody() })
     expect(created.status).toBe(201)
     expect((await t.request("GET", `/v2/deployments/${created.body.id}`, { tenant: sibling })).status).toBe(200)

@@ -2,8 +2,8 @@
 import { execFile } from "node:child_process"
 import { randomUUID } from "node:crypto"
 import { join } from "node:path"
-import type { Db } from "../../../server/db/database.ts"
-import { makeSandboxRepository } from "../../../server/sandboxes/repository.ts"
+import type { Db } from "../../../server/store/sqlite/database.ts"
+import { makeSandboxRepository } from "../../../server/store/sqlite/sandboxRepository.ts"
 import type { ApiResponse, RequestOptions } from "../../support/server.ts"
 
 export const base = "/v2/sandboxes"

@@ -1,15 +1,15 @@
 /**
- * The deep-page checkpoints (server/sandboxes/offsets.ts) on a real SQLite file: every start they
+ * The deep-page checkpoints (server/store/sqlite/offsets.ts) on a real SQLite file: every start they
  * give leaves a skip shorter than STRIDE, and the page read from it is the one a plain OFFSET
  * walk finds, before and after writes by this connection or another one.
  */
 import Database from "better-sqlite3"
 import { randomUUID } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { makeKeyStore } from "../../../server/auth/keys.ts"
-import { closeDatabase, type Db, openDatabase } from "../../../server/db/database.ts"
+import { makeKeyRepository } from "../../../server/store/sqlite/KeyStore.ts"
+import { closeDatabase, type Db, openDatabase } from "../../../server/store/sqlite/database.ts"
 import { allMigrations } from "../../../server/index.ts"
-import { makeOffsetIndex, STRIDE } from "../../../server/sandboxes/offsets.ts"
+import { makeOffsetIndex, STRIDE } from "../../../server/store/sqlite/offsets.ts"
 import { tempDatabasePath } from "../../support/server.ts"
 import { seedTemplates } from "./helpers.ts"
 
@@ -23,8 +23,8 @@ const insertTemplates = (tenantId: string, prefix: string, count: number) =>
   seedTemplates(db, tenantId, count, (index) => `${prefix}-${String(index).padStart(5, "0")}`)
 
 beforeAll(() => {
-  db = openDatabase(database.path, allMigrations())
-  const keys = makeKeyStore(db)
+  db = openDatabase(database.path, allMigrations)
+  const keys = makeKeyRepository(db)
   const organization = randomUUID()
   keys.ensureTenant(tenant, organization)
   keys.ensureTenant(neighbour, organization)

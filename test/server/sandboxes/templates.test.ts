@@ -1,7 +1,7 @@
 import Database from "better-sqlite3"
 import { randomUUID } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { listSql } from "../../../server/sandboxes/repository.ts"
+import { listSql } from "../../../server/store/sqlite/sandboxRepository.ts"
 import { startTestServer, type TestServer } from "../../support/server.ts"
 import { isoMillis, sandboxApi, seedTemplates, unique, uuidV4 } from "./helpers.ts"
 

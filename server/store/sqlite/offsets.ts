@@ -10,7 +10,7 @@
  * one before inside SQLite: the first deep page after a write walks what a plain OFFSET would
  * have walked, never more, and the pages after it walk less than STRIDE.
  */
-import type { Db } from "../db/database.ts"
+import type { Db } from "./database.ts"
 
 export const STRIDE = 1024
 

@@ -3,6 +3,9 @@
  * Ids are sorted as strings: 001–099 core (tenancy, keys), 100–199 control plane, 200–299
  * sandbox area. Never edit a migration that has shipped: add a new one.
  */
+import { deploymentMigrations } from "./deploymentMigrations.ts"
+import { sandboxMigrations } from "./sandboxMigrations.ts"
+
 export interface Migration {
   readonly id: string
   readonly sql: string
@@ -38,3 +41,6 @@ export const coreMigrations: ReadonlyArray<Migration> = [
     `
   }
 ]
+
+/** Every migration of the SQLite backend, in the order they apply. */
+export const sqliteMigrations: ReadonlyArray<Migration> = [...coreMigrations, ...deploymentMigrations, ...sandboxMigrations]

@@ -11,7 +11,7 @@
  * Quantities are stored twice: the exact integer (bytes, millicores) for arithmetic and the
  * canonical text for answers.
  */
-import type { Migration } from "../db/migrations.ts"
+import type { Migration } from "./migrations.ts"
 
 export const sandboxMigrations: ReadonlyArray<Migration> = [
   {
@@ -88,6 +88,32 @@ export const sandboxMigrations: ReadonlyArray<Migration> = [
         created_at TEXT NOT NULL,
         updated_at TEXT NOT NULL
       );
+      CREATE UNIQUE INDEX sandboxes_name ON sandboxes(tenant_id, name);
+      CREATE INDEX sandboxes_by_tenant ON sandboxes(tenant_id);
+      CREATE INDEX sandboxes_by_template ON sandboxes(template_id);
+      CREATE INDEX sandboxes_by_pool ON sandboxes(pool_id);
+    `
+  },
+  {
+    // The box lifecycle gained `stopped` and `deleting` (core/sandboxes/lifecycle.ts). SQLite
+    // cannot alter a CHECK constraint: the table is rebuilt (nothing references it).
+    id: "210_sandbox_lifecycle",
+    sql: `
+      CREATE TABLE sandboxes_next (
+        seq INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        tenant_id TEXT NOT NULL REFERENCES tenants(id),
+        name TEXT NOT NULL,
+        template_id TEXT NOT NULL REFERENCES sandbox_templates(id),
+        pool_id TEXT REFERENCES sandbox_pools(id),
+        status TEXT NOT NULL CHECK (status IN ('provisioning', 'ready', 'failed', 'stopped', 'deleting')),
+        status_message TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      INSERT INTO sandboxes_next SELECT seq, id, tenant_id, name, template_id, pool_id, status, status_message, created_at, updated_at FROM sandboxes;
+      DROP TABLE sandboxes;
+      ALTER TABLE sandboxes_next RENAME TO sandboxes;
       CREATE UNIQUE INDEX sandboxes_name ON sandboxes(tenant_id, name);
       CREATE INDEX sandboxes_by_tenant ON sandboxes(tenant_id);
       CREATE INDEX sandboxes_by_template ON sandboxes(template_id);

@@ -6,10 +6,12 @@
  * `immediate` when the decision must hold until the write (quota, name uniqueness).
  */
 import type Database from "better-sqlite3"
-import { type Db, deferred, immediate } from "../db/database.ts"
+import { type Db, deferred, immediate } from "./database.ts"
 import { isShallow, makeOffsetIndex } from "./offsets.ts"
 
-export type SandboxStatus = "provisioning" | "ready" | "failed"
+import type { BoxLifecycle } from "../../../core/index.ts"
+
+export type SandboxStatus = BoxLifecycle
 
 export interface VolumeRow {
   readonly id: string
@@ -83,10 +85,6 @@ export type NewTemplate = Omit<TemplateRow, "mounts"> & {
 export type NewPool = Omit<PoolRow, "template_name">
 export type NewSandbox = Omit<SandboxRow, "template_name" | "pool_name">
 
-/** True when `error` is SQLite refusing a duplicate of a UNIQUE index (a lost race on a name). */
-export const isUniqueViolation = (error: unknown): boolean =>
-  (error as { code?: string } | null)?.code === "SQLITE_CONSTRAINT_UNIQUE"
-
 export const parseMounts = (json: string): ReadonlyArray<MountRow> => JSON.parse(json) as ReadonlyArray<MountRow>
 
 /**
@@ -157,6 +155,7 @@ export const makeSandboxRepository = (db: Db) => {
 
   // Templates
   const templateByName = prepare<TemplateRow>(`SELECT ${templateColumns} FROM sandbox_templates t WHERE t.tenant_id = ? AND t.name = ?`)
+  const templateById = prepare<TemplateRow>(`SELECT ${templateColumns} FROM sandbox_templates t WHERE t.id = ?`)
   const templatePage = prepareNumbers<TemplateView>(listSql.templates)
   const insertTemplate = prepare(
     `INSERT INTO sandbox_templates (id, tenant_id, name, image, cpu_millicores, cpu, memory_bytes, memory, storage_bytes, storage,
@@ -190,6 +189,9 @@ export const makeSandboxRepository = (db: Db) => {
   const sandboxByName = prepareNumbers<SandboxRow>(`SELECT ${sandboxColumns} ${sandboxFrom} WHERE s.tenant_id = ? AND s.name = ?`)
   const sandboxPage = prepareNumbers<SandboxRow>(listSql.sandboxes)
   const poolSandboxes = prepareNumbers<SandboxRow>(`SELECT ${sandboxColumns} ${sandboxFrom} WHERE s.pool_id = ? ORDER BY s.seq`)
+  const sandboxById = prepareNumbers<SandboxRow>(`SELECT ${sandboxColumns} ${sandboxFrom} WHERE s.tenant_id = ? AND s.id = ?`)
+  const allSandboxes = prepareNumbers<SandboxRow>(`SELECT ${sandboxColumns} ${sandboxFrom} ORDER BY s.seq`)
+  const setSandboxStatus = prepareNumbers("UPDATE sandboxes SET status = ?, status_message = ?, updated_at = ? WHERE id = ? AND status = ?")
   const sandboxNameTaken = prepareNumbers("SELECT 1 FROM sandboxes WHERE tenant_id = ? AND name = ?").pluck()
   const insertSandbox = prepareNumbers(
     `INSERT INTO sandboxes (id, tenant_id, name, template_id, pool_id, status, status_message, created_at, updated_at)
@@ -238,6 +240,7 @@ export const makeSandboxRepository = (db: Db) => {
 
     // Templates
     templateByName: (tenantId: string, name: string) => templateByName.get(tenantId, name),
+    templateById: (id: string) => templateById.get(id),
     listTemplates: (tenantId: string, p: Page) => page(templatePage, "sandbox_templates", tenantId, p),
     insertTemplate: ({ mounts, ...row }: NewTemplate) => {
       insertTemplate.run(row)
@@ -268,6 +271,10 @@ export const makeSandboxRepository = (db: Db) => {
 
     // Sandboxes
     sandboxByName: (tenantId: string, name: string) => sandboxByName.get(tenantId, name),
+    sandboxById: (tenantId: string, id: string) => sandboxById.get(tenantId, id),
+    allSandboxes: () => allSandboxes.all(),
+    setSandboxStatus: (id: string, from: SandboxStatus, to: SandboxStatus, message: string | null, updatedAt: string) =>
+      setSandboxStatus.run(to, message, updatedAt, id, from).changes > 0,
     sandboxNameTaken: (tenantId: string, name: string) => sandboxNameTaken.get(tenantId, name) !== undefined,
     listSandboxes: (tenantId: string, p: Page) => page(sandboxPage, "sandboxes", tenantId, p),
     insertSandbox: (row: NewSandbox) => void insertSandbox.run(row),

@@ -6,7 +6,7 @@
  * `pendingDeletes`) and the webhook's lookup of integrations by repository owner (the
  * signature, checked afterwards, decides which tenant it is).
  */
-import { type Db, immediate } from "../db/database.ts"
+import { type Db, immediate } from "./database.ts"
 
 export interface DeploymentRow {
   readonly id: string

@@ -2,6 +2,9 @@
 import Database from "better-sqlite3"
 import { mkdirSync } from "node:fs"
 import { dirname } from "node:path"
+import { Effect, Exit } from "effect"
+import type { StoreError, Transactional } from "../StoreError.ts"
+import { toStoreError } from "./errors.ts"
 import type { Migration } from "./migrations.ts"
 
 export type Db = Database.Database
@@ -88,4 +91,41 @@ export const closeDatabase = (db: Db): void => {
   if (!db.open) return
   db.pragma("wal_checkpoint(TRUNCATE)")
   db.close()
+}
+
+/**
+ * The store's transaction combinator over one connection: `BEGIN IMMEDIATE` before the effect,
+ * `COMMIT` when it succeeds, `ROLLBACK` when it fails or dies. A call inside a running
+ * transaction joins it. SQLite work is synchronous, so the effect runs to its end within the
+ * same turn of the event loop and no other request's statements interleave with it.
+ */
+export const sqliteTransactional = (db: Db): Transactional => {
+  const begin = db.prepare("BEGIN IMMEDIATE")
+  const commit = db.prepare("COMMIT")
+  const rollback = db.prepare("ROLLBACK")
+  const rollbackQuietly = () => {
+    if (db.inTransaction) rollback.run()
+  }
+  return <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | StoreError, R> =>
+    Effect.suspend(() => {
+      if (db.inTransaction) return effect
+      try {
+        begin.run()
+      } catch (error) {
+        return Effect.fail(toStoreError(error))
+      }
+      return Effect.flatMap(Effect.exit(effect), (exit): Effect.Effect<A, E | StoreError> => {
+        if (Exit.isFailure(exit)) {
+          rollbackQuietly()
+          return exit
+        }
+        try {
+          commit.run()
+        } catch (error) {
+          rollbackQuietly()
+          return Effect.fail(toStoreError(error))
+        }
+        return exit
+      })
+    })
 }

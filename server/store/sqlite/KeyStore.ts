@@ -1,20 +1,11 @@
-/**
- * API keys and tenancy: all SQL for organizations, tenants and keys. Keys are random 32-byte
- * tokens shown once; only their SHA-256 hash is stored.
- */
-import { createHash, randomBytes, randomUUID, timingSafeEqual } from "node:crypto"
-import { Forbidden, Unauthorized } from "../../core/index.ts"
-import { type Db, immediate } from "../db/database.ts"
-
-export interface AuthContext {
-  readonly keyId: string
-  readonly organizationId: string
-  readonly tenantId: string
-}
-
-export const hashKey = (key: string): string => createHash("sha256").update(key, "utf8").digest("hex")
-
-export const generateKey = (): string => `slw_${randomBytes(32).toString("base64url")}`
+/** All SQL for organizations, tenants and keys (SQLite), synchronous: the `KeyStore` Layer and the key tool use it. */
+import { randomUUID, timingSafeEqual } from "node:crypto"
+import { Effect, Layer } from "effect"
+import { Forbidden, Unauthorized } from "../../../core/index.ts"
+import { type AuthContext, generateKey, hashKey, KeyStore as KeyStoreService, type KeyListing } from "../KeyStore.ts"
+import { type Db, immediate } from "./database.ts"
+import { op } from "./errors.ts"
+import { SqliteDatabase } from "./SqliteDatabase.ts"
 
 interface KeyRow {
   readonly id: string
@@ -23,7 +14,7 @@ interface KeyRow {
   readonly key_hash: string
 }
 
-export interface KeyStore {
+export interface KeyRepository {
   readonly ensureTenant: (tenantId: string, organizationId: string) => void
   /** Registers `key` (or a newly generated one) and returns the plaintext once. */
   readonly createKey: (options: { tenantId: string; organizationId?: string; key?: string; description?: string }) => {
@@ -33,12 +24,12 @@ export interface KeyStore {
   }
   readonly hasAnyKey: () => boolean
   readonly authenticate: (key: string | undefined, tenantHeader: string | undefined) => AuthContext | Unauthorized | Forbidden
-  readonly listKeys: () => ReadonlyArray<{ id: string; organization_id: string; default_tenant_id: string; key_prefix: string; created_at: string; revoked_at: string | null }>
+  readonly listKeys: () => ReadonlyArray<KeyListing>
   readonly revokeKey: (id: string) => boolean
   readonly tenantOrganization: (tenantId: string) => string | undefined
 }
 
-export const makeKeyStore = (db: Db): KeyStore => {
+export const makeKeyRepository = (db: Db): KeyRepository => {
   const insertOrganization = db.prepare("INSERT OR IGNORE INTO organizations (id, name, created_at) VALUES (?, ?, ?)")
   const insertTenant = db.prepare("INSERT OR IGNORE INTO tenants (id, organization_id, name, created_at) VALUES (?, ?, ?, ?)")
   const tenantOrg = db.prepare("SELECT organization_id FROM tenants WHERE id = ?").pluck()
@@ -97,3 +88,26 @@ export const makeKeyStore = (db: Db): KeyStore => {
     }
   }
 }
+
+/** `KeyStore` over the server's SQLite file. */
+export const makeSqliteKeyStore = (db: Db): KeyStoreService["Service"] => {
+  const keys = makeKeyRepository(db)
+  return {
+    ensureTenant: (tenantId, organizationId) => op(() => keys.ensureTenant(tenantId, organizationId)),
+    createKey: (options) => op(() => keys.createKey(options)),
+    hasAnyKey: () => op(() => keys.hasAnyKey()),
+    authenticate: (key, tenantHeader) =>
+      Effect.flatMap(op(() => keys.authenticate(key, tenantHeader)), (result) => ("_tag" in result ? Effect.fail(result) : Effect.succeed(result))),
+    listKeys: () => op(() => keys.listKeys()),
+    revokeKey: (id) => op(() => keys.revokeKey(id)),
+    tenantOrganization: (tenantId) => op(() => keys.tenantOrganization(tenantId))
+  }
+}
+
+export const SqliteKeyStore = Layer.effect(
+  KeyStoreService,
+  Effect.gen(function* () {
+    const { db } = yield* SqliteDatabase
+    return makeSqliteKeyStore(db)
+  })
+)

@@ -1,0 +1,56 @@
+/**
+ * The deployment runtime's seam. A driver only does the work (`apply`, `stop`, `teardown`) and
+ * reports what it observes; the controller (`controller.ts`) checks each observation against the
+ * core's state machine and persists it. Drivers: `simulated` (a timer, `drivers/simulated.ts`),
+ * `local` (images run under bubblewrap) and later `kubernetes`; `SLIPWAY_RUNTIME` selects one.
+ */
+import { Context, type Effect } from "effect"
+import type { RevisionStatus, Secret, Source, SourceConfig, SourceRevisionConfig } from "../../core/index.ts"
+
+/** A revision to roll out, from the state it is in now. */
+export interface RevisionWork {
+  readonly tenantId: string
+  readonly deploymentId: string
+  readonly deploymentName: string
+  readonly revisionId: string
+  readonly source: Source
+  readonly status: RevisionStatus
+  readonly sourceConfig: SourceConfig
+  readonly sourceRevisionConfig: SourceRevisionConfig
+  /** Plaintext secrets the revision runs with (never logged). */
+  readonly secrets: ReadonlyArray<Secret>
+  /** When it entered `status` (ISO 8601). */
+  readonly since: string
+}
+
+/** A transition the driver saw a revision make. */
+export interface Observation {
+  readonly tenantId: string
+  readonly deploymentId: string
+  readonly revisionId: string
+  readonly from: RevisionStatus
+  readonly to: RevisionStatus
+  readonly message: string | null
+}
+
+/**
+ * Where a driver reports: the controller persists a batch in one transaction and answers, per
+ * observation, whether it was applied (false: the revision had moved on, e.g. superseded).
+ */
+export type ObservationSink = (batch: ReadonlyArray<Observation>) => Effect.Effect<ReadonlyArray<boolean>>
+
+export class DeploymentDriver extends Context.Service<
+  DeploymentDriver,
+  {
+    readonly name: string
+    /** Registers where observations go; called once by the controller before any work. */
+    readonly observe: (sink: ObservationSink) => Effect.Effect<void>
+    /** Rolls a revision out from its current state (a new revision, or one resumed after a restart). */
+    readonly apply: (work: RevisionWork) => Effect.Effect<void>
+    /** Stops a revision's rollout and whatever it runs. */
+    readonly stop: (revisionId: string) => Effect.Effect<void>
+    /** Removes everything a deployment runs; completes once it is gone. */
+    readonly teardown: (tenantId: string, deploymentId: string, since: string) => Effect.Effect<void>
+  }
+>()("slipway/DeploymentDriver") {}
+

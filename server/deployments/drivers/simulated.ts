@@ -1,0 +1,151 @@
+/**
+ * The `simulated` deployment driver: nothing runs; each revision walks the core's happy path,
+ * spending `stepMs` in every state (SLIPWAY_REVISION_STEP_MS). It is what the server uses where
+ * no real runtime is available, and what tests use to exercise the control plane quickly.
+ *
+ * Failure hooks let users and tests watch the failure paths without a real build system. The
+ * marker is looked for in `image_uri` (external_container) or in `graph_config_path` and
+ * `repo_ref` (gitrepo):
+ * - `fail-create`: leaves CREATING as CREATE_FAILED.
+ * - `fail-build`: leaves BUILDING as BUILD_FAILED; external_container has no build state, so
+ *   there the image check that stands in for it fails: QUEUED becomes BUILD_FAILED.
+ * - `fail-deploy`: leaves DEPLOYING as DEPLOY_FAILED.
+ *
+ * One fiber serves every revision: it sleeps (on the Effect clock, so tests drive it with
+ * `TestClock`) until the earliest step is due, then reports every due step in one batch (at most
+ * `batch`, so a restart with tens of thousands of resumed revisions lets requests in between
+ * slices). What the controller reports as not applied (superseded meanwhile) is dropped.
+ */
+import { Clock, Effect, Latch, Layer } from "effect"
+import { nextStatus, type RevisionStatus, type Source, type SourceRevisionConfig } from "../../../core/index.ts"
+import { DeploymentDriver, type Observation, type ObservationSink, type RevisionWork } from "../Driver.ts"
+
+export interface FailureHook {
+  readonly marker: string
+  /** The state the revision is in when it fails. */
+  readonly at: RevisionStatus
+  readonly becomes: RevisionStatus
+  readonly message: string
+}
+
+const failureHooks = (source: Source): ReadonlyArray<FailureHook> => [
+  { marker: "fail-create", at: "CREATING", becomes: "CREATE_FAILED", message: "Revision could not be created (fail-create marker)" },
+  {
+    marker: "fail-build",
+    at: source === "gitrepo" ? "BUILDING" : "QUEUED",
+    becomes: "BUILD_FAILED",
+    message: source === "gitrepo" ? "Build failed (fail-build marker)" : "Image could not be prepared (fail-build marker)"
+  },
+  { marker: "fail-deploy", at: "DEPLOYING", becomes: "DEPLOY_FAILED", message: "Deploy failed (fail-deploy marker)" }
+]
+
+const markerText = (source: Source, config: SourceRevisionConfig): string =>
+  source === "external_container" ? (config.image_uri ?? "") : `${config.graph_config_path ?? ""} ${config.repo_ref ?? ""}`
+
+/** The failure hook a revision's config asks for, if any (the first marker found wins). */
+export const failureHookFor = (source: Source, config: SourceRevisionConfig): FailureHook | null =>
+  failureHooks(source).find((hook) => markerText(source, config).includes(hook.marker)) ?? null
+
+/** The simulated step after `status`, or null when the revision is done. */
+export const simulatedStep = (
+  status: RevisionStatus,
+  source: Source,
+  config: SourceRevisionConfig
+): { readonly status: RevisionStatus; readonly message: string | null } | null => {
+  const hook = failureHookFor(source, config)
+  if (hook && hook.at === status) return { status: hook.becomes, message: hook.message }
+  const next = nextStatus(status, source)
+  return next === null ? null : { status: next, message: next === "DEPLOYED" ? "Deployed" : null }
+}
+
+/** Steps applied per report at most; see the module comment. */
+export const DEFAULT_BATCH = 512
+
+interface Tracked {
+  readonly work: RevisionWork
+  status: RevisionStatus
+  due: number
+}
+
+export interface SimulatedOptions {
+  /** Time spent in each revision state. */
+  readonly stepMs: number
+  readonly batch?: number
+}
+
+export const makeSimulatedDriver = ({ stepMs, batch = DEFAULT_BATCH }: SimulatedOptions) =>
+  Effect.gen(function* () {
+    const tracked = new Map<string, Tracked>()
+    const wake = Latch.makeUnsafe(false)
+    let sink: ObservationSink = () => Effect.succeed([])
+
+    const dueNow = (nowMs: number): Array<Tracked> => {
+      const due: Array<Tracked> = []
+      for (const item of tracked.values()) if (item.due <= nowMs && due.push(item) >= batch) break
+      return due
+    }
+    const earliest = (): number => {
+      let next = Infinity
+      for (const item of tracked.values()) if (item.due < next) next = item.due
+      return next
+    }
+
+    const tick = Effect.gen(function* () {
+      const nowMs = yield* Clock.currentTimeMillis
+      const due = dueNow(nowMs)
+      if (due.length === 0) {
+        const next = earliest()
+        Latch.closeUnsafe(wake)
+        if (next === Infinity) yield* wake.await
+        else yield* Effect.raceFirst(Effect.sleep(next - nowMs), wake.await)
+        return
+      }
+      const steps: Array<{ readonly item: Tracked; readonly observation: Observation | null }> = due.map((item) => {
+        const step = simulatedStep(item.status, item.work.source, item.work.sourceRevisionConfig)
+        return {
+          item,
+          observation: step && {
+            tenantId: item.work.tenantId,
+            deploymentId: item.work.deploymentId,
+            revisionId: item.work.revisionId,
+            from: item.status,
+            to: step.status,
+            message: step.message
+          }
+        }
+      })
+      const observations = steps.flatMap((step) => (step.observation ? [step.observation] : []))
+      const applied = observations.length > 0 ? yield* sink(observations) : []
+      let index = 0
+      for (const { item, observation } of steps) {
+        if (!observation || !applied[index++]) {
+          tracked.delete(item.work.revisionId)
+          continue
+        }
+        if (simulatedStep(observation.to, item.work.source, item.work.sourceRevisionConfig) === null) tracked.delete(item.work.revisionId)
+        else {
+          item.status = observation.to
+          item.due = nowMs + stepMs
+        }
+      }
+      // Let waiting requests in before the next slice.
+      yield* Effect.yieldNow
+    })
+
+    yield* Effect.forkScoped(Effect.forever(tick))
+
+    return DeploymentDriver.of({
+      name: "simulated",
+      observe: (next) => Effect.sync(() => void (sink = next)),
+      apply: (work) =>
+        Effect.sync(() => {
+          tracked.set(work.revisionId, { work, status: work.status, due: Date.parse(work.since) + stepMs })
+          Latch.openUnsafe(wake)
+        }),
+      stop: (revisionId) => Effect.sync(() => void tracked.delete(revisionId)),
+      teardown: (_tenantId, _deploymentId, since) =>
+        Effect.flatMap(Clock.currentTimeMillis, (nowMs) => Effect.sleep(Math.max(0, Date.parse(since) + stepMs - nowMs)))
+    })
+  })
+
+export const SimulatedDeploymentDriver = (options: SimulatedOptions) => Layer.effect(DeploymentDriver, makeSimulatedDriver(options))

@@ -1,0 +1,153 @@
+/** `/v2/deployments`: create, list, get, update and delete deployments. */
+import { randomUUID } from "node:crypto"
+import { Effect, Result } from "effect"
+import {
+  Api,
+  controlPage,
+  deploymentStatus,
+  type Listener,
+  listenerIssues,
+  Pagination,
+  planCreate,
+  planPatch,
+  ValidationError
+} from "../../../core/index.ts"
+import { implement, now, ServerEnv } from "../../module.ts"
+import type { DeploymentRecord, NewRevision } from "../../store/DeploymentStore.ts"
+import { deploymentNotFound, type DeploymentWrites, toDeployment, toListener } from "../shared.ts"
+
+export const deploymentRoutes = (writes: DeploymentWrites) =>
+  Effect.gen(function* () {
+    const { publicUrl } = yield* ServerEnv
+    const { store, controller, sealSecrets, storedOf, mustGetDeployment, refuseIfDeleting, supersedeUnfinished, writeNewRevision, announce, maxScaleOf } = writes
+
+    const listenerOf = (tenantId: string, id: string | null | undefined): Effect.Effect<Listener | undefined, any> =>
+      id ? Effect.map(store.listener(tenantId, id), (record) => record && toListener(record)) : Effect.succeed(undefined)
+
+    return [
+      implement(Api.createDeployment, ({ body }, { auth }) =>
+        Effect.gen(function* () {
+          const plan = planCreate(body, { publicUrl })
+          const listenerProblems = listenerIssues(body.source_config, yield* listenerOf(auth.tenantId, body.source_config?.listener_id))
+          if (Result.isFailure(plan) || listenerProblems.length > 0) {
+            return yield* new ValidationError({ issues: [...(Result.isFailure(plan) ? plan.failure.issues : []), ...listenerProblems] })
+          }
+          const planned = plan.success
+          const at = now()
+          const deploymentId = randomUUID()
+          const secrets = sealSecrets(planned.secrets)
+          const revision: NewRevision = {
+            id: randomUUID(),
+            tenant_id: auth.tenantId,
+            deployment_id: deploymentId,
+            seq: 1,
+            source: planned.source,
+            status: "CREATING",
+            status_message: null,
+            source_revision_config: planned.source_revision_config,
+            secrets,
+            deployed_at: null,
+            created_at: at,
+            updated_at: at
+          }
+          const deployment: DeploymentRecord = {
+            id: deploymentId,
+            tenant_id: auth.tenantId,
+            name: planned.name,
+            source: planned.source,
+            source_config: planned.source_config,
+            source_revision_config: planned.source_revision_config,
+            secrets,
+            image_version: planned.image_version,
+            status: deploymentStatus({ activeRevisionId: null, maxScale: maxScaleOf(planned.source_config), deleting: false }),
+            latest_revision_id: revision.id,
+            active_revision_id: null,
+            revision_seq: 1,
+            created_at: at,
+            updated_at: at
+          }
+          yield* store.createDeployment(deployment, revision, randomUUID())
+          yield* controller.revisionCreated(deployment, revision, secrets)
+          return toDeployment(deployment)
+        })
+      ),
+
+      implement(Api.listDeployments, ({ query }, { auth }) => {
+        const page = Pagination.resolve(query, controlPage)
+        const filter = {
+          nameContains: query.name_contains ?? null,
+          statuses: query.status === undefined ? null : [query.status],
+          imageVersion: query.image_version ?? null,
+          deploymentType: query.deployment_type ?? null,
+          ids: query.deployment_ids === undefined ? null : query.deployment_ids.map((id) => id.toLowerCase())
+        }
+        return Effect.map(store.listDeployments(auth.tenantId, filter, page), (records) => Pagination.response("resources", records.map(toDeployment), page))
+      }),
+
+      // The benchmarked read path: one statement, one mapping.
+      implement(Api.getDeployment, ({ params }, { auth }) =>
+        Effect.flatMap(store.deployment(auth.tenantId, params.deployment_id), (record) =>
+          record ? Effect.succeed(toDeployment(record)) : Effect.fail(deploymentNotFound(params.deployment_id))
+        )
+      ),
+
+      implement(Api.updateDeployment, ({ params, body }, { auth }) =>
+        Effect.gen(function* () {
+          const written = yield* store.transaction(
+            Effect.gen(function* () {
+              const deployment = yield* mustGetDeployment(auth.tenantId, params.deployment_id)
+              yield* refuseIfDeleting(deployment)
+              const plan = yield* Effect.fromResult(planPatch(storedOf(deployment), body))
+              if (plan.newRevision) {
+                return yield* writeNewRevision({
+                  deployment,
+                  sourceConfig: plan.source_config,
+                  sourceRevisionConfig: plan.newRevision.source_revision_config,
+                  secrets: body.secrets ? sealSecrets(plan.newRevision.secrets) : deployment.secrets,
+                  imageVersion: plan.image_version
+                })
+              }
+              const updated: DeploymentRecord = {
+                ...deployment,
+                source_config: plan.source_config,
+                image_version: plan.image_version,
+                status: deploymentStatus({ activeRevisionId: deployment.active_revision_id, maxScale: maxScaleOf(plan.source_config), deleting: false }),
+                updated_at: now()
+              }
+              yield* store.updateDeployment(updated)
+              return { deployment: updated, revision: undefined, stopped: [] }
+            })
+          )
+          if (written.revision) yield* announce({ ...written, revision: written.revision })
+          return toDeployment(written.deployment)
+        })
+      ),
+
+      implement(Api.deleteDeployment, ({ params }, { auth }) =>
+        Effect.gen(function* () {
+          const deleting = yield* store.transaction(
+            Effect.gen(function* () {
+              const deployment = yield* mustGetDeployment(auth.tenantId, params.deployment_id)
+              if (deployment.status === "AWAITING_DELETE") return undefined
+              const at = now()
+              const stopped = yield* supersedeUnfinished(auth.tenantId, deployment.id, at)
+              const status = deploymentStatus({ activeRevisionId: deployment.active_revision_id, maxScale: null, deleting: true })
+              yield* store.setDeploymentStatus(auth.tenantId, deployment.id, status, at)
+              return { stopped, at }
+            })
+          )
+          if (deleting) {
+            yield* controller.revisionsStopped(deleting.stopped)
+            yield* controller.deleteRequested(auth.tenantId, params.deployment_id, deleting.at)
+          }
+        })
+      ),
+
+      implement(Api.listTracingProjects, ({ query }, { auth }) => {
+        const page = Pagination.resolve(query, controlPage)
+        return Effect.map(store.listTracingProjects(auth.tenantId, query.name ?? null, page), (projects) =>
+          projects.map(({ id, name, created_at }) => ({ id, name, created_at }))
+        )
+      })
+    ]
+  })

@@ -1,0 +1,80 @@
+/** `/v2/deployments/{deployment_id}/revisions`: list, create, get and redeploy revisions. */
+import { Effect } from "effect"
+import { Api, checkRedeploy, controlPage, deploymentStatus, NotFound, Pagination, planRevision } from "../../../core/index.ts"
+import { implement, now } from "../../module.ts"
+import { deploymentNotFound, type DeploymentWrites, toDeployment, toRevision } from "../shared.ts"
+
+export const revisionRoutes = (writes: DeploymentWrites) =>
+  Effect.sync(() => {
+    const { store, controller, sealSecrets, storedOf, mustGetDeployment, refuseIfDeleting, supersedeUnfinished, writeNewRevision, announce, maxScaleOf } = writes
+    return [
+      implement(Api.listRevisions, ({ params, query }, { auth }) =>
+        Effect.gen(function* () {
+          yield* mustGetDeployment(auth.tenantId, params.deployment_id)
+          const page = Pagination.resolve(query, controlPage)
+          const statuses = query.status === undefined || query.status.length === 0 ? null : query.status
+          const revisions = yield* store.listRevisions(auth.tenantId, params.deployment_id, statuses, page)
+          return Pagination.response("resources", revisions.map(toRevision), page)
+        })
+      ),
+
+      implement(Api.createRevision, ({ params, body }, { auth }) =>
+        Effect.gen(function* () {
+          const written = yield* store.transaction(
+            Effect.gen(function* () {
+              const deployment = yield* mustGetDeployment(auth.tenantId, params.deployment_id)
+              yield* refuseIfDeleting(deployment)
+              const stored = storedOf(deployment)
+              const planned = yield* Effect.fromResult(planRevision(stored, body))
+              return yield* writeNewRevision({
+                deployment,
+                sourceConfig: stored.source_config,
+                sourceRevisionConfig: planned.source_revision_config,
+                secrets: body.secrets ? sealSecrets(planned.secrets) : deployment.secrets,
+                imageVersion: deployment.image_version
+              })
+            })
+          )
+          yield* announce(written)
+          return toRevision(written.revision)
+        })
+      ),
+
+      implement(Api.getRevision, ({ params }, { auth }) =>
+        Effect.flatMap(store.revision(auth.tenantId, params.deployment_id, params.revision_id), (revision) =>
+          revision
+            ? Effect.succeed(toRevision(revision))
+            : Effect.flatMap(store.deployment(auth.tenantId, params.deployment_id), (deployment) =>
+                Effect.fail(
+                  deployment
+                    ? new NotFound({ message: `Revision ${params.revision_id} not found in deployment ${params.deployment_id}` })
+                    : deploymentNotFound(params.deployment_id)
+                )
+              )
+        )
+      ),
+
+      implement(Api.redeployRevision, ({ params }, { auth }) =>
+        Effect.gen(function* () {
+          const result = yield* store.transaction(
+            Effect.gen(function* () {
+              const deployment = yield* mustGetDeployment(auth.tenantId, params.deployment_id)
+              const revision = yield* store.revision(auth.tenantId, params.deployment_id, params.revision_id)
+              const allowed = yield* Effect.fromResult(
+                checkRedeploy({ deployment: { id: deployment.id, deleting: deployment.status === "AWAITING_DELETE" }, revisionId: params.revision_id, revision })
+              )
+              const at = now()
+              // Like a new revision, a redeploy supersedes a rollout still under way, which would
+              // otherwise replace the redeployed revision moments later.
+              const stopped = yield* supersedeUnfinished(auth.tenantId, deployment.id, at)
+              const status = deploymentStatus({ activeRevisionId: allowed.id, maxScale: maxScaleOf(deployment.source_config), deleting: false })
+              yield* store.setDeploymentState(auth.tenantId, deployment.id, status, allowed.id, at)
+              return { deployment: { ...deployment, status, active_revision_id: allowed.id, updated_at: at }, stopped }
+            })
+          )
+          yield* controller.revisionsStopped(result.stopped)
+          return toDeployment(result.deployment)
+        })
+      )
+    ]
+  })

@@ -1,0 +1,157 @@
+/**
+ * What the deployment handlers share: records to wire shapes, the revision write that PATCH,
+ * new revisions and pushes have in common, and the secret box. Built once per server from the
+ * store and the controller.
+ */
+import { randomUUID } from "node:crypto"
+import { Effect } from "effect"
+import {
+  Conflict,
+  deploymentStatus,
+  type Listener,
+  NotFound,
+  type RevisionStatus,
+  secretMask,
+  type Secret,
+  type SourceConfig,
+  type SourceRevisionConfig,
+  type StoredDeployment,
+  supersededStatus
+} from "../../core/index.ts"
+import { now, ServerEnv } from "../module.ts"
+import { DeploymentStore, type DeploymentRecord, type ListenerRecord, type NewRevision, type RevisionRecord } from "../store/DeploymentStore.ts"
+import { DeploymentController } from "./controller.ts"
+import { makeSecretBox } from "./secrets.ts"
+
+export const deploymentNotFound = (id: string) => new NotFound({ message: `Deployment ${id} not found` })
+
+export const toDeployment = (record: DeploymentRecord) => ({
+  name: record.name,
+  source: record.source,
+  source_config: record.source_config,
+  source_revision_config: record.source_revision_config,
+  secrets: record.secrets.map(({ name }) => ({ name, value: secretMask })),
+  id: record.id,
+  created_at: record.created_at,
+  updated_at: record.updated_at,
+  status: record.status,
+  latest_revision_id: record.latest_revision_id,
+  active_revision_id: record.active_revision_id,
+  image_version: record.image_version
+})
+
+export const toRevision = (record: RevisionRecord) => ({
+  id: record.id,
+  created_at: record.created_at,
+  updated_at: record.updated_at,
+  status: record.status,
+  source: record.source,
+  source_revision_config: record.source_revision_config,
+  deployment_id: record.deployment_id,
+  status_message: record.status_message
+})
+
+export const toListener = (record: ListenerRecord): Listener => ({
+  id: record.id,
+  compute_type: record.compute_type,
+  compute_config: record.compute_config,
+  created_at: record.created_at,
+  updated_at: record.updated_at
+})
+
+const maxScaleOf = (config: SourceConfig): number | null | undefined => config.resource_spec?.max_scale
+
+export interface NewRevisionWrite {
+  readonly deployment: DeploymentRecord
+  readonly sourceConfig: SourceConfig
+  readonly sourceRevisionConfig: SourceRevisionConfig
+  /** Sealed, as stored. */
+  readonly secrets: ReadonlyArray<Secret>
+  readonly imageVersion: string | null
+}
+
+export interface WrittenRevision {
+  readonly deployment: DeploymentRecord
+  readonly revision: NewRevision
+  /** Revisions this write superseded. */
+  readonly stopped: ReadonlyArray<string>
+}
+
+export const makeDeploymentWrites = Effect.gen(function* () {
+  const store = yield* DeploymentStore
+  const controller = yield* DeploymentController
+  const { config } = yield* ServerEnv
+  const box = makeSecretBox(config.secretsKey)
+
+  const sealSecrets = (secrets: ReadonlyArray<Secret>): ReadonlyArray<Secret> => secrets.map(({ name, value }) => ({ name, value: box.seal(value) }))
+
+  /** The deployment as the core's rules see it (secrets opened). */
+  const storedOf = (record: DeploymentRecord): StoredDeployment => ({
+    name: record.name,
+    source: record.source,
+    source_config: record.source_config,
+    source_revision_config: record.source_revision_config,
+    secrets: record.secrets.map(({ name, value }) => ({ name, value: box.open(value) })),
+    image_version: record.image_version
+  })
+
+  const mustGetDeployment = (tenantId: string, id: string) =>
+    Effect.flatMap(store.deployment(tenantId, id), (record) => (record ? Effect.succeed(record) : Effect.fail(deploymentNotFound(id))))
+
+  const refuseIfDeleting = (record: DeploymentRecord) =>
+    record.status === "AWAITING_DELETE" ? Effect.fail(new Conflict({ message: `Deployment ${record.id} is being deleted` })) : Effect.void
+
+  /** Supersedes the deployment's unfinished revisions (core: SKIPPED or INTERRUPTED); answers their ids. */
+  const supersedeUnfinished = (tenantId: string, deploymentId: string, at: string) =>
+    Effect.flatMap(store.unfinishedRevisions(tenantId, deploymentId), (unfinished) =>
+      Effect.forEach(unfinished, (revision) =>
+        Effect.as(
+          store.setRevisionStatus(tenantId, revision.id, supersededStatus(revision.status as RevisionStatus), "Superseded by a newer revision", null, at),
+          revision.id
+        )
+      )
+    )
+
+  /** Inside a transaction: supersedes unfinished revisions, adds the next one and points the deployment at it. */
+  const writeNewRevision = ({ deployment, sourceConfig, sourceRevisionConfig, secrets, imageVersion }: NewRevisionWrite) =>
+    Effect.gen(function* () {
+      const at = now()
+      const stopped = yield* supersedeUnfinished(deployment.tenant_id, deployment.id, at)
+      const revision: NewRevision = {
+        id: randomUUID(),
+        tenant_id: deployment.tenant_id,
+        deployment_id: deployment.id,
+        seq: deployment.revision_seq + 1,
+        source: deployment.source,
+        status: "CREATING",
+        status_message: null,
+        source_revision_config: sourceRevisionConfig,
+        secrets,
+        deployed_at: null,
+        created_at: at,
+        updated_at: at
+      }
+      yield* store.insertRevision(revision)
+      const updated: DeploymentRecord = {
+        ...deployment,
+        source_config: sourceConfig,
+        source_revision_config: sourceRevisionConfig,
+        secrets,
+        image_version: imageVersion,
+        status: deploymentStatus({ activeRevisionId: deployment.active_revision_id, maxScale: maxScaleOf(sourceConfig), deleting: false }),
+        latest_revision_id: revision.id,
+        revision_seq: revision.seq,
+        updated_at: at
+      }
+      yield* store.updateDeployment(updated)
+      return { deployment: updated, revision, stopped } satisfies WrittenRevision
+    })
+
+  /** After the commit: the controller stops what was superseded and rolls the new revision out. */
+  const announce = (written: WrittenRevision) =>
+    Effect.andThen(controller.revisionsStopped(written.stopped), controller.revisionCreated(written.deployment, written.revision, written.revision.secrets))
+
+  return { store, controller, box, sealSecrets, storedOf, mustGetDeployment, refuseIfDeleting, supersedeUnfinished, writeNewRevision, announce, maxScaleOf }
+})
+
+export type DeploymentWrites = Effect.Success<typeof makeDeploymentWrites>

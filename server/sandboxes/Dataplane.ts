@@ -1,0 +1,33 @@
+/**
+ * The sandbox dataplane's seam: where a box's dataplane answers (`dataplane_url`) and how its
+ * requests are served. `unavailable` (below) is the backend while no runtime that can execute is
+ * configured: answers carry `dataplane_url: null`, which the official clients report as
+ * "dataplane not configured". The local runtime's backend serves the protocol of
+ * `shared/spec/sandbox-dataplane.md` at `{SLIPWAY_PUBLIC_URL}/sandboxes/{id}`.
+ */
+import type { IncomingMessage, ServerResponse } from "node:http"
+import type { Duplex } from "node:stream"
+import { Context, Layer } from "effect"
+import type { AuthContext } from "../store/KeyStore.ts"
+
+export interface DataplaneRequest {
+  readonly sandboxId: string
+  /** The path after `/sandboxes/{id}` (e.g. `/execute`), without the query. */
+  readonly subpath: string
+  readonly auth: AuthContext
+}
+
+export class Dataplane extends Context.Service<
+  Dataplane,
+  {
+    readonly name: string
+    /** The box's dataplane URL, or null when boxes cannot be reached. */
+    readonly urlFor: (sandboxId: string) => string | null
+    /** Serves an HTTP request to a box's dataplane (authenticated; the box belongs to `auth.tenantId`). */
+    readonly handle?: (request: IncomingMessage, response: ServerResponse, target: DataplaneRequest) => void
+    /** Serves a WebSocket upgrade (`/execute/ws`). */
+    readonly upgrade?: (request: IncomingMessage, socket: Duplex, head: Buffer, target: DataplaneRequest) => void
+  }
+>()("slipway/Dataplane") {}
+
+export const UnavailableDataplane = Layer.succeed(Dataplane, Dataplane.of({ name: "unavailable", urlFor: () => null }))

@@ -1,0 +1,48 @@
+/**
+ * The sandbox runtime's seam, shaped like the deployment one: a driver starts, stops and tears
+ * down boxes and reports what it observes (provisioning progress, ready, failed); the controller
+ * (`controller.ts`) applies the core's box lifecycle (`core/sandboxes/lifecycle.ts`) and persists
+ * it. Drivers: `simulated` (boxes are ready at once, nothing runs) and `local` (bubblewrap);
+ * `SLIPWAY_RUNTIME` selects one.
+ */
+import { Context, Data, type Effect } from "effect"
+import type { BoxEvent } from "../../core/index.ts"
+import type { TemplateRecord } from "../store/SandboxStore.ts"
+
+/** A box to bring up: its template (exact quantities) and the volumes it mounts. */
+export interface BoxWork {
+  readonly tenantId: string
+  readonly sandboxId: string
+  readonly name: string
+  readonly template: TemplateRecord
+  readonly volumes: ReadonlyArray<{ readonly volumeId: string; readonly mountPath: string; readonly sizeBytes: bigint }>
+}
+
+/** What the driver saw happen to a box (only `Provisioned`, `Failed` and `Progress` come from drivers). */
+export interface BoxObservation {
+  readonly sandboxId: string
+  readonly event: Extract<BoxEvent, { readonly _tag: "Provisioned" | "Failed" | "Progress" }>
+}
+
+export type BoxObservationSink = (observation: BoxObservation) => Effect.Effect<void>
+
+export class SandboxDriver extends Context.Service<
+  SandboxDriver,
+  {
+    readonly name: string
+    /** Registers where observations go; called once by the controller before any work. */
+    readonly observe: (sink: BoxObservationSink) => Effect.Effect<void>
+    /** Brings a box up (new, started again, or resumed after a server restart). */
+    readonly start: (work: BoxWork) => Effect.Effect<void>
+    /** Ends the box's processes; its files are kept for a later start. */
+    readonly stop: (sandboxId: string) => Effect.Effect<void>
+    /** Ends the box's processes and frees its disk; completes once it is gone. */
+    readonly teardown: (sandboxId: string) => Effect.Effect<void>
+    /** Volumes: real storage of a size, growable (no-ops for a driver without storage). */
+    readonly createVolume: (volumeId: string, sizeBytes: bigint) => Effect.Effect<void, VolumeError>
+    readonly resizeVolume: (volumeId: string, sizeBytes: bigint) => Effect.Effect<void, VolumeError>
+    readonly deleteVolume: (volumeId: string) => Effect.Effect<void, VolumeError>
+  }
+>()("slipway/SandboxDriver") {}
+
+export class VolumeError extends Data.TaggedError("VolumeError")<{ readonly message: string }> {}

@@ -1,0 +1,76 @@
+/** `/v2/sandboxes/templates`: how a sandbox is built (image, resources, volume mounts, proxy rules). */
+import { randomUUID } from "node:crypto"
+import { Effect, Result } from "effect"
+import { Api, checkTemplateDeletable, checkTemplateVolumes, formatQuantity, Pagination, sandboxPage, toMillis } from "../../../core/index.ts"
+import { implement, now } from "../../module.ts"
+import { exactBytes, found, type SandboxShared, taken, templateJson } from "../shared.ts"
+
+export const templateRoutes = ({ store }: SandboxShared) => [
+  implement(Api.createTemplate, ({ body }, { auth }) =>
+    store.transaction(
+      Effect.gen(function* () {
+        const tenantId = auth.tenantId
+        const volumes = yield* Effect.forEach(body.volume_mounts, (mount) => store.volumeByName(tenantId, mount.volume_name))
+        yield* Effect.fromResult(
+          checkTemplateVolumes(
+            body.volume_mounts,
+            volumes.flatMap((volume) => (volume ? [volume.name] : []))
+          )
+        )
+        if (yield* store.templateByName(tenantId, body.name)) return yield* taken("template", body.name)
+        const at = now()
+        const { cpu, memory, storage } = body.resources
+        yield* store.insertTemplate({
+          id: randomUUID(),
+          tenant_id: tenantId,
+          name: body.name,
+          image: body.image,
+          cpu_millicores: Result.getOrThrow(toMillis(cpu)),
+          cpu: formatQuantity(cpu),
+          memory_bytes: exactBytes(memory),
+          memory: formatQuantity(memory),
+          storage_bytes: storage === undefined ? null : exactBytes(storage),
+          storage: storage === undefined ? null : formatQuantity(storage),
+          proxy_config: body.proxy_config,
+          created_at: at,
+          updated_at: at,
+          mounts: body.volume_mounts.map((mount, index) => ({ volume_id: volumes[index]!.id, mount_path: mount.mount_path }))
+        })
+        return templateJson((yield* store.templateByName(tenantId, body.name))!)
+      })
+    )
+  ),
+
+  implement(Api.listTemplates, ({ query }, { auth }) => {
+    const page = Pagination.resolve(query, sandboxPage)
+    return Effect.map(store.listTemplates(auth.tenantId, page), (templates) => Pagination.response("templates", templates.map(templateJson), page))
+  }),
+
+  implement(Api.getTemplate, ({ params }, { auth }) =>
+    store.templateByName(auth.tenantId, params.name).pipe(Effect.flatMap(found("template", params.name)), Effect.map(templateJson))
+  ),
+
+  implement(Api.updateTemplate, ({ params, body }, { auth }) =>
+    store.transaction(
+      Effect.gen(function* () {
+        const template = yield* store.templateByName(auth.tenantId, params.name).pipe(Effect.flatMap(found("template", params.name)))
+        if (body.name !== template.name) {
+          if (yield* store.templateByName(auth.tenantId, body.name)) return yield* taken("template", body.name)
+          yield* store.renameTemplate(template, body.name, now())
+        }
+        return templateJson((yield* store.templateByName(auth.tenantId, body.name))!)
+      })
+    )
+  ),
+
+  implement(Api.deleteTemplate, ({ params }, { auth }) =>
+    store.transaction(
+      Effect.gen(function* () {
+        const template = yield* store.templateByName(auth.tenantId, params.name).pipe(Effect.flatMap(found("template", params.name)))
+        const usage = yield* store.templateUsage(template.id)
+        yield* Effect.fromResult(checkTemplateDeletable(template.name, usage.sandboxes, usage.pools))
+        yield* store.deleteTemplate(template.id)
+      })
+    )
+  )
+]

@@ -1,0 +1,76 @@
+/** `/v2/sandboxes/volumes`: storage of a size, within the organization's quota. */
+import { randomUUID } from "node:crypto"
+import { Effect } from "effect"
+import { Api, checkVolumeCreate, checkVolumeDeletable, formatQuantity, Pagination, planVolumeResize, resolveStorageClass, sandboxPage } from "../../../core/index.ts"
+import { implement, now } from "../../module.ts"
+import type { VolumeRecord } from "../../store/SandboxStore.ts"
+import { exactBytes, found, type SandboxShared, storedQuantity, taken, volumeJson } from "../shared.ts"
+
+export const volumeRoutes = ({ store, config, storage }: SandboxShared) => [
+  implement(Api.createVolume, ({ body }, { auth }) =>
+    store.transaction(
+      Effect.gen(function* () {
+        const storageClass = yield* Effect.fromResult(resolveStorageClass(body.storage_class, config.storageClasses))
+        if (yield* store.volumeByName(auth.tenantId, body.name)) return yield* taken("volume", body.name)
+        const { usage, quota } = yield* storage(auth.organizationId)
+        yield* Effect.fromResult(checkVolumeCreate(body.size, usage, quota))
+        const at = now()
+        const volume: VolumeRecord = {
+          id: randomUUID(),
+          tenant_id: auth.tenantId,
+          organization_id: auth.organizationId,
+          name: body.name,
+          size_bytes: exactBytes(body.size),
+          size: formatQuantity(body.size),
+          storage_class: storageClass,
+          created_at: at,
+          updated_at: at
+        }
+        yield* store.insertVolume(volume)
+        return volumeJson(volume)
+      })
+    )
+  ),
+
+  implement(Api.listVolumes, ({ query }, { auth }) => {
+    const page = Pagination.resolve(query, sandboxPage)
+    return Effect.map(store.listVolumes(auth.tenantId, page), (volumes) => Pagination.response("volumes", volumes.map(volumeJson), page))
+  }),
+
+  implement(Api.getVolume, ({ params }, { auth }) =>
+    store.volumeByName(auth.tenantId, params.name).pipe(Effect.flatMap(found("volume", params.name)), Effect.map(volumeJson))
+  ),
+
+  implement(Api.updateVolume, ({ params, body }, { auth }) =>
+    store.transaction(
+      Effect.gen(function* () {
+        const volume = yield* store.volumeByName(auth.tenantId, params.name).pipe(Effect.flatMap(found("volume", params.name)))
+        let next: VolumeRecord = volume
+        if (body.size !== undefined) {
+          const { usage, quota } = yield* storage(auth.organizationId)
+          const plan = yield* Effect.fromResult(planVolumeResize({ name: volume.name, size: storedQuantity(volume.size) }, body.size, usage, quota))
+          const bytes = exactBytes(plan.size)
+          if (bytes !== volume.size_bytes) next = { ...next, size_bytes: bytes, size: formatQuantity(plan.size) }
+        }
+        if (body.name !== undefined && body.name !== volume.name) {
+          if (yield* store.volumeByName(auth.tenantId, body.name)) return yield* taken("volume", body.name)
+          next = { ...next, name: body.name }
+        }
+        if (next === volume) return volumeJson(volume)
+        next = { ...next, updated_at: now() }
+        yield* store.updateVolume(volume, next)
+        return volumeJson(next)
+      })
+    )
+  ),
+
+  implement(Api.deleteVolume, ({ params }, { auth }) =>
+    store.transaction(
+      Effect.gen(function* () {
+        const volume = yield* store.volumeByName(auth.tenantId, params.name).pipe(Effect.flatMap(found("volume", params.name)))
+        yield* Effect.fromResult(checkVolumeDeletable(volume.name, yield* store.templatesMounting(volume.id)))
+        yield* store.deleteVolume(volume.id)
+      })
+    )
+  )
+]

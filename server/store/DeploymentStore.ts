@@ -1,0 +1,158 @@
+/**
+ * The deployment control plane's storage seam: deployments, revisions, tracing projects,
+ * listeners and git-host integrations, in the core's types. Every tenant-scoped call takes the
+ * tenant; the few system scans (the controller's resume at start, the webhook's lookup of
+ * integrations by owner) say so. One Layer per backend (`server/store/sqlite/`, ...); every
+ * backend passes `test/store/deploymentStore.suite.ts`.
+ */
+import { Context, type Effect } from "effect"
+import type {
+  ComputeConfig,
+  Conflict,
+  DeploymentStatus,
+  RevisionStatus,
+  Secret,
+  Source,
+  SourceConfig,
+  SourceRevisionConfig
+} from "../../core/index.ts"
+import type { StoreError, Transactional } from "./StoreError.ts"
+
+export interface DeploymentRecord {
+  readonly id: string
+  readonly tenant_id: string
+  readonly name: string
+  readonly source: Source
+  readonly source_config: SourceConfig
+  /** The latest revision's config. */
+  readonly source_revision_config: SourceRevisionConfig
+  /** Values sealed (see `server/deployments/secrets.ts`): the store never sees plaintext. */
+  readonly secrets: ReadonlyArray<Secret>
+  readonly image_version: string | null
+  readonly status: DeploymentStatus
+  readonly latest_revision_id: string | null
+  readonly active_revision_id: string | null
+  /** The number of revisions ever created (the next one is `revision_seq + 1`). */
+  readonly revision_seq: number
+  readonly created_at: string
+  readonly updated_at: string
+}
+
+export interface RevisionRecord {
+  readonly id: string
+  readonly tenant_id: string
+  readonly deployment_id: string
+  readonly seq: number
+  readonly source: Source
+  readonly status: RevisionStatus
+  readonly status_message: string | null
+  readonly source_revision_config: SourceRevisionConfig
+  readonly deployed_at: string | null
+  readonly created_at: string
+  readonly updated_at: string
+}
+
+/** A new revision as written: with the (sealed) secrets it runs with. */
+export interface NewRevision extends RevisionRecord {
+  readonly secrets: ReadonlyArray<Secret>
+}
+
+export interface ListenerRecord {
+  readonly id: string
+  readonly tenant_id: string
+  readonly compute_type: "k8s"
+  readonly compute_config: typeof ComputeConfig.Type
+  readonly created_at: string
+  readonly updated_at: string
+}
+
+export interface IntegrationRecord {
+  readonly id: string
+  readonly tenant_id: string
+  readonly provider: string
+  readonly owner: string
+  /** `owner` folded for lookups (GitHub logins are case-insensitive). */
+  readonly owner_key: string
+  /** Sealed. */
+  readonly webhook_secret: string
+  readonly installed_at: string
+}
+
+export interface TracingProjectRecord {
+  readonly id: string
+  readonly tenant_id: string
+  readonly name: string
+  readonly deployment_id: string | null
+  readonly created_at: string
+}
+
+export interface DeploymentFilter {
+  readonly nameContains: string | null
+  readonly statuses: ReadonlyArray<string> | null
+  readonly imageVersion: string | null
+  readonly deploymentType: string | null
+  readonly ids: ReadonlyArray<string> | null
+}
+
+export interface Page {
+  readonly limit: number
+  readonly offset: number
+}
+
+type Op<A, E = never> = Effect.Effect<A, StoreError | E>
+
+export class DeploymentStore extends Context.Service<
+  DeploymentStore,
+  {
+    readonly transaction: Transactional
+
+    readonly deployment: (tenantId: string, id: string) => Op<DeploymentRecord | undefined>
+    /** Inserts the deployment, its first revision and its tracing project; a taken name fails with `Conflict`. */
+    readonly createDeployment: (deployment: DeploymentRecord, revision: NewRevision, tracingProjectId: string) => Op<void, Conflict>
+    readonly updateDeployment: (deployment: DeploymentRecord) => Op<boolean>
+    readonly setDeploymentState: (tenantId: string, id: string, status: DeploymentStatus, activeRevisionId: string | null, now: string) => Op<boolean>
+    readonly setDeploymentStatus: (tenantId: string, id: string, status: DeploymentStatus, now: string) => Op<boolean>
+    readonly deleteDeployment: (tenantId: string, id: string) => Op<boolean>
+    readonly listDeployments: (tenantId: string, filter: DeploymentFilter, page: Page) => Op<ReadonlyArray<DeploymentRecord>>
+    /** `gitrepo` deployments with build_on_push whose repo_ref is `ref` or `branch`: the core decides which match. */
+    readonly pushTargets: (tenantId: string, ref: string, branch: string) => Op<ReadonlyArray<DeploymentRecord>>
+    /** System scan: deployments marked AWAITING_DELETE (any tenant). */
+    readonly pendingDeletes: () => Op<ReadonlyArray<{ readonly tenant_id: string; readonly id: string; readonly updated_at: string }>>
+
+    readonly revision: (tenantId: string, deploymentId: string, id: string) => Op<RevisionRecord | undefined>
+    readonly insertRevision: (revision: NewRevision) => Op<void>
+    /** Newest first. */
+    readonly listRevisions: (tenantId: string, deploymentId: string, statuses: ReadonlyArray<string> | null, page: Page) => Op<ReadonlyArray<RevisionRecord>>
+    readonly unfinishedRevisions: (tenantId: string, deploymentId: string) => Op<ReadonlyArray<{ readonly id: string; readonly status: RevisionStatus }>>
+    readonly setRevisionStatus: (tenantId: string, id: string, status: RevisionStatus, message: string | null, deployedAt: string | null, now: string) => Op<boolean>
+    /** Moves a revision on only if it is still in `from` (nothing superseded it meanwhile). */
+    readonly advanceRevision: (
+      tenantId: string,
+      id: string,
+      from: RevisionStatus,
+      to: RevisionStatus,
+      message: string | null,
+      deployedAt: string | null,
+      now: string
+    ) => Op<boolean>
+    /** System scan: every revision not in a final state (any tenant), oldest first. */
+    readonly inProgressRevisions: () => Op<ReadonlyArray<RevisionRecord>>
+
+    readonly listTracingProjects: (tenantId: string, name: string | null, page: Page) => Op<ReadonlyArray<TracingProjectRecord>>
+
+    readonly listener: (tenantId: string, id: string) => Op<ListenerRecord | undefined>
+    readonly insertListener: (listener: ListenerRecord) => Op<void>
+    readonly updateListener: (listener: ListenerRecord) => Op<boolean>
+    readonly deleteListener: (tenantId: string, id: string) => Op<boolean>
+    readonly listListeners: (tenantId: string, page: Page) => Op<ReadonlyArray<ListenerRecord>>
+    /** The deployments on a listener and the namespace each deploys into. */
+    readonly listenerUsers: (tenantId: string, id: string) => Op<ReadonlyArray<{ readonly name: string; readonly namespace: string | null }>>
+
+    readonly insertIntegration: (integration: IntegrationRecord) => Op<void>
+    readonly integrations: (tenantId: string) => Op<ReadonlyArray<IntegrationRecord>>
+    readonly integration: (tenantId: string, id: string) => Op<IntegrationRecord | undefined>
+    /** System lookup for the webhook: the signature checked afterwards decides the tenant. */
+    readonly integrationsByOwner: (provider: string, ownerKey: string) => Op<ReadonlyArray<IntegrationRecord>>
+    readonly integrationByOwner: (tenantId: string, provider: string, ownerKey: string) => Op<IntegrationRecord | undefined>
+  }
+>()("slipway/DeploymentStore") {}

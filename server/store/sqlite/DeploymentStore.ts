@@ -1,0 +1,166 @@
+/** The SQLite backend of `DeploymentStore`: the repository's prepared statements, rows to records and back. */
+import { Effect, Layer } from "effect"
+import { Conflict, type DeploymentStatus, type RevisionStatus, type Secret, type Source } from "../../../core/index.ts"
+import {
+  type DeploymentRecord,
+  DeploymentStore,
+  type IntegrationRecord,
+  type ListenerRecord,
+  type NewRevision,
+  type RevisionRecord
+} from "../DeploymentStore.ts"
+import { type Db, sqliteTransactional } from "./database.ts"
+import { type DeploymentRow, type ListenerRow, makeDeploymentRepository, type RevisionRow, type RevisionView } from "./deploymentRepository.ts"
+import type { StoreError } from "../StoreError.ts"
+import { isUniqueViolation, op, toStoreError } from "./errors.ts"
+import { SqliteDatabase } from "./SqliteDatabase.ts"
+
+const toDeploymentRecord = (row: DeploymentRow): DeploymentRecord => ({
+  id: row.id,
+  tenant_id: row.tenant_id,
+  name: row.name,
+  source: row.source as Source,
+  source_config: JSON.parse(row.source_config),
+  source_revision_config: JSON.parse(row.source_revision_config),
+  secrets: JSON.parse(row.secrets) as Array<Secret>,
+  image_version: row.image_version,
+  status: row.status as DeploymentStatus,
+  latest_revision_id: row.latest_revision_id,
+  active_revision_id: row.active_revision_id,
+  revision_seq: row.revision_seq,
+  created_at: row.created_at,
+  updated_at: row.updated_at
+})
+
+const toDeploymentRow = (record: DeploymentRecord): DeploymentRow => ({
+  ...record,
+  source_config: JSON.stringify(record.source_config),
+  source_revision_config: JSON.stringify(record.source_revision_config),
+  secrets: JSON.stringify(record.secrets)
+})
+
+const toRevisionRecord = (row: RevisionView): RevisionRecord => ({
+  id: row.id,
+  tenant_id: row.tenant_id,
+  deployment_id: row.deployment_id,
+  seq: row.seq,
+  source: row.source as Source,
+  status: row.status as RevisionStatus,
+  status_message: row.status_message,
+  source_revision_config: JSON.parse(row.source_revision_config),
+  deployed_at: row.deployed_at,
+  created_at: row.created_at,
+  updated_at: row.updated_at
+})
+
+const toRevisionRow = (revision: NewRevision): RevisionRow => ({
+  ...revision,
+  source_revision_config: JSON.stringify(revision.source_revision_config),
+  secrets: JSON.stringify(revision.secrets)
+})
+
+const toListenerRecord = (row: ListenerRow): ListenerRecord => ({
+  ...row,
+  compute_type: row.compute_type as "k8s",
+  compute_config: JSON.parse(row.compute_config)
+})
+
+const toListenerRow = (record: ListenerRecord): ListenerRow => ({ ...record, compute_config: JSON.stringify(record.compute_config) })
+
+const jsonList = (values: ReadonlyArray<string> | null) => (values === null ? null : JSON.stringify(values))
+
+export const makeSqliteDeploymentStore = (db: Db): DeploymentStore["Service"] => {
+  const repo = makeDeploymentRepository(db)
+  const transaction = sqliteTransactional(db)
+  return {
+    transaction,
+    deployment: (tenantId, id) =>
+      op(() => {
+        const row = repo.deployment(tenantId, id)
+        return row && toDeploymentRecord(row)
+      }),
+    createDeployment: (deployment, revision, tracingProjectId) =>
+      transaction(
+        Effect.suspend((): Effect.Effect<void, Conflict | StoreError> => {
+          try {
+            repo.insertDeployment(toDeploymentRow(deployment))
+            repo.insertRevision(toRevisionRow(revision))
+            repo.upsertTracingProject(tracingProjectId, deployment.tenant_id, deployment.name, deployment.id, deployment.created_at)
+            return Effect.void
+          } catch (error) {
+            // UNIQUE (tenant_id, name) decides, also between processes sharing the file.
+            if (isUniqueViolation(error, "deployments.name")) {
+              return Effect.fail(new Conflict({ message: `A deployment named '${deployment.name}' already exists` }))
+            }
+            return Effect.fail(toStoreError(error))
+          }
+        })
+      ),
+    updateDeployment: (deployment) => op(() => repo.updateDeployment(toDeploymentRow(deployment))),
+    setDeploymentState: (tenantId, id, status, activeRevisionId, now) => op(() => repo.setDeploymentState(tenantId, id, status, activeRevisionId, now)),
+    setDeploymentStatus: (tenantId, id, status, now) => op(() => repo.setDeploymentStatus(tenantId, id, status, now)),
+    deleteDeployment: (tenantId, id) => op(() => repo.deleteDeployment(tenantId, id)),
+    listDeployments: (tenantId, filter, page) =>
+      op(() =>
+        repo
+          .listDeployments(
+            tenantId,
+            {
+              nameContains: filter.nameContains,
+              statuses: jsonList(filter.statuses),
+              imageVersion: filter.imageVersion,
+              deploymentType: filter.deploymentType,
+              ids: jsonList(filter.ids)
+            },
+            page.limit,
+            page.offset
+          )
+          .map(toDeploymentRecord)
+      ),
+    pushTargets: (tenantId, ref, branch) => op(() => repo.pushTargets(tenantId, ref, branch).map(toDeploymentRecord)),
+    pendingDeletes: () => op(() => repo.pendingDeletes()),
+
+    revision: (tenantId, deploymentId, id) =>
+      op(() => {
+        const row = repo.revision(tenantId, deploymentId, id)
+        return row && toRevisionRecord(row)
+      }),
+    insertRevision: (revision) => op(() => repo.insertRevision(toRevisionRow(revision))),
+    listRevisions: (tenantId, deploymentId, statuses, page) =>
+      op(() => repo.listRevisions(tenantId, deploymentId, jsonList(statuses), page.limit, page.offset).map(toRevisionRecord)),
+    unfinishedRevisions: (tenantId, deploymentId) =>
+      op(() => repo.unfinishedRevisions(tenantId, deploymentId) as Array<{ id: string; status: RevisionStatus }>),
+    setRevisionStatus: (tenantId, id, status, message, deployedAt, now) => op(() => repo.setRevisionStatus(tenantId, id, status, message, deployedAt, now)),
+    advanceRevision: (tenantId, id, from, to, message, deployedAt, now) =>
+      op(() => repo.advanceRevision(tenantId, id, from, to, message, deployedAt, now)),
+    inProgressRevisions: () => op(() => repo.inProgressRevisions().map(toRevisionRecord)),
+
+    listTracingProjects: (tenantId, name, page) => op(() => repo.listTracingProjects(tenantId, name, page.limit, page.offset)),
+
+    listener: (tenantId, id) =>
+      op(() => {
+        const row = repo.listener(tenantId, id)
+        return row && toListenerRecord(row)
+      }),
+    insertListener: (listener) => op(() => repo.insertListener(toListenerRow(listener))),
+    updateListener: (listener) => op(() => repo.updateListener(toListenerRow(listener))),
+    deleteListener: (tenantId, id) => op(() => repo.deleteListener(tenantId, id)),
+    listListeners: (tenantId, page) => op(() => repo.listListeners(tenantId, page.limit, page.offset).map(toListenerRecord)),
+    listenerUsers: (tenantId, id) => op(() => repo.listenerUsers(tenantId, id)),
+
+    insertIntegration: (integration: IntegrationRecord) => op(() => repo.insertIntegration(integration)),
+    integrations: (tenantId) => op(() => repo.integrations(tenantId)),
+    integration: (tenantId, id) => op(() => repo.integration(tenantId, id)),
+    integrationsByOwner: (provider, ownerKey) => op(() => repo.integrationsByOwner(provider, ownerKey)),
+    integrationByOwner: (tenantId, provider, ownerKey) => op(() => repo.integrationByOwner(tenantId, provider, ownerKey))
+  }
+}
+
+/** `DeploymentStore` over the server's SQLite file. */
+export const SqliteDeploymentStore = Layer.effect(
+  DeploymentStore,
+  Effect.gen(function* () {
+    const { db } = yield* SqliteDatabase
+    return makeSqliteDeploymentStore(db)
+  })
+)

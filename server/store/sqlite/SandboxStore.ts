@@ -1,0 +1,104 @@
+/** The SQLite backend of `SandboxStore`: the repository's prepared statements, rows to records. */
+import { Effect, Layer } from "effect"
+import { SandboxConflict } from "../../../core/index.ts"
+import { SandboxStore, type TemplateMount, type TemplateRecord, type TemplateView } from "../SandboxStore.ts"
+import type { StoreError } from "../StoreError.ts"
+import { type Db, sqliteTransactional } from "./database.ts"
+import { isUniqueViolation, op, toStoreError } from "./errors.ts"
+import { makeSandboxRepository, type TemplateRow, type TemplateView as TemplateViewRow } from "./sandboxRepository.ts"
+import { SqliteDatabase } from "./SqliteDatabase.ts"
+
+const toTemplateView = (row: TemplateViewRow): TemplateView => ({
+  id: row.id,
+  tenant_id: row.tenant_id,
+  name: row.name,
+  image: row.image,
+  cpu: row.cpu,
+  memory: row.memory,
+  storage: row.storage,
+  proxy_config: row.proxy_config === null ? null : JSON.parse(row.proxy_config),
+  mounts: JSON.parse(row.mounts) as Array<TemplateMount>,
+  created_at: row.created_at,
+  updated_at: row.updated_at
+})
+
+const toTemplateRecord = (row: TemplateRow): TemplateRecord => ({
+  ...toTemplateView(row),
+  cpu_millicores: row.cpu_millicores,
+  memory_bytes: row.memory_bytes,
+  storage_bytes: row.storage_bytes
+})
+
+/** A write that may take a name already taken (a lost race the UNIQUE index still guards). */
+const naming = <A>(kind: string, name: string, work: () => A): Effect.Effect<A, SandboxConflict | StoreError> =>
+  Effect.suspend((): Effect.Effect<A, SandboxConflict | StoreError> => {
+    try {
+      return Effect.succeed(work())
+    } catch (error) {
+      return isUniqueViolation(error) ? Effect.fail(new SandboxConflict({ message: `${kind} ${name} already exists` })) : Effect.fail(toStoreError(error))
+    }
+  })
+
+export const makeSqliteSandboxStore = (db: Db): SandboxStore["Service"] => {
+  const repo = makeSandboxRepository(db)
+  return {
+    transaction: sqliteTransactional(db),
+
+    organizationQuota: (organizationId) => op(() => repo.organizationQuota(organizationId)),
+    setOrganizationQuota: (organizationId, quota) => op(() => repo.setOrganizationQuota(organizationId, quota)),
+    organizationUsage: (organizationId) => op(() => repo.organizationUsage(organizationId)),
+
+    volumeByName: (tenantId, name) => op(() => repo.volumeByName(tenantId, name)),
+    listVolumes: (tenantId, page) => op(() => repo.listVolumes(tenantId, page)),
+    insertVolume: (volume) => naming("volume", volume.name, () => repo.insertVolume(volume)),
+    updateVolume: (before, after) => naming("volume", after.name, () => repo.updateVolume(before, after)),
+    deleteVolume: (id) => op(() => repo.deleteVolume(id)),
+    templatesMounting: (volumeId) => op(() => repo.templatesMounting(volumeId)),
+
+    templateByName: (tenantId, name) =>
+      op(() => {
+        const row = repo.templateByName(tenantId, name)
+        return row && toTemplateRecord(row)
+      }),
+    templateById: (id) =>
+      op(() => {
+        const row = repo.templateById(id)
+        return row && toTemplateRecord(row)
+      }),
+    listTemplates: (tenantId, page) => op(() => repo.listTemplates(tenantId, page).map(toTemplateView)),
+    insertTemplate: (template) =>
+      naming("template", template.name, () =>
+        repo.insertTemplate({ ...template, proxy_config: template.proxy_config === null ? null : JSON.stringify(template.proxy_config) })
+      ),
+    renameTemplate: (template, name, now) => naming("template", name, () => repo.renameTemplate(template.id, name, now)),
+    deleteTemplate: (id) => op(() => repo.deleteTemplate(id)),
+    templateUsage: (templateId) => op(() => repo.templateUsage(templateId)),
+
+    poolByName: (tenantId, name) => op(() => repo.poolByName(tenantId, name)),
+    listPools: (tenantId, page) => op(() => repo.listPools(tenantId, page)),
+    insertPool: (pool) => naming("pool", pool.name, () => repo.insertPool(pool)),
+    updatePool: (before, after) => naming("pool", after.name, () => repo.updatePool(before, after)),
+    deletePool: (id) => op(() => repo.deletePool(id)),
+    poolSandboxes: (poolId) => op(() => repo.poolSandboxes(poolId)),
+
+    sandboxByName: (tenantId, name) => op(() => repo.sandboxByName(tenantId, name)),
+    sandboxById: (tenantId, id) => op(() => repo.sandboxById(tenantId, id)),
+    sandboxNameTaken: (tenantId, name) => op(() => repo.sandboxNameTaken(tenantId, name)),
+    listSandboxes: (tenantId, page) => op(() => repo.listSandboxes(tenantId, page)),
+    insertSandbox: (sandbox) => naming("sandbox", sandbox.name, () => repo.insertSandbox(sandbox)),
+    renameSandbox: (sandbox, name, now) => naming("sandbox", name, () => repo.renameSandbox(sandbox.id, name, now)),
+    deleteSandbox: (id) => op(() => repo.deleteSandbox(id)),
+    setSandboxStatus: (id, from, to, message, now) => op(() => repo.setSandboxStatus(id, from, to, message, now)),
+    allSandboxes: () => op(() => repo.allSandboxes())
+  }
+}
+
+/** `SandboxStore` over the server's SQLite file. */
+export const SqliteSandboxStore = Layer.effect(
+  SandboxStore,
+  Effect.gen(function* () {
+    const { db } = yield* SqliteDatabase
+    return makeSqliteSandboxStore(db)
+  })
+)
+

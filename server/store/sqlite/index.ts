@@ -1,0 +1,11 @@
+/** The SQLite backend: every store over one file (the embedded default). */
+import { Layer } from "effect"
+import { SqliteDeploymentStore } from "./DeploymentStore.ts"
+import { SqliteKeyStore } from "./KeyStore.ts"
+import { SqliteSandboxStore } from "./SandboxStore.ts"
+import { SqliteDatabaseLive, type SqliteOptions } from "./SqliteDatabase.ts"
+
+export { SqliteDatabase, SqliteDatabaseLive, type SqliteOptions } from "./SqliteDatabase.ts"
+
+export const SqliteStores = (options: SqliteOptions) =>
+  Layer.mergeAll(SqliteDeploymentStore, SqliteSandboxStore, SqliteKeyStore).pipe(Layer.provideMerge(SqliteDatabaseLive(options)))
