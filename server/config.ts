@@ -7,6 +7,11 @@ export interface ServerConfig {
   readonly port: number
   readonly host: string
   readonly databasePath: string
+  /**
+   * `postgres://...` (DATABASE_URL): every store on that PostgreSQL database, shared by several
+   * replicas (docs/postgres.md); `databasePath` is then unused. Unset: the SQLite file.
+   */
+  readonly databaseUrl: string | undefined
   readonly apiKey: string | undefined
   readonly defaultTenantId: string
   readonly defaultOrganizationId: string
@@ -32,6 +37,7 @@ export const defaultConfig: ServerConfig = {
   port: 8080,
   host: "127.0.0.1",
   databasePath: "./data/slipway.db",
+  databaseUrl: undefined,
   apiKey: undefined,
   defaultTenantId: DEFAULT_TENANT_ID,
   defaultOrganizationId: DEFAULT_ORGANIZATION_ID,
@@ -58,6 +64,9 @@ const integer = (name: string, raw: string, min: number, max: number): number =>
 
 /** Checks values that only make sense once parsed, so a bad setting fails before the port opens. */
 export const validateConfig = (config: ServerConfig): ServerConfig => {
+  if (config.databaseUrl !== undefined && !/^postgres(ql)?:\/\/./i.test(config.databaseUrl)) {
+    throw new ConfigError(`DATABASE_URL must be a postgres:// or postgresql:// URL, got "${config.databaseUrl.replace(/\/\/[^@/]*@/, "//***@")}"`)
+  }
   const quota = Result.flatMap(parseQuantity(config.storageQuota.trim()), toBytes)
   if (Result.isFailure(quota)) throw new ConfigError(`SLIPWAY_STORAGE_QUOTA: ${quota.failure}`)
   if (quota.success < 0n) throw new ConfigError(`SLIPWAY_STORAGE_QUOTA must not be negative, got "${config.storageQuota}"`)
@@ -78,6 +87,7 @@ export const configFromEnv = (env: NodeJS.ProcessEnv = process.env): ServerConfi
     port: pick("PORT") ? integer("PORT", pick("PORT")!, 0, 65535) : defaultConfig.port,
     host: pick("HOST") ?? defaultConfig.host,
     databasePath: pick("DATABASE_PATH") ?? defaultConfig.databasePath,
+    databaseUrl: pick("DATABASE_URL"),
     apiKey: pick("SLIPWAY_API_KEY"),
     defaultTenantId: pick("SLIPWAY_TENANT_ID") ?? DEFAULT_TENANT_ID,
     defaultOrganizationId: pick("SLIPWAY_ORGANIZATION_ID") ?? DEFAULT_ORGANIZATION_ID,

@@ -7,7 +7,7 @@ import Database from "better-sqlite3"
 import { Effect } from "effect"
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { migrate as migrateSqlite } from "../../server/db/database.ts"
+import { migrate as migrateSqlite } from "../../server/store/sqlite/database.ts"
 import { allMigrations } from "../../server/index.ts"
 import { makeClient, makePool } from "../../server/store/postgres/client.ts"
 import { MIGRATION_LOCK_KEY, migrate, postgresMigrations } from "../../server/store/postgres/migrations.ts"
@@ -68,7 +68,7 @@ describe("postgres migrations", () => {
 
   it("has every table, column and named index of the SQLite schema", async () => {
     const sqlite = new Database(":memory:")
-    migrateSqlite(sqlite, allMigrations())
+    migrateSqlite(sqlite, allMigrations)
     const tables = sqlite.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").pluck().all() as Array<string>
     const indexes = sqlite
       .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")
