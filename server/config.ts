@@ -12,6 +12,8 @@ export interface ServerConfig {
    * replicas (docs/postgres.md); `databasePath` is then unused. Unset: the SQLite file.
    */
   readonly databaseUrl: string | undefined
+  /** On PostgreSQL: how long a replica's lease on a revision lasts unrenewed (SLIPWAY_LEASE_MS): a dead replica's work moves after this. */
+  readonly leaseMs: number
   readonly apiKey: string | undefined
   readonly defaultTenantId: string
   readonly defaultOrganizationId: string
@@ -38,6 +40,7 @@ export const defaultConfig: ServerConfig = {
   host: "127.0.0.1",
   databasePath: "./data/slipway.db",
   databaseUrl: undefined,
+  leaseMs: 15_000,
   apiKey: undefined,
   defaultTenantId: DEFAULT_TENANT_ID,
   defaultOrganizationId: DEFAULT_ORGANIZATION_ID,
@@ -88,6 +91,7 @@ export const configFromEnv = (env: NodeJS.ProcessEnv = process.env): ServerConfi
     host: pick("HOST") ?? defaultConfig.host,
     databasePath: pick("DATABASE_PATH") ?? defaultConfig.databasePath,
     databaseUrl: pick("DATABASE_URL"),
+    leaseMs: pick("SLIPWAY_LEASE_MS") ? integer("SLIPWAY_LEASE_MS", pick("SLIPWAY_LEASE_MS")!, 300, 3_600_000) : defaultConfig.leaseMs,
     apiKey: pick("SLIPWAY_API_KEY"),
     defaultTenantId: pick("SLIPWAY_TENANT_ID") ?? DEFAULT_TENANT_ID,
     defaultOrganizationId: pick("SLIPWAY_ORGANIZATION_ID") ?? DEFAULT_ORGANIZATION_ID,

@@ -13,9 +13,10 @@ import type { StoreError } from "./StoreError.ts"
 
 export type Stores = DeploymentStore | SandboxStore | KeyStore
 
-export const storesFor = (config: Pick<ServerConfig, "databasePath" | "databaseUrl">): Layer.Layer<Stores, StoreError> =>
+/** The stores; on PostgreSQL also `RevisionLeases` (read with `Effect.serviceOption`). */
+export const storesFor = (config: Pick<ServerConfig, "databasePath" | "databaseUrl"> & Partial<Pick<ServerConfig, "leaseMs">>): Layer.Layer<Stores, StoreError> =>
   config.databaseUrl !== undefined
-    ? (PostgresStores({ url: config.databaseUrl }) as Layer.Layer<Stores, StoreError>)
+    ? (PostgresStores({ url: config.databaseUrl, ...(config.leaseMs === undefined ? {} : { leaseMs: config.leaseMs }) }) as Layer.Layer<Stores, StoreError>)
     : (SqliteStores({ path: config.databasePath }) as Layer.Layer<Stores, StoreError>)
 
 /** Where the data lives, for logs (a URL without its password). */

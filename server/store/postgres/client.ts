@@ -53,8 +53,13 @@ export class QueryFailed extends Data.TaggedError("QueryFailed")<{
 
 export type PgError = UniqueViolation | StoreBusy | StoreUnavailable | QueryFailed
 
-/** SQLSTATEs that mean "run the transaction again": nothing it did was committed. */
-const RETRYABLE = new Set(["40001", "40P01"])
+/**
+ * SQLSTATEs that mean "run the transaction again": nothing it did was committed. 23503
+ * (foreign_key_violation) is here because a row read in the transaction's snapshot can be gone
+ * by the time its child row is inserted (a deployment deleted by another replica while a PATCH
+ * adds a revision): run again, the work sees the deletion and answers 404.
+ */
+const RETRYABLE = new Set(["40001", "40P01", "23503"])
 
 const unavailableCodes = new Set(["53300", "57P01", "57P02", "57P03", "ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "ENOTFOUND"])
 
