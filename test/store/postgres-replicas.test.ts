@@ -26,8 +26,8 @@ const spawnReplica = (databaseUrl: string, env: Record<string, string> = {}) =>
     env: { DATABASE_URL: databaseUrl, SLIPWAY_STORAGE_QUOTA: QUOTA, SLIPWAY_LEASE_MS: String(LEASE_MS), SLIPWAY_RUNTIME: "simulated", ...env }
   })
 
-const sql = async <R>(text: string, params: Array<unknown> = []): Promise<Array<R>> => {
-  const client = new pg.Client({ connectionString: url })
+const sql = async <R>(text: string, params: Array<unknown> = [], database = url): Promise<Array<R>> => {
+  const client = new pg.Client({ connectionString: database })
   await client.connect()
   try {
     return (await client.query(text, params)).rows as Array<R>
@@ -95,7 +95,8 @@ describe("a replica killed mid-load", () => {
       const pid = victim!.process.pid!
       const heldByVictim = await sql<{ n: number }>(
         `SELECT count(*)::int AS n FROM revisions WHERE lease_owner LIKE $1 AND status NOT IN ('DEPLOYED', 'CREATE_FAILED', 'BUILD_FAILED', 'DEPLOY_FAILED', 'SKIPPED', 'INTERRUPTED', 'UNKNOWN')`,
-        [`%:${pid}:%`]
+        [`%:${pid}:%`],
+        databaseUrl
       )
       const second = Promise.all(Array.from({ length: 30 }, (_, i) => create(30 + i)))
       await stopChild(victim, "SIGKILL")
@@ -113,7 +114,7 @@ describe("a replica killed mid-load", () => {
         60_000,
         250
       )
-      const revisions = await sql<{ status: string; n: number }>("SELECT status, count(*)::int AS n FROM revisions GROUP BY status")
+      const revisions = await sql<{ status: string; n: number }>("SELECT status, count(*)::int AS n FROM revisions GROUP BY status", [], databaseUrl)
       expect(revisions).toEqual([{ status: "DEPLOYED", n: acknowledged.length }])
     } finally {
       await stopChild(victim)
