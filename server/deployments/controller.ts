@@ -37,6 +37,10 @@ export const makeDeploymentController = Effect.gen(function* () {
   const { log, config } = yield* ServerEnv
   const box = makeSecretBox(config.secretsKey)
   const background = yield* FiberSet.make()
+  // Several replicas on one database (PostgreSQL): each drives only the revisions it leased.
+  const leases = Option.getOrUndefined(yield* Effect.serviceOption(RevisionLeases))
+  /** Revisions this replica leased and handed to its driver. */
+  const held = new Set<string>()
 
   const openSecrets = (sealed: ReadonlyArray<Secret>) => sealed.map(({ name, value }) => ({ name, value: box.open(value) }))
 
@@ -96,7 +100,15 @@ export const makeDeploymentController = Effect.gen(function* () {
           log.error("runtime step failed", { error: error.message })
           return batch.map(() => false)
         })
-      )
+      ),
+      // The driver drops what was not applied; with leases, give those up too, so the next claim
+      // (by any replica) resumes them from their stored state instead of renewing an idle lease.
+      Effect.tap((applied) => {
+        if (!leases) return Effect.void
+        const dropped = batch.filter((_, index) => !applied[index]).map((observation) => observation.revisionId)
+        for (const id of dropped) held.delete(id)
+        return dropped.length > 0 ? Effect.ignore(leases.release(dropped)) : Effect.void
+      })
     )
   )
 
@@ -125,10 +137,6 @@ export const makeDeploymentController = Effect.gen(function* () {
       }
     })
 
-  // Several replicas on one database (PostgreSQL): each drives only the revisions it leased.
-  const leases = Option.getOrUndefined(yield* Effect.serviceOption(RevisionLeases))
-  /** Revisions this replica leased and handed to its driver. */
-  const held = new Set<string>()
   const startedAt = Date.now()
 
   // Resume what a previous process left unfinished (or was killed in the middle of).
@@ -167,7 +175,13 @@ export const makeDeploymentController = Effect.gen(function* () {
       }
       const claimed = yield* leases.claim(512)
       for (const revision of claimed) held.add(revision.id)
-      yield* resume(claimed)
+      yield* Effect.onError(resume(claimed), () =>
+        Effect.suspend(() => {
+          // Not handed to the driver: let the next round (of any replica) claim them again.
+          for (const revision of claimed) held.delete(revision.id)
+          return Effect.ignore(leases.release(claimed.map((revision) => revision.id)))
+        })
+      )
       if (claimed.length > 0) log.info("revisions claimed", { revisions: claimed.length, owner: leases.owner })
       const staleBefore = new Date(Date.now() - leases.leaseMs).toISOString()
       if (Date.now() - startedAt > leases.leaseMs) {
