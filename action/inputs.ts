@@ -12,6 +12,15 @@ import { isUuid } from "../core/api/common.ts"
 
 export type Source = "external_container" | "gitrepo"
 
+/** The `source` input: the spec's names, or the real LangSmith API's (docs/real-api.md). */
+export const sourceNames: Readonly<Record<string, Source>> = {
+  external_container: "external_container",
+  gitrepo: "gitrepo",
+  external_docker: "external_container",
+  internal_docker: "external_container",
+  github: "gitrepo"
+}
+
 export interface Secret {
   readonly name: string
   readonly value: string
@@ -251,10 +260,10 @@ export const parseInputs = (getInput: GetInput, context: RunContext): ParseResul
   if (sourceText === undefined) {
     if (raw("image-uri") !== undefined && raw("repo-url") === undefined) source = "external_container"
     else if (raw("repo-url") !== undefined && raw("image-uri") === undefined) source = "gitrepo"
-  } else if (sourceText === "external_container" || sourceText === "gitrepo") {
-    source = sourceText
+  } else if (sourceText in sourceNames) {
+    source = sourceNames[sourceText]
   } else {
-    fail("source", `must be external_container or gitrepo, got ${JSON.stringify(sourceText)}`)
+    fail("source", `must be external_container or gitrepo (or the LangSmith names external_docker, internal_docker, github), got ${JSON.stringify(sourceText)}`)
   }
   if (source !== undefined) {
     for (const [input, owner] of sourceOnly) {

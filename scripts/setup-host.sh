@@ -15,9 +15,12 @@ declare -A probes=(
   [busybox-static]=/bin/busybox
   [btrfs-progs]=/usr/sbin/mkfs.btrfs
   [util-linux]=/usr/bin/nsenter
+  [e2fsprogs]=/usr/sbin/mkfs.ext4
+  [perl-base]=/usr/bin/perl
   [postgresql]=/usr/lib/postgresql
   [redis-server]=/usr/bin/redis-server
   [chromium]=/usr/bin/chromium
+  [openssl]=/usr/bin/openssl
 )
 
 missing=()

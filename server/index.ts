@@ -98,7 +98,18 @@ export const startServer = async (options: StartOptions = {}): Promise<SlipwaySe
   const missing = Object.keys(Api).filter((name) => !served.has(name))
   if (missing.length > 0) log.warn("endpoints without an implementation", { endpoints: missing })
 
-  app = makeApp({ routes, authenticate: keys.authenticate, log })
+  const raw = await run(Effect.all(modules.flatMap((module) => (module.http ? [module.http] : []))))
+  const requestHooks = raw.flatMap((hooks) => (hooks.request ? [hooks.request] : []))
+  const upgradeHooks = raw.flatMap((hooks) => (hooks.upgrade ? [hooks.upgrade] : []))
+  const handler = makeApp({ routes, authenticate: keys.authenticate, log })
+  app = (request, response) => {
+    for (const hook of requestHooks) if (hook(request, response)) return
+    handler(request, response)
+  }
+  server.on("upgrade", (request, socket, head) => {
+    for (const hook of upgradeHooks) if (hook(request, socket, head)) return
+    socket.end("HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\ncontent-length: 22\r\nconnection: close\r\n\r\n{\"detail\":\"Not Found\"}")
+  })
   log.info("listening", { url: publicUrl, database: describeDatabase(config) })
 
   let closing: Promise<void> | undefined

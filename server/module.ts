@@ -26,12 +26,22 @@ export class ServerEnv extends Context.Service<
 /** What every area may use: the environment and the stores. */
 export type BaseServices = ServerEnv | DeploymentStore | SandboxStore | KeyStore
 
+/** Requests an area answers outside the API table (a sandbox's dataplane, a deployment's URL). */
+export interface RawHttp {
+  /** Answers the request when it is the area's own (true); false leaves it to the API. */
+  readonly request?: (request: import("node:http").IncomingMessage, response: import("node:http").ServerResponse) => boolean
+  /** Takes a WebSocket upgrade when it is the area's own. */
+  readonly upgrade?: (request: import("node:http").IncomingMessage, socket: import("node:stream").Duplex, head: Buffer) => boolean
+}
+
 export interface ServerModule {
   readonly name: string
   /** The area's runtime (controller and driver), built on the base services. */
   readonly layer?: Layer.Layer<any, never, BaseServices>
   /** The area's routes; may use the base services and what its `layer` provides. */
   readonly routes: Effect.Effect<ReadonlyArray<Route>, never, any>
+  /** Requests the area serves outside the API table. */
+  readonly http?: Effect.Effect<RawHttp, never, any>
 }
 
 /** Binds a handler to its endpoint description with full typing of input and answer. */

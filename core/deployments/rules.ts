@@ -203,7 +203,7 @@ export const listenerIssues = (config: SourceConfig | null | undefined, listener
   if (!isSet(config?.listener_id)) return []
   if (!listener) return [issue(fieldLoc("source_config", "listener_id"), `Listener ${config.listener_id} not found`)]
   const namespace = config.listener_config?.k8s_namespace
-  const served = listener.compute_config.k8s_namespaces
+  const served = listener.compute_config.k8s_namespaces ?? []
   return isSet(namespace) && !served.includes(namespace)
     ? [
         issue(

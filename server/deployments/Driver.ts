@@ -17,8 +17,8 @@ export interface RevisionWork {
   readonly status: RevisionStatus
   readonly sourceConfig: SourceConfig
   readonly sourceRevisionConfig: SourceRevisionConfig
-  /** Plaintext secrets the revision runs with (never logged). */
-  readonly secrets: ReadonlyArray<Secret>
+  /** Opens the secrets the revision runs with (plaintext: never log them); throws when they cannot be opened. */
+  readonly secrets: () => ReadonlyArray<Secret>
   /** When it entered `status` (ISO 8601). */
   readonly since: string
 }

@@ -53,7 +53,7 @@ export const makeDeploymentController = Effect.gen(function* () {
     status: revision.status,
     sourceConfig: deployment.source_config,
     sourceRevisionConfig: revision.source_revision_config,
-    secrets: openSecrets(secrets),
+    secrets: () => openSecrets(secrets),
     since: revision.updated_at
   })
 

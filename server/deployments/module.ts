@@ -7,6 +7,7 @@ import { SimulatedDeploymentDriver } from "./drivers/simulated.ts"
 import { deploymentRoutes } from "./routes/deployments.ts"
 import { integrationRoutes } from "./routes/integrations.ts"
 import { listenerRoutes } from "./routes/listeners.ts"
+import { realApiRoutes } from "./routes/realApi.ts"
 import { revisionRoutes } from "./routes/revisions.ts"
 import { makeDeploymentWrites } from "./shared.ts"
 
@@ -18,11 +19,12 @@ export const deploymentsModule: ServerModule = {
   layer: DeploymentControllerLive.pipe(Layer.provide(DriverLive)),
   routes: Effect.gen(function* () {
     const writes = yield* makeDeploymentWrites
-    return [
+    const spec = [
       ...(yield* deploymentRoutes(writes)),
       ...(yield* revisionRoutes(writes)),
       ...(yield* listenerRoutes(writes)),
       ...(yield* integrationRoutes(writes))
     ]
+    return [...spec, ...(yield* realApiRoutes(writes, spec))]
   })
 }

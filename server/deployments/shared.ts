@@ -32,6 +32,7 @@ export const toDeployment = (record: DeploymentRecord) => ({
   source_revision_config: record.source_revision_config,
   secrets: record.secrets.map(({ name }) => ({ name, value: secretMask })),
   id: record.id,
+  tenant_id: record.tenant_id,
   created_at: record.created_at,
   updated_at: record.updated_at,
   status: record.status,
@@ -54,6 +55,8 @@ export const toRevision = (record: RevisionRecord) => ({
 export const toListener = (record: ListenerRecord): Listener => ({
   id: record.id,
   compute_type: record.compute_type,
+  compute_id: record.compute_id,
+  version: record.version,
   compute_config: record.compute_config,
   created_at: record.created_at,
   updated_at: record.updated_at

@@ -27,6 +27,9 @@ import { makeRouter } from "./router.ts"
 
 export const MAX_BODY_BYTES = 1024 * 1024
 
+/** The control plane's path prefix on self-hosted LangSmith: `/api-host/v2/deployments` is `/v2/deployments`. */
+export const apiHostPrefix = "/api-host/"
+
 /**
  * Bodies nested deeper than this are refused (422). Free-form objects in the schemas accept any
  * depth, but JSON.stringify overflows the stack on deep input and SQLite's JSON functions stop
@@ -95,12 +98,13 @@ const compile = ({ endpoint, handler }: Route): CompiledRoute => ({
   endpoint,
   handler,
   decodeParams: endpoint.params && decodeWithIssues(endpoint.params, ["path"]),
-  // Unknown query parameters are ignored, as FastAPI does.
+  // Unknown query parameters and body fields are ignored, as FastAPI (and the real API) does.
   decodeQuery: endpoint.query && decodeWithIssues(endpoint.query, ["query"], { excess: "ignore" }),
-  decodeBody: endpoint.body && decodeWithIssues(endpoint.body, ["body"])
+  decodeBody: endpoint.body && decodeWithIssues(endpoint.body, ["body"], { excess: "ignore" })
 })
 
-const apiKeyOf = (headers: IncomingHttpHeaders): string | undefined => {
+/** The API key of a request: `X-Api-Key`, or `Authorization: Bearer`. */
+export const apiKeyOf = (headers: IncomingHttpHeaders): string | undefined => {
   const direct = headers["x-api-key"]
   if (typeof direct === "string" && direct !== "") return direct
   const authorization = headers.authorization
@@ -144,9 +148,13 @@ const readBodyInto = (request: IncomingMessage, resolve: (body: Buffer | Payload
 
 const isJsonContentType = (value: string | undefined) => value === undefined || /^application\/([\w.+-]+\+)?json\b/i.test(value.trim())
 
-const queryObject = (search: string): Record<string, string> => {
-  const out: Record<string, string> = {}
-  for (const [key, value] of new URLSearchParams(search)) if (!(key in out)) out[key] = value
+/** The first value of each key; keys in `arrays` (FastAPI list parameters) keep every value, in order. */
+const queryObject = (search: string, arrays: ReadonlyArray<string> = []): Record<string, string | Array<string>> => {
+  const out: Record<string, string | Array<string>> = {}
+  for (const [key, value] of new URLSearchParams(search)) {
+    if (arrays.includes(key)) ((out[key] ??= []) as Array<string>).push(value)
+    else if (!(key in out)) out[key] = value
+  }
   return out
 }
 
@@ -172,6 +180,9 @@ const decodeBody = (route: CompiledRoute, raw: Buffer, contentType: string | und
   if (raw.length > 2 * MAX_JSON_DEPTH && parsed !== null && typeof parsed === "object" && nestedDeeperThan(parsed, MAX_JSON_DEPTH)) {
     return Result.fail(ValidationError.single(["body"], `JSON nested too deeply (more than ${MAX_JSON_DEPTH} levels)`, "value_error"))
   }
+  // A feature the endpoint knows but cannot offer (e.g. the real API's source tarballs): a 400 naming it.
+  const refusal = route.endpoint.refuse?.(parsed)
+  if (refusal) return Result.fail(refusal)
   return Result.mapError(route.decodeBody(parsed), (issues) => new ValidationError({ issues }))
 }
 
@@ -187,7 +198,7 @@ const decodeRequest = (route: CompiledRoute, params: Record<string, string>, sea
     return result.success
   }
   const decodedParams = take(route.decodeParams?.(params), params)
-  const decodedQuery = take(route.decodeQuery?.(queryObject(search)), {})
+  const decodedQuery = take(route.decodeQuery?.(queryObject(search, route.endpoint.queryArrays)), {})
   const body = decodeBody(route, raw, contentType)
   if (Result.isFailure(body)) {
     if (body.failure._tag !== "ValidationError") return Result.fail(body.failure)
@@ -288,8 +299,12 @@ export const makeApp = (options: AppOptions) => {
     const search = queryStart === -1 ? "" : url.slice(queryStart + 1)
     const method = request.method ?? "GET"
 
-    const match = router.match(method === "HEAD" ? "GET" : method, path)
-    if (match._tag === "NotFound") return sendError(response, new NotFound({ message: "Not Found" }), requestId)
+    // Self-hosted LangSmith serves the control plane under /api-host (docs/real-api.md): the same routes.
+    const hosted = path.startsWith(apiHostPrefix)
+    const match = router.match(method === "HEAD" ? "GET" : method, hosted ? path.slice(apiHostPrefix.length - 1) : path)
+    if (match._tag === "NotFound" || (hosted && match._tag === "Found" && match.endpoint.area === "sandbox")) {
+      return sendError(response, new NotFound({ message: "Not Found" }), requestId)
+    }
     if (match._tag === "MethodNotAllowed") {
       return sendError(response, new MethodNotAllowed({ message: "Method Not Allowed" }), requestId, { allow: match.allowed.join(", ") })
     }

@@ -7,12 +7,12 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type { Duplex } from "node:stream"
-import { Context, Layer } from "effect"
+import { Context, Effect, Layer } from "effect"
 import type { AuthContext } from "../store/KeyStore.ts"
 
 export interface DataplaneRequest {
   readonly sandboxId: string
-  /** The path after `/sandboxes/{id}` (e.g. `/execute`), without the query. */
+  /** The path after `/sandboxes/{id}` with its query (e.g. `/download?path=%2Fx`). */
   readonly subpath: string
   readonly auth: AuthContext
 }
@@ -27,7 +27,9 @@ export class Dataplane extends Context.Service<
     readonly handle?: (request: IncomingMessage, response: ServerResponse, target: DataplaneRequest) => void
     /** Serves a WebSocket upgrade (`/execute/ws`). */
     readonly upgrade?: (request: IncomingMessage, socket: Duplex, head: Buffer, target: DataplaneRequest) => void
+    /** Ends what the dataplane runs for a box (its commands and sessions) when the box stops or goes. */
+    readonly release: (sandboxId: string) => Effect.Effect<void>
   }
 >()("slipway/Dataplane") {}
 
-export const UnavailableDataplane = Layer.succeed(Dataplane, Dataplane.of({ name: "unavailable", urlFor: () => null }))
+export const UnavailableDataplane = Layer.succeed(Dataplane, Dataplane.of({ name: "unavailable", urlFor: () => null, release: () => Effect.void }))

@@ -10,6 +10,7 @@ import { type BoxEvent, nextBoxState, wantsRunning } from "../../core/index.ts"
 import { ServerEnv } from "../module.ts"
 import { SandboxStore, type SandboxRecord } from "../store/SandboxStore.ts"
 import type { StoreError } from "../store/StoreError.ts"
+import { Dataplane } from "./Dataplane.ts"
 import { type BoxWork, SandboxDriver } from "./Driver.ts"
 
 export class SandboxController extends Context.Service<
@@ -31,6 +32,7 @@ const settled = (box: SandboxRecord | undefined) => box === undefined || (box.st
 export const makeSandboxController = Effect.gen(function* () {
   const store = yield* SandboxStore
   const driver = yield* SandboxDriver
+  const dataplane = yield* Dataplane
   const { log } = yield* ServerEnv
   /** Which tenant each box the driver knows belongs to (reports carry only the box id). */
   const tenants = new Map<string, string>()
@@ -102,7 +104,7 @@ export const makeSandboxController = Effect.gen(function* () {
           Effect.suspend(() => {
             tenants.delete(id)
             notify(id)
-            return Effect.forkDetach(driver.teardown(id))
+            return Effect.forkDetach(Effect.andThen(dataplane.release(id), driver.teardown(id)))
           }),
         { discard: true }
       ),
@@ -110,7 +112,7 @@ export const makeSandboxController = Effect.gen(function* () {
       Effect.gen(function* () {
         const after = (yield* apply(box.tenant_id, box.id, event)) ?? box
         if (after.status === box.status) return after
-        if (event._tag === "Stop") yield* driver.stop(box.id)
+        if (event._tag === "Stop") yield* Effect.andThen(dataplane.release(box.id), driver.stop(box.id))
         else yield* start(after)
         return (yield* store.sandboxById(box.tenant_id, box.id)) ?? after
       }),

@@ -1,8 +1,13 @@
-/** The sandbox area (/v2/sandboxes) as a server area: its routes and its runtime (controller, driver, dataplane). */
+/** The sandbox area (/v2/sandboxes) as a server area: its routes, its runtime (controller, driver, dataplane) and the dataplane's URLs. */
 import { Effect, Layer } from "effect"
 import type { ServerModule } from "../module.ts"
+import { LocalHostLive } from "../runtime/local/LocalHost.ts"
+import { chooseRuntime } from "../runtime/select.ts"
 import { SandboxControllerLive } from "./controller.ts"
 import { UnavailableDataplane } from "./Dataplane.ts"
+import { LocalDataplane } from "./dataplanes/local.ts"
+import { dataplaneHttp } from "./dataplaneHttp.ts"
+import { LocalSandboxDriver } from "./drivers/local.ts"
 import { SimulatedSandboxDriver } from "./drivers/simulated.ts"
 import { boxRoutes } from "./routes/boxes.ts"
 import { poolRoutes } from "./routes/pools.ts"
@@ -10,8 +15,12 @@ import { templateRoutes } from "./routes/templates.ts"
 import { volumeRoutes } from "./routes/volumes.ts"
 import { makeSandboxShared } from "./shared.ts"
 
+const local = SandboxControllerLive.pipe(Layer.provideMerge(Layer.mergeAll(LocalSandboxDriver, LocalDataplane)), Layer.provide(LocalHostLive))
+const simulated = SandboxControllerLive.pipe(Layer.provideMerge(Layer.mergeAll(SimulatedSandboxDriver, UnavailableDataplane)))
+
 export const sandboxModule: ServerModule = {
   name: "sandboxes",
-  layer: Layer.mergeAll(SandboxControllerLive.pipe(Layer.provide(SimulatedSandboxDriver)), UnavailableDataplane),
-  routes: Effect.map(makeSandboxShared, (shared) => [...templateRoutes(shared), ...volumeRoutes(shared), ...poolRoutes(shared), ...boxRoutes(shared)])
+  layer: Layer.unwrap(Effect.map(chooseRuntime, (runtime) => (runtime.name === "local" ? local : simulated))),
+  routes: Effect.map(makeSandboxShared, (shared) => [...templateRoutes(shared), ...volumeRoutes(shared), ...poolRoutes(shared), ...boxRoutes(shared)]),
+  http: dataplaneHttp
 }

@@ -18,6 +18,7 @@ import { ServerEnv } from "../module.ts"
 import { SandboxStore, type PoolRecord, type SandboxRecord, type TemplateView, type VolumeRecord } from "../store/SandboxStore.ts"
 import { SandboxController } from "./controller.ts"
 import { Dataplane } from "./Dataplane.ts"
+import { SandboxDriver } from "./Driver.ts"
 import { effectiveQuota, parseQuota } from "./quota.ts"
 
 export const volumeJson = (record: VolumeRecord): typeof Volume.Encoded => ({
@@ -74,6 +75,7 @@ export const makeSandboxShared = Effect.gen(function* () {
   const store = yield* SandboxStore
   const controller = yield* SandboxController
   const dataplane = yield* Dataplane
+  const driver = yield* SandboxDriver
   const { config } = yield* ServerEnv
 
   // Fail at start, not on the first volume request, when the configured default is not a quantity.
@@ -121,7 +123,7 @@ export const makeSandboxShared = Effect.gen(function* () {
       )
     })
 
-  return { store, controller, config, sandboxJson, storage, freeSandboxName, launch }
+  return { store, controller, driver, config, sandboxJson, storage, freeSandboxName, launch }
 })
 
 export type SandboxShared = Effect.Success<typeof makeSandboxShared>

@@ -61,6 +61,9 @@ export interface ListenerRecord {
   readonly id: string
   readonly tenant_id: string
   readonly compute_type: "k8s"
+  /** Unique per tenant (the real API's field); the listener's id unless the client named it. */
+  readonly compute_id: string
+  readonly version: string | null
   readonly compute_config: typeof ComputeConfig.Type
   readonly created_at: string
   readonly updated_at: string
@@ -139,9 +142,12 @@ export class DeploymentStore extends Context.Service<
     readonly inProgressRevisions: () => Op<ReadonlyArray<RevisionRecord>>
 
     readonly listTracingProjects: (tenantId: string, name: string | null, page: Page) => Op<ReadonlyArray<TracingProjectRecord>>
+    /** Deletes a deployment's tracing projects (`delete_tracing_project=true`); answers how many. */
+    readonly deleteTracingProjects: (tenantId: string, deploymentId: string) => Op<number>
 
     readonly listener: (tenantId: string, id: string) => Op<ListenerRecord | undefined>
-    readonly insertListener: (listener: ListenerRecord) => Op<void>
+    /** A `compute_id` the tenant already uses fails with `Conflict`. */
+    readonly insertListener: (listener: ListenerRecord) => Op<void, Conflict>
     readonly updateListener: (listener: ListenerRecord) => Op<boolean>
     readonly deleteListener: (tenantId: string, id: string) => Op<boolean>
     readonly listListeners: (tenantId: string, page: Page) => Op<ReadonlyArray<ListenerRecord>>
@@ -154,5 +160,7 @@ export class DeploymentStore extends Context.Service<
     /** System lookup for the webhook: the signature checked afterwards decides the tenant. */
     readonly integrationsByOwner: (provider: string, ownerKey: string) => Op<ReadonlyArray<IntegrationRecord>>
     readonly integrationByOwner: (tenantId: string, provider: string, ownerKey: string) => Op<IntegrationRecord | undefined>
+    /** The repositories (url and ref) of the tenant's deployments built through an integration, oldest first. */
+    readonly repositoriesOfIntegration: (tenantId: string, integrationId: string) => Op<ReadonlyArray<{ readonly repo_url: string; readonly repo_ref: string | null }>>
   }
 >()("slipway/DeploymentStore") {}

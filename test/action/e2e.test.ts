@@ -261,7 +261,7 @@ describe("the bundled action against a real server", () => {
   it("a 422 from the API becomes an annotation naming the input", async () => {
     const run = await runAction({ ...base(), name: "bad-spec", "resource-spec": '{"cpu": 0}' })
     expect(run.code).toBe(1)
-    expect(run.stdout).toMatch(/::error title=Slipway%3A input resource-spec::resource-spec \(at cpu\): Input should be greater than or equal to 1 \[API: body\.source_config\.resource_spec\.cpu/)
+    expect(run.stdout).toMatch(/::error title=Slipway%3A input resource-spec::resource-spec \(at cpu\): Input should be greater than or equal to 0.1 \[API: body\.source_config\.resource_spec\.cpu/)
     expect(await deploymentsNamed("bad-spec")).toEqual([])
     expectNothingLeaked(run)
   })

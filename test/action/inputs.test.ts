@@ -126,6 +126,14 @@ describe("parseInputs", () => {
     expect(errors.find((error) => error.input === "source")!.message).toContain("external_container or gitrepo")
   })
 
+  it("takes the LangSmith API's source names too", () => {
+    expect(inputsOf({ ...base, source: "external_docker" }).source).toBe("external_container")
+    expect(inputsOf({ ...base, source: "internal_docker" }).source).toBe("external_container")
+    const github = { ...base, "image-uri": "", source: "github", "repo-url": "https://github.com/a/b", "repo-ref": "main", "graph-config-path": "langgraph.json" }
+    expect(inputsOf(github).source).toBe("gitrepo")
+    expect(errorsOf({ ...base, source: "internal_source" }).find((error) => error.input === "source")!.message).toContain("github")
+  })
+
   it("refuses inputs of the other source", () => {
     const errors = errorsOf({ ...base, source: "gitrepo", "repo-url": "https://github.com/a/b", "resource-spec": "cpu: 1" })
     expect(errors.map((error) => error.input).sort()).toEqual(["image-uri", "resource-spec"])

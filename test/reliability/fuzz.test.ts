@@ -115,6 +115,18 @@ const freshTarget = async (endpoint: Endpoint): Promise<Record<string, string>> 
     )
     params.deployment_id = deployment.id
     params.revision_id = deployment.latest_revision_id
+  } else if (kind === "integration_id") {
+    // The real API's GET /v1/integrations/github/{integration_id}/repos: an integration of the tenant.
+    params.integration_id = crypto.randomUUID()
+    makeDeploymentRepository(t.server.db).insertIntegration({
+      id: params.integration_id,
+      tenant_id: DEFAULT_TENANT_ID,
+      provider: "github",
+      owner: unique("fz-owner"),
+      owner_key: unique("fz-owner"),
+      webhook_secret: "unused",
+      installed_at: new Date().toISOString()
+    })
   } else throw new Error(`no fresh target for ${endpoint.path}`)
   return params
 }
@@ -161,7 +173,9 @@ const send = (endpoint: Endpoint, path: string, body?: unknown) => {
 const webhookSecret = "fuzz-webhook-secret"
 
 beforeAll(async () => {
-  t = await startTestServer({ storageQuota: "20Gi" })
+  // Unknown body fields are ignored (docs/real-api.md), so more fuzzed volume creates succeed than
+  // when they were refused: the quota leaves room for them and the fresh targets.
+  t = await startTestServer({ storageQuota: "64Pi" })
   const template = await t.request("POST", "/v2/sandboxes/templates", { body: { name: "fz-template", image: "python:3.12" } })
   if (template.status !== 201) throw new Error(`setup: ${template.status} ${JSON.stringify(template.body)}`)
   if (area !== undefined && area !== "control") return

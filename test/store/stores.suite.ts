@@ -169,10 +169,12 @@ export const describeStores = (label: string, setup: () => Promise<Backend>) =>
       it("keeps listeners and integrations per tenant", async () => {
         const { tenantId } = await tenant()
         const store = await run(DeploymentStore)
-        const listener = { id: randomUUID(), tenant_id: tenantId, compute_type: "k8s" as const, compute_config: { k8s_namespace: "ns" } as any, created_at: iso(), updated_at: iso() }
+        const listener = { id: randomUUID(), tenant_id: tenantId, compute_type: "k8s" as const, compute_id: "main", version: null, compute_config: { k8s_namespace: "ns" } as any, created_at: iso(), updated_at: iso() }
         await run(store.insertListener(listener))
         expect(await run(store.listener(tenantId, listener.id))).toEqual(listener)
         expect(await run(store.listener(randomUUID(), listener.id))).toBeUndefined()
+        const taken = await exit(store.insertListener({ ...listener, id: randomUUID() }))
+        expect(Exit.isFailure(taken) && JSON.stringify(taken.cause)).toContain("Conflict")
         const integration = { id: randomUUID(), tenant_id: tenantId, provider: "github", owner: "Acme", owner_key: `acme-${tenantId}`, webhook_secret: "sealed", installed_at: iso() }
         await run(store.insertIntegration(integration))
         expect(await run(store.integrationsByOwner("github", integration.owner_key))).toEqual([integration])

@@ -4,7 +4,7 @@
  */
 import { Effect } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
-import { mkdtempSync, rmSync } from "node:fs"
+import { chmodSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { type StartOptions, startServer, type SlipwayServer } from "../../server/index.ts"
@@ -14,6 +14,8 @@ export const TEST_KEY = "slw_test_key_0123456789abcdefghijklmnopqrstuv"
 
 export const tempDatabasePath = (label = "slipway") => {
   const dir = mkdtempSync(join(tmpdir(), `${label}-`))
+  // The local runtime's boxes run as unprivileged uids that must traverse to their state (o+x).
+  chmodSync(dir, 0o711)
   return { path: join(dir, "slipway.db"), dir, remove: () => rmSync(dir, { recursive: true, force: true }) }
 }
 
@@ -73,6 +75,8 @@ export const startTestServer = async (options: StartOptions = {}): Promise<TestS
     databasePath: database.path,
     apiKey: TEST_KEY,
     revisionStepMs: 20,
+    // The control-plane suites run on the simulated runtime; the runtime suites ask for `local`.
+    runtime: "simulated",
     logger: makeLogger("silent"),
     ...options
   })
@@ -135,6 +139,7 @@ const spawnOnce = async (options: SpawnOptions): Promise<ChildServer> => {
       DATABASE_PATH: options.databasePath,
       SLIPWAY_API_KEY: key,
       SLIPWAY_REVISION_STEP_MS: "20",
+      SLIPWAY_RUNTIME: "simulated",
       LOG_LEVEL: "warn",
       ...options.env
     },

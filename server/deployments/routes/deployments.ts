@@ -3,6 +3,7 @@ import { randomUUID } from "node:crypto"
 import { Effect, Result } from "effect"
 import {
   Api,
+  checkRevisionSource,
   controlPage,
   deploymentStatus,
   type Listener,
@@ -97,6 +98,7 @@ export const deploymentRoutes = (writes: DeploymentWrites) =>
             Effect.gen(function* () {
               const deployment = yield* mustGetDeployment(auth.tenantId, params.deployment_id)
               yield* refuseIfDeleting(deployment)
+              yield* Effect.fromResult(checkRevisionSource(deployment.source, body.revision_source))
               const plan = yield* Effect.fromResult(planPatch(storedOf(deployment), body))
               if (plan.newRevision) {
                 return yield* writeNewRevision({
@@ -123,11 +125,12 @@ export const deploymentRoutes = (writes: DeploymentWrites) =>
         })
       ),
 
-      implement(Api.deleteDeployment, ({ params }, { auth }) =>
+      implement(Api.deleteDeployment, ({ params, query }, { auth }) =>
         Effect.gen(function* () {
           const deleting = yield* store.transaction(
             Effect.gen(function* () {
               const deployment = yield* mustGetDeployment(auth.tenantId, params.deployment_id)
+              if (query.delete_tracing_project === true) yield* store.deleteTracingProjects(auth.tenantId, deployment.id)
               if (deployment.status === "AWAITING_DELETE") return undefined
               const at = now()
               const stopped = yield* supersedeUnfinished(auth.tenantId, deployment.id, at)

@@ -2,6 +2,9 @@
  * The `simulated` sandbox driver: nothing runs. A box is reported ready as soon as it is started,
  * and volumes are rows only. Used where no real runtime is available; its boxes have no
  * dataplane (`dataplane_url: null`, what the official clients expect then).
+ *
+ * Failure hook, as for deployments: a template image containing `fail-start` makes its boxes
+ * fail, so users and tests can watch the failure path without a real runtime.
  */
 import { Effect, Layer } from "effect"
 import { type BoxObservationSink, SandboxDriver } from "../Driver.ts"
@@ -11,7 +14,13 @@ export const makeSimulatedSandboxDriver = Effect.sync(() => {
   return SandboxDriver.of({
     name: "simulated",
     observe: (next) => Effect.sync(() => void (sink = next)),
-    start: (work) => sink({ sandboxId: work.sandboxId, event: { _tag: "Provisioned" } }),
+    start: (work) =>
+      sink({
+        sandboxId: work.sandboxId,
+        event: work.template.image.includes("fail-start")
+          ? { _tag: "Failed", message: "Box could not be started (fail-start marker)" }
+          : { _tag: "Provisioned" }
+      }),
     stop: () => Effect.void,
     teardown: () => Effect.void,
     createVolume: () => Effect.void,

@@ -1,14 +1,19 @@
 /** `/v2/sandboxes/volumes`: storage of a size, within the organization's quota. */
 import { randomUUID } from "node:crypto"
 import { Effect } from "effect"
-import { Api, checkVolumeCreate, checkVolumeDeletable, formatQuantity, Pagination, planVolumeResize, resolveStorageClass, sandboxPage } from "../../../core/index.ts"
+import { Api, checkVolumeCreate, ServerError, checkVolumeDeletable, formatQuantity, Pagination, planVolumeResize, resolveStorageClass, sandboxPage } from "../../../core/index.ts"
 import { implement, now } from "../../module.ts"
 import type { VolumeRecord } from "../../store/SandboxStore.ts"
+import type { VolumeError } from "../Driver.ts"
 import { exactBytes, found, type SandboxShared, storedQuantity, taken, volumeJson } from "../shared.ts"
 
-export const volumeRoutes = ({ store, config, storage }: SandboxShared) => [
+/** The runtime could not make or grow the storage: the row is put back and the caller told why. */
+const storageFailed = (error: VolumeError) => new ServerError({ status: 503, message: `Volume storage unavailable: ${error.message}` })
+
+export const volumeRoutes = ({ store, driver, config, storage }: SandboxShared) => [
   implement(Api.createVolume, ({ body }, { auth }) =>
-    store.transaction(
+    Effect.gen(function* () {
+      const volume = yield* store.transaction(
       Effect.gen(function* () {
         const storageClass = yield* Effect.fromResult(resolveStorageClass(body.storage_class, config.storageClasses))
         if (yield* store.volumeByName(auth.tenantId, body.name)) return yield* taken("volume", body.name)
@@ -27,9 +32,15 @@ export const volumeRoutes = ({ store, config, storage }: SandboxShared) => [
           updated_at: at
         }
         yield* store.insertVolume(volume)
-        return volumeJson(volume)
+        return volume
       })
-    )
+      )
+      // The real storage is made after the commit (a transaction holds no slow I/O); if it cannot be, the row goes.
+      yield* driver.createVolume(volume.id, volume.size_bytes).pipe(
+        Effect.catch((error) => Effect.andThen(store.deleteVolume(volume.id), Effect.fail(storageFailed(error))))
+      )
+      return volumeJson(volume)
+    })
   ),
 
   implement(Api.listVolumes, ({ query }, { auth }) => {
@@ -42,7 +53,8 @@ export const volumeRoutes = ({ store, config, storage }: SandboxShared) => [
   ),
 
   implement(Api.updateVolume, ({ params, body }, { auth }) =>
-    store.transaction(
+    Effect.gen(function* () {
+      const { before, after } = yield* store.transaction(
       Effect.gen(function* () {
         const volume = yield* store.volumeByName(auth.tenantId, params.name).pipe(Effect.flatMap(found("volume", params.name)))
         let next: VolumeRecord = volume
@@ -56,12 +68,22 @@ export const volumeRoutes = ({ store, config, storage }: SandboxShared) => [
           if (yield* store.volumeByName(auth.tenantId, body.name)) return yield* taken("volume", body.name)
           next = { ...next, name: body.name }
         }
-        if (next === volume) return volumeJson(volume)
+        if (next === volume) return { before: volume, after: volume }
         next = { ...next, updated_at: now() }
         yield* store.updateVolume(volume, next)
-        return volumeJson(next)
+        return { before: volume, after: next }
       })
-    )
+      )
+      if (after.size_bytes !== before.size_bytes) {
+        // Grown after the commit; if the storage cannot grow, the size goes back.
+        yield* driver.resizeVolume(after.id, after.size_bytes).pipe(
+          Effect.catch((error) =>
+            Effect.andThen(store.updateVolume(after, { ...after, size_bytes: before.size_bytes, size: before.size }), Effect.fail(storageFailed(error)))
+          )
+        )
+      }
+      return volumeJson(after)
+    })
   ),
 
   implement(Api.deleteVolume, ({ params }, { auth }) =>
@@ -70,7 +92,8 @@ export const volumeRoutes = ({ store, config, storage }: SandboxShared) => [
         const volume = yield* store.volumeByName(auth.tenantId, params.name).pipe(Effect.flatMap(found("volume", params.name)))
         yield* Effect.fromResult(checkVolumeDeletable(volume.name, yield* store.templatesMounting(volume.id)))
         yield* store.deleteVolume(volume.id)
+        return volume.id
       })
-    )
+    ).pipe(Effect.flatMap((id) => Effect.ignore(driver.deleteVolume(id))))
   )
 ]

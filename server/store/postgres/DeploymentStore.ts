@@ -16,7 +16,7 @@ const FINAL = "'DEPLOYED', 'CREATE_FAILED', 'BUILD_FAILED', 'DEPLOY_FAILED', 'SK
 const deploymentColumns =
   "id, tenant_id, name, source, source_config, source_revision_config, secrets, image_version, status, latest_revision_id, active_revision_id, revision_seq, created_at, updated_at"
 const revisionViewColumns = "id, tenant_id, deployment_id, seq, source, status, status_message, source_revision_config, deployed_at, created_at, updated_at"
-const listenerColumns = "id, tenant_id, compute_type, compute_config, created_at, updated_at"
+const listenerColumns = "id, tenant_id, compute_type, compute_id, version, compute_config, created_at, updated_at"
 const integrationColumns = "id, tenant_id, provider, owner, owner_key, webhook_secret, installed_at"
 
 interface DeploymentRow {
@@ -54,6 +54,8 @@ interface ListenerRow {
   readonly id: string
   readonly tenant_id: string
   readonly compute_type: string
+  readonly compute_id: string
+  readonly version: string | null
   readonly compute_config: string
   readonly created_at: string
   readonly updated_at: string
@@ -267,25 +269,27 @@ export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["S
         [tenantId, name, page.limit, page.offset]
       ),
 
+    deleteTracingProjects: (tenantId, deploymentId) =>
+      execute("DELETE FROM tracing_projects WHERE tenant_id = $1 AND deployment_id = $2", [tenantId, deploymentId]),
+
     listener: (tenantId, id) =>
       Effect.map(one<ListenerRow>(`SELECT ${listenerColumns} FROM listeners WHERE tenant_id = $1 AND id = $2`, [tenantId, id]), (row) => row && toListenerRecord(row)),
     insertListener: (l) =>
       Effect.asVoid(
-        execute(`INSERT INTO listeners (${listenerColumns}) VALUES ($1, $2, $3, $4, $5, $6)`, [
-          l.id,
-          l.tenant_id,
-          l.compute_type,
-          JSON.stringify(l.compute_config),
-          l.created_at,
-          l.updated_at
-        ])
+        // UNIQUE (tenant_id, compute_id): the real API's 409, also between replicas.
+        executeNaming(
+          `INSERT INTO listeners (${listenerColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+          [l.id, l.tenant_id, l.compute_type, l.compute_id, l.version, JSON.stringify(l.compute_config), l.created_at, l.updated_at],
+          () => new Conflict({ message: `Listener for tenant ${l.tenant_id} and compute ID '${l.compute_id}' already exists` })
+        )
       ),
     updateListener: (l) =>
       Effect.map(
-        execute("UPDATE listeners SET compute_type = $3, compute_config = $4, updated_at = $5 WHERE tenant_id = $1 AND id = $2", [
+        execute("UPDATE listeners SET compute_type = $3, version = $4, compute_config = $5, updated_at = $6 WHERE tenant_id = $1 AND id = $2", [
           l.tenant_id,
           l.id,
           l.compute_type,
+          l.version,
           JSON.stringify(l.compute_config),
           l.updated_at
         ]),
@@ -322,7 +326,14 @@ export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["S
     integrationsByOwner: (provider, ownerKey) =>
       query<IntegrationRecord>(`SELECT ${integrationColumns} FROM integrations WHERE provider = $1 AND owner_key = $2 ORDER BY installed_at, id`, [provider, ownerKey]),
     integrationByOwner: (tenantId, provider, ownerKey) =>
-      one<IntegrationRecord>(`SELECT ${integrationColumns} FROM integrations WHERE tenant_id = $1 AND provider = $2 AND owner_key = $3`, [tenantId, provider, ownerKey])
+      one<IntegrationRecord>(`SELECT ${integrationColumns} FROM integrations WHERE tenant_id = $1 AND provider = $2 AND owner_key = $3`, [tenantId, provider, ownerKey]),
+    repositoriesOfIntegration: (tenantId, integrationId) =>
+      query<{ repo_url: string; repo_ref: string | null }>(
+        `SELECT repo_url, repo_ref FROM deployments
+         WHERE tenant_id = $1 AND lower(source_config ->> 'integration_id') = $2 AND repo_url IS NOT NULL
+         ORDER BY created_at, id`,
+        [tenantId, integrationId.toLowerCase()]
+      )
   }
 }
 

@@ -222,6 +222,16 @@ export const postgresMigrations: ReadonlyArray<PgMigration> = [
     `
   },
   {
+    // The real API's listener fields (docs/real-api.md): compute_id (unique per tenant; existing
+    // listeners get their own id) and version. Mirrors SQLite's 102.
+    id: "102_listener_compute_id",
+    sql: `
+      ALTER TABLE listeners ADD COLUMN compute_id text COLLATE "C", ADD COLUMN version text;
+      UPDATE listeners SET compute_id = id WHERE compute_id IS NULL;
+      CREATE UNIQUE INDEX listeners_compute_id ON listeners(tenant_id, compute_id);
+    `
+  },
+  {
     // The box lifecycle gained `stopped` and `deleting` (core/sandboxes/lifecycle.ts).
     id: "210_sandbox_lifecycle",
     sql: `

@@ -136,13 +136,26 @@ export const makeSqliteDeploymentStore = (db: Db): DeploymentStore["Service"] =>
     inProgressRevisions: () => op(() => repo.inProgressRevisions().map(toRevisionRecord)),
 
     listTracingProjects: (tenantId, name, page) => op(() => repo.listTracingProjects(tenantId, name, page.limit, page.offset)),
+    deleteTracingProjects: (tenantId, deploymentId) => op(() => repo.deleteTracingProjects(tenantId, deploymentId)),
 
     listener: (tenantId, id) =>
       op(() => {
         const row = repo.listener(tenantId, id)
         return row && toListenerRecord(row)
       }),
-    insertListener: (listener) => op(() => repo.insertListener(toListenerRow(listener))),
+    insertListener: (listener) =>
+      Effect.suspend((): Effect.Effect<void, Conflict | StoreError> => {
+        try {
+          repo.insertListener(toListenerRow(listener))
+          return Effect.void
+        } catch (error) {
+          // UNIQUE (tenant_id, compute_id): the real API's 409.
+          if (isUniqueViolation(error, "compute_id")) {
+            return Effect.fail(new Conflict({ message: `Listener for tenant ${listener.tenant_id} and compute ID '${listener.compute_id}' already exists` }))
+          }
+          return Effect.fail(toStoreError(error))
+        }
+      }),
     updateListener: (listener) => op(() => repo.updateListener(toListenerRow(listener))),
     deleteListener: (tenantId, id) => op(() => repo.deleteListener(tenantId, id)),
     listListeners: (tenantId, page) => op(() => repo.listListeners(tenantId, page.limit, page.offset).map(toListenerRecord)),
@@ -152,7 +165,8 @@ export const makeSqliteDeploymentStore = (db: Db): DeploymentStore["Service"] =>
     integrations: (tenantId) => op(() => repo.integrations(tenantId)),
     integration: (tenantId, id) => op(() => repo.integration(tenantId, id)),
     integrationsByOwner: (provider, ownerKey) => op(() => repo.integrationsByOwner(provider, ownerKey)),
-    integrationByOwner: (tenantId, provider, ownerKey) => op(() => repo.integrationByOwner(tenantId, provider, ownerKey))
+    integrationByOwner: (tenantId, provider, ownerKey) => op(() => repo.integrationByOwner(tenantId, provider, ownerKey)),
+    repositoriesOfIntegration: (tenantId, integrationId) => op(() => repo.repositoriesOfIntegration(tenantId, integrationId))
   }
 }
 

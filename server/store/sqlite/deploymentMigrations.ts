@@ -96,5 +96,16 @@ export const deploymentMigrations: ReadonlyArray<Migration> = [
       CREATE INDEX revisions_unfinished ON revisions(tenant_id, deployment_id, seq)
         WHERE status NOT IN ('DEPLOYED', 'CREATE_FAILED', 'BUILD_FAILED', 'DEPLOY_FAILED', 'SKIPPED', 'INTERRUPTED', 'UNKNOWN');
     `
+  },
+  {
+    // The real API's listener fields (docs/real-api.md): compute_id, the user's name for the
+    // compute (unique per tenant; existing listeners get their own id) and version.
+    id: "102_listener_compute_id",
+    sql: `
+      ALTER TABLE listeners ADD COLUMN compute_id TEXT;
+      ALTER TABLE listeners ADD COLUMN version TEXT;
+      UPDATE listeners SET compute_id = id WHERE compute_id IS NULL;
+      CREATE UNIQUE INDEX listeners_compute_id ON listeners(tenant_id, compute_id);
+    `
   }
 ]

@@ -52,6 +52,9 @@ export interface ListenerRow {
   readonly id: string
   readonly tenant_id: string
   readonly compute_type: string
+  /** Unique per tenant (real API field); the listener's id unless the client named it. */
+  readonly compute_id: string
+  readonly version: string | null
   /** JSON text. */
   readonly compute_config: string
   readonly created_at: string
@@ -160,19 +163,20 @@ export const makeDeploymentRepository = (db: Db) => {
     `INSERT INTO tracing_projects (id, tenant_id, name, deployment_id, created_at) VALUES (?, ?, ?, ?, ?)
      ON CONFLICT (tenant_id, name) DO UPDATE SET deployment_id = excluded.deployment_id`
   )
+  const deleteTracingProjects = db.prepare("DELETE FROM tracing_projects WHERE tenant_id = ? AND deployment_id = ?")
   const listTracingProjects = db.prepare(
     `SELECT id, tenant_id, name, deployment_id, created_at FROM tracing_projects
      WHERE tenant_id = @tenant_id AND (@name IS NULL OR name = @name) ORDER BY created_at DESC, id DESC LIMIT @limit OFFSET @offset`
   )
 
   // Listeners
-  const listenerColumns = "id, tenant_id, compute_type, compute_config, created_at, updated_at"
+  const listenerColumns = "id, tenant_id, compute_type, compute_id, version, compute_config, created_at, updated_at"
   const listenerById = db.prepare(`SELECT ${listenerColumns} FROM listeners WHERE tenant_id = ? AND id = ?`)
   const insertListener = db.prepare(
-    `INSERT INTO listeners (${listenerColumns}) VALUES (@id, @tenant_id, @compute_type, @compute_config, @created_at, @updated_at)`
+    `INSERT INTO listeners (${listenerColumns}) VALUES (@id, @tenant_id, @compute_type, @compute_id, @version, @compute_config, @created_at, @updated_at)`
   )
   const updateListener = db.prepare(
-    "UPDATE listeners SET compute_type = @compute_type, compute_config = @compute_config, updated_at = @updated_at WHERE tenant_id = @tenant_id AND id = @id"
+    "UPDATE listeners SET compute_type = @compute_type, version = @version, compute_config = @compute_config, updated_at = @updated_at WHERE tenant_id = @tenant_id AND id = @id"
   )
   const deleteListener = db.prepare("DELETE FROM listeners WHERE tenant_id = ? AND id = ?")
   const listListeners = db.prepare(`SELECT ${listenerColumns} FROM listeners WHERE tenant_id = ? ORDER BY created_at, id LIMIT ? OFFSET ?`)
@@ -189,6 +193,11 @@ export const makeDeploymentRepository = (db: Db) => {
   const integrationsOfTenant = db.prepare(`SELECT ${integrationColumns} FROM integrations WHERE tenant_id = ? ORDER BY installed_at, id`)
   const integrationById = db.prepare(`SELECT ${integrationColumns} FROM integrations WHERE tenant_id = ? AND id = ?`)
   const integrationsByOwner = db.prepare(`SELECT ${integrationColumns} FROM integrations WHERE provider = ? AND owner_key = ?`)
+  const repositoriesOfIntegration = db.prepare(
+    `SELECT repo_url, repo_ref FROM deployments
+     WHERE tenant_id = ? AND lower(json_extract(source_config, '$.integration_id')) = ? AND repo_url IS NOT NULL
+     ORDER BY created_at, id`
+  )
   const integrationByOwnerOfTenant = db.prepare(
     `SELECT ${integrationColumns} FROM integrations WHERE tenant_id = ? AND provider = ? AND owner_key = ?`
   )
@@ -235,6 +244,8 @@ export const makeDeploymentRepository = (db: Db) => {
 
     upsertTracingProject: (id: string, tenantId: string, name: string, deploymentId: string, now: string) =>
       void upsertTracingProject.run(id, tenantId, name, deploymentId, now),
+    /** `delete_tracing_project=true` on a deployment delete (real API). */
+    deleteTracingProjects: (tenantId: string, deploymentId: string) => deleteTracingProjects.run(tenantId, deploymentId).changes,
     listTracingProjects: (tenantId: string, name: string | null, limit: number, offset: number) =>
       listTracingProjects.all({ tenant_id: tenantId, name, limit, offset }) as Array<TracingProjectRow>,
 
@@ -250,6 +261,8 @@ export const makeDeploymentRepository = (db: Db) => {
     integrations: (tenantId: string) => integrationsOfTenant.all(tenantId) as Array<IntegrationRow>,
     integration: (tenantId: string, id: string) => integrationById.get(tenantId, id) as IntegrationRow | undefined,
     integrationsByOwner: (provider: string, ownerKey: string) => integrationsByOwner.all(provider, ownerKey) as Array<IntegrationRow>,
+    repositoriesOfIntegration: (tenantId: string, integrationId: string) =>
+      repositoriesOfIntegration.all(tenantId, integrationId.toLowerCase()) as Array<{ repo_url: string; repo_ref: string | null }>,
     integrationByOwner: (tenantId: string, provider: string, ownerKey: string) =>
       integrationByOwnerOfTenant.get(tenantId, provider, ownerKey) as IntegrationRow | undefined
   }

@@ -29,7 +29,9 @@ describe("sandbox endpoint table", () => {
         "GET /v2/sandboxes/boxes/{name}",
         "PATCH /v2/sandboxes/boxes/{name}",
         "DELETE /v2/sandboxes/boxes/{name}",
-        "GET /v2/sandboxes/boxes/{name}/status"
+        "GET /v2/sandboxes/boxes/{name}/status",
+        "POST /v2/sandboxes/boxes/{name}/start",
+        "POST /v2/sandboxes/boxes/{name}/stop"
       ].sort()
     )
   })
@@ -44,9 +46,10 @@ describe("sandbox endpoint table", () => {
     }
   })
 
-  it("answers 201 on create, 204 without a body on delete, 200 otherwise", () => {
+  it("answers 201 on create, 204 without a body on delete, 200 otherwise (start and stop are actions: 200)", () => {
     for (const endpoint of endpoints) {
-      const expected = endpoint.method === "POST" ? 201 : endpoint.method === "DELETE" ? 204 : 200
+      const action = /\/(start|stop)$/.test(endpoint.path)
+      const expected = endpoint.method === "POST" && !action ? 201 : endpoint.method === "DELETE" ? 204 : 200
       expect(endpoint.status, endpoint.name).toBe(expected)
       if (endpoint.method === "DELETE") expect(endpoint.success, endpoint.name).toBeUndefined()
       else expect(endpoint.success, endpoint.name).toBeDefined()

@@ -187,13 +187,21 @@ describe("responses", () => {
   })
 
   it("a sandbox's pool_name is nullable but present", () => {
-    const box = { id, name: "b", template_name: "t", pool_name: null, dataplane_url: "http://x/sandboxes/1", ...timestamps }
+    const box = { id, name: "b", template_name: "t", pool_name: null, dataplane_url: "http://x/sandboxes/1", status: "ready", status_message: null, ...timestamps }
     expect(Schema.decodeUnknownSync(Sandbox)(box)).toStrictEqual(box)
     const { pool_name: _, ...withoutPool } = box
     expect(() => Schema.decodeUnknownSync(Sandbox)(withoutPool)).toThrow()
   })
 
-  it("a box status is one of provisioning, ready, failed", () => {
+  it("a sandbox's dataplane_url is null while no runtime can execute", () => {
+    const box = { id, name: "b", template_name: "t", pool_name: null, dataplane_url: null, status: "ready", status_message: null, ...timestamps }
+    expect(Schema.decodeUnknownSync(Sandbox)(box)).toStrictEqual(box)
+  })
+
+  it("a box status is one of provisioning, ready, failed, stopped, deleting", () => {
+    for (const status of ["provisioning", "ready", "failed", "stopped", "deleting"]) {
+      expect(Schema.decodeUnknownSync(BoxStatus)({ status, status_message: null })).toStrictEqual({ status, status_message: null })
+    }
     expect(Schema.decodeUnknownSync(BoxStatus)({ status: "ready", status_message: null })).toStrictEqual({ status: "ready", status_message: null })
     expect(() => Schema.decodeUnknownSync(BoxStatus)({ status: "running", status_message: null })).toThrow()
   })

@@ -1,0 +1,58 @@
+/**
+ * The local runtime's machinery, shared by both areas: ONE image store (skopeo + umoci, cached
+ * by digest), ONE box runner (bubblewrap, cgroups, overlay) and the volume store, under the
+ * server's data directory (`<dir of the database>/runtime/`). Deployments and sandboxes each
+ * have a driver over it; neither owns it.
+ */
+import { dirname, join, resolve } from "node:path"
+import { Context, Effect, Layer } from "effect"
+import { ServerEnv } from "../../module.ts"
+import { type BoxRunner, makeBoxRunner, type RunningBox } from "./boxes.ts"
+import { type ImageStore, imageStoreOptionsFromEnv, makeImageStore } from "./images.ts"
+import { hostTools, hostToolsSummary, missingToolsMessage } from "./tools.ts"
+import { makeVolumeStore, type VolumeStore } from "./volumes.ts"
+
+export class LocalHost extends Context.Service<
+  LocalHost,
+  {
+    readonly root: string
+    readonly images: ImageStore
+    readonly boxes: BoxRunner
+    readonly volumes: VolumeStore
+    /** Boxes running now, by id (sandbox boxes by sandbox id, replicas by their own ids). */
+    readonly running: Map<string, RunningBox>
+  }
+>()("slipway/LocalHost") {}
+
+/** The tools the local runtime needs, or why it cannot run here (null when it can). */
+export const localRuntimeUnavailable = (): string | null => {
+  if (process.getuid?.() !== 0) return "the local runtime needs root (mounts, cgroups, user namespaces)"
+  return missingToolsMessage(hostTools(), ["bwrap", "skopeo", "umoci", "nsenter", "busybox", "mkfs.btrfs"])
+}
+
+/** Where the local runtime keeps its state: beside the database file (or in a temp dir for `:memory:`). */
+export const runtimeRoot = (databasePath: string) =>
+  databasePath === ":memory:" || databasePath.startsWith("file:") ? join(process.env.TMPDIR ?? "/tmp", `slipway-runtime-${process.pid}`) : join(resolve(dirname(databasePath)), "runtime")
+
+export const LocalHostLive = Layer.effect(
+  LocalHost,
+  Effect.gen(function* () {
+    const { config, log } = yield* ServerEnv
+    const root = runtimeRoot(config.databasePath)
+    const trace = (event: string, detail?: Record<string, unknown>) => log.debug(event, detail)
+    const images = makeImageStore({ root: join(root, "images"), ...imageStoreOptionsFromEnv(), log })
+    const boxes = makeBoxRunner({ root: join(root, "boxes"), log: trace })
+    const volumes = makeVolumeStore({ root: join(root, "volumes"), log: trace })
+    yield* Effect.promise(() => volumes.remountAll())
+    log.info("local runtime", { root, host: hostToolsSummary(hostTools()), limits: boxes.limitsMode() })
+    const running = new Map<string, RunningBox>()
+    yield* Effect.addFinalizer(() =>
+      Effect.promise(async () => {
+        await Promise.allSettled([...running.values()].map((box) => box.stop()))
+        running.clear()
+        await volumes.unmountAll()
+      })
+    )
+    return LocalHost.of({ root, images, boxes, volumes, running })
+  })
+)

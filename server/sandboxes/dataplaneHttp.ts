@@ -1,0 +1,97 @@
+/**
+ * Where a box's dataplane is reached: `{SLIPWAY_PUBLIC_URL}/sandboxes/{id}/...`, HTTP and
+ * WebSocket upgrades. Same credentials as the API (`X-Api-Key` or Bearer, `X-Tenant-Id`), and a
+ * tenant only ever reaches its own boxes (another tenant's box is answered as absent). A request
+ * to a stopped box wakes it (the clients retry the 503 "Sandbox is starting").
+ */
+import type { IncomingMessage, ServerResponse } from "node:http"
+import type { Duplex } from "node:stream"
+import { Effect, Exit } from "effect"
+import { apiKeyOf } from "../http/app.ts"
+import type { RawHttp } from "../module.ts"
+import { KeyStore } from "../store/KeyStore.ts"
+import { SandboxStore } from "../store/SandboxStore.ts"
+import { SandboxController } from "./controller.ts"
+import { Dataplane, type DataplaneRequest } from "./Dataplane.ts"
+import { DataplaneError, rejectUpgrade, sendError } from "./dataplane/index.ts"
+
+const PREFIX = "/sandboxes/"
+const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/
+
+/** `{id, subpath}` of a dataplane URL, or undefined when the URL is not one. */
+const parse = (url: string): { readonly sandboxId: string; readonly subpath: string } | undefined => {
+  if (!url.startsWith(PREFIX)) return undefined
+  const rest = url.slice(PREFIX.length)
+  const slash = rest.search(/[/?]/)
+  const id = slash === -1 ? rest : rest.slice(0, slash)
+  if (!UUID.test(id)) return undefined
+  const subpath = slash === -1 ? "/" : rest[slash] === "?" ? `/${rest.slice(slash)}` : rest.slice(slash)
+  return { sandboxId: id.toLowerCase(), subpath }
+}
+
+export const dataplaneHttp = Effect.gen(function* () {
+  const keys = yield* KeyStore
+  const store = yield* SandboxStore
+  const controller = yield* SandboxController
+  const dataplane = yield* Dataplane
+  if (!dataplane.handle || !dataplane.upgrade) return {} satisfies RawHttp
+
+  /** Authenticates and finds the caller's box; answers the target or a dataplane error. */
+  const resolve = (request: IncomingMessage, sandboxId: string, subpath: string) =>
+    Effect.gen(function* () {
+      const tenant = request.headers["x-tenant-id"]
+      const auth = yield* keys.authenticate(apiKeyOf(request.headers), typeof tenant === "string" ? tenant : undefined)
+      const box = yield* store.sandboxById(auth.tenantId, sandboxId)
+      if (!box) return yield* Effect.fail(new DataplaneError(404, "NotFound", `sandbox ${sandboxId} not found`))
+      if (box.status === "stopped" || box.status === "failed") {
+        yield* controller.request(box, { _tag: "Start" })
+        return yield* Effect.fail(new DataplaneError(503, "ServiceUnavailable", `Sandbox is starting: ${box.name} was ${box.status}; retry shortly`))
+      }
+      return { sandboxId, subpath, auth } satisfies DataplaneRequest
+    }).pipe(
+      Effect.mapError((error) =>
+        error instanceof DataplaneError
+          ? error
+          : error._tag === "Unauthorized"
+            ? new DataplaneError(401, "Unauthorized", error.message)
+            : error._tag === "Forbidden"
+              ? new DataplaneError(403, "Forbidden", error.message)
+              : new DataplaneError(503, "ServiceUnavailable", error.message)
+      )
+    )
+
+  const run = <A>(effect: Effect.Effect<A, DataplaneError>, done: (exit: Exit.Exit<A, DataplaneError>) => void) => {
+    const fiber = Effect.runFork(effect)
+    const exit = fiber.pollUnsafe()
+    if (exit) done(exit)
+    else fiber.addObserver(done)
+  }
+
+  return {
+    request: (request: IncomingMessage, response: ServerResponse) => {
+      const target = parse(request.url ?? "")
+      if (!target) return false
+      run(resolve(request, target.sandboxId, target.subpath), (exit) => {
+        if (Exit.isSuccess(exit)) dataplane.handle!(request, response, exit.value)
+        else {
+          request.resume()
+          sendError(request, response, Exit.isFailure(exit) ? (exit.cause.reasons.find((reason) => reason._tag === "Fail")?.error ?? exit.cause) : exit)
+        }
+      })
+      return true
+    },
+    upgrade: (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+      const target = parse(request.url ?? "")
+      if (!target) return false
+      run(resolve(request, target.sandboxId, target.subpath), (exit) => {
+        if (Exit.isSuccess(exit)) dataplane.upgrade!(request, socket, head, exit.value)
+        else {
+          const error = exit.cause.reasons.find((reason) => reason._tag === "Fail")?.error
+          const known = error instanceof DataplaneError ? error : new DataplaneError(500, "InternalError", "The dataplane failed")
+          rejectUpgrade(socket, known.status, known.type, known.message)
+        }
+      })
+      return true
+    }
+  } satisfies RawHttp
+})

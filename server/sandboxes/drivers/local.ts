@@ -1,0 +1,112 @@
+/**
+ * The `local` sandbox driver: a box is a process tree under bubblewrap (its own user, pid, ipc,
+ * uts and network namespaces), on its template image's root filesystem (pulled and cached by
+ * the shared image store) with a writable layer capped at the template's `storage`, memory, CPU
+ * and process limits from its `resources`, and its volumes (loop-mounted btrfs of their size)
+ * at their mount paths. Progress ("pulling image", "starting box") and failures go to the
+ * controller as observations; a box whose init dies unexpectedly is reported failed.
+ */
+import { Effect, Layer } from "effect"
+import { LocalHost } from "../../runtime/local/LocalHost.ts"
+import type { RunningBox } from "../../runtime/local/boxes.ts"
+import { ServerEnv } from "../../module.ts"
+import { type BoxObservationSink, type BoxWork, SandboxDriver, VolumeError } from "../Driver.ts"
+
+const MiB = 1024n * 1024n
+/** Process limit of a box when the template says nothing (stops fork bombs). */
+const DEFAULT_PIDS = 512
+/** Writable layer of a box whose template sets no storage. */
+const DEFAULT_STORAGE = 1024n * MiB
+
+const imageEnv = (env: ReadonlyArray<string>): Record<string, string> => {
+  const out: Record<string, string> = {}
+  for (const entry of env) {
+    const at = entry.indexOf("=")
+    if (at > 0) out[entry.slice(0, at)] = entry.slice(at + 1)
+  }
+  return out
+}
+
+const messageOf = (error: unknown) => String((error as Error)?.message ?? error).split("\n")[0]!.slice(0, 500)
+
+export const makeLocalSandboxDriver = Effect.gen(function* () {
+  const host = yield* LocalHost
+  const { log } = yield* ServerEnv
+  let sink: BoxObservationSink = () => Effect.void
+  const report = (sandboxId: string, event: Parameters<BoxObservationSink>[0]["event"]) => Effect.runPromise(sink({ sandboxId, event }))
+  /** Starts in flight, so a stop or teardown waits for them. */
+  const starting = new Map<string, Promise<void>>()
+
+  const bringUp = async (work: BoxWork): Promise<void> => {
+    const id = work.sandboxId
+    const existing = host.running.get(id) ?? (await host.boxes.attach(id))
+    if (existing && existing.status() === "running") {
+      host.running.set(id, existing)
+      await report(id, { _tag: "Provisioned" })
+      return
+    }
+    await report(id, { _tag: "Progress", message: `pulling image ${work.template.image}` })
+    const image = await host.images.pull(work.template.image, { onProgress: (message) => void report(id, { _tag: "Progress", message }) })
+    await report(id, { _tag: "Progress", message: "starting box" })
+    const box: RunningBox = await host.boxes.start({
+      id,
+      rootfs: image.rootfs,
+      env: { ...imageEnv(image.config.env), HOME: "/home/user" },
+      hostname: work.name.slice(0, 63),
+      storageBytes: Number(work.template.storage_bytes ?? DEFAULT_STORAGE),
+      resources: {
+        memoryBytes: Number(work.template.memory_bytes),
+        cpuMillis: Number(work.template.cpu_millicores),
+        pids: DEFAULT_PIDS
+      },
+      volumes: work.volumes.map((volume) => ({ hostPath: host.volumes.path(volume.volumeId), mountPath: volume.mountPath }))
+    })
+    host.running.set(id, box)
+    box.onExit((exit) => {
+      if (host.running.get(id) === box) host.running.delete(id)
+      if (!exit.expected) void report(id, { _tag: "Failed", message: `box exited unexpectedly (${exit.signal ?? `code ${exit.code}`})` })
+    })
+    await report(id, { _tag: "Provisioned" })
+  }
+
+  const settle = (id: string) => starting.get(id) ?? Promise.resolve()
+
+  return SandboxDriver.of({
+    name: "local",
+    observe: (next) => Effect.sync(() => void (sink = next)),
+    start: (work) =>
+      Effect.sync(() => {
+        const run = settle(work.sandboxId)
+          .then(() => bringUp(work))
+          .catch((error) => {
+            log.warn("sandbox failed to start", { sandbox_id: work.sandboxId, error: messageOf(error) })
+            return report(work.sandboxId, { _tag: "Failed", message: messageOf(error) })
+          })
+          .finally(() => {
+            if (starting.get(work.sandboxId) === run) starting.delete(work.sandboxId)
+          })
+        starting.set(work.sandboxId, run)
+      }),
+    stop: (sandboxId) =>
+      Effect.promise(async () => {
+        await settle(sandboxId)
+        const box = host.running.get(sandboxId)
+        host.running.delete(sandboxId)
+        await box?.stop()
+      }),
+    teardown: (sandboxId) =>
+      Effect.promise(async () => {
+        await settle(sandboxId)
+        host.running.delete(sandboxId)
+        await host.boxes.destroy(sandboxId).catch((error) => log.warn("sandbox teardown failed", { sandbox_id: sandboxId, error: messageOf(error) }))
+      }),
+    createVolume: (volumeId, sizeBytes) =>
+      Effect.tryPromise({ try: () => host.volumes.create(volumeId, Number(sizeBytes)), catch: (error) => new VolumeError({ message: messageOf(error) }) }).pipe(Effect.asVoid),
+    resizeVolume: (volumeId, sizeBytes) =>
+      Effect.tryPromise({ try: () => host.volumes.grow(volumeId, Number(sizeBytes)), catch: (error) => new VolumeError({ message: messageOf(error) }) }).pipe(Effect.asVoid),
+    deleteVolume: (volumeId) =>
+      Effect.tryPromise({ try: () => host.volumes.destroy(volumeId), catch: (error) => new VolumeError({ message: messageOf(error) }) })
+  })
+})
+
+export const LocalSandboxDriver = Layer.effect(SandboxDriver, makeLocalSandboxDriver)

@@ -1,0 +1,41 @@
+import { describe, expect, it } from "vitest"
+import { type BoxEvent, type BoxLifecycle, boxLifecycles, nextBoxState, wantsRunning } from "../../../core/index.ts"
+
+const at = (status: BoxLifecycle, message: string | null = null) => ({ status, status_message: message })
+
+describe("box lifecycle", () => {
+  it("provisioning becomes ready when provisioned, failed with the reason when it fails", () => {
+    expect(nextBoxState(at("provisioning", "pulling image"), { _tag: "Provisioned" })).toEqual(at("ready"))
+    expect(nextBoxState(at("provisioning"), { _tag: "Failed", message: "pull failed" })).toEqual(at("failed", "pull failed"))
+    expect(nextBoxState(at("ready"), { _tag: "Failed", message: "crashed" })).toEqual(at("failed", "crashed"))
+  })
+
+  it("progress only updates the message of a provisioning box", () => {
+    expect(nextBoxState(at("provisioning"), { _tag: "Progress", message: "unpacking" })).toEqual(at("provisioning", "unpacking"))
+    expect(nextBoxState(at("ready"), { _tag: "Progress", message: "late" })).toBeNull()
+  })
+
+  it("stop applies to a running box; start to a stopped or failed one", () => {
+    expect(nextBoxState(at("ready"), { _tag: "Stop" })).toEqual(at("stopped"))
+    expect(nextBoxState(at("stopped"), { _tag: "Stop" })).toBeNull()
+    expect(nextBoxState(at("stopped"), { _tag: "Start" })).toEqual(at("provisioning"))
+    expect(nextBoxState(at("failed", "x"), { _tag: "Start" })).toEqual(at("provisioning"))
+    expect(nextBoxState(at("ready"), { _tag: "Start" })).toBeNull()
+  })
+
+  it("a late report cannot bring a stopped, failed or deleting box back", () => {
+    for (const status of ["stopped", "failed", "deleting"] as const) expect(nextBoxState(at(status), { _tag: "Provisioned" })).toBeNull()
+  })
+
+  it("delete applies from every state but deleting, and nothing applies once deleting", () => {
+    const events: Array<BoxEvent> = [{ _tag: "Provisioned" }, { _tag: "Failed", message: "x" }, { _tag: "Stop" }, { _tag: "Start" }, { _tag: "Delete" }]
+    for (const status of boxLifecycles) {
+      if (status === "deleting") for (const event of events) expect(nextBoxState(at(status), event)).toBeNull()
+      else expect(nextBoxState(at(status), { _tag: "Delete" })).toEqual(at("deleting"))
+    }
+  })
+
+  it("wants processes running only while provisioning or ready", () => {
+    expect(boxLifecycles.filter(wantsRunning)).toEqual(["provisioning", "ready"])
+  })
+})

@@ -1,0 +1,109 @@
+/**
+ * The deployment controller over a real SQLite store and the simulated driver, on the test
+ * clock: it resumes what the store says is unfinished, persists each observed step, activates a
+ * revision that reaches DEPLOYED, leaves a superseded revision alone, and finishes deletes.
+ */
+import { randomUUID } from "node:crypto"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import { TestClock } from "effect/testing"
+import { afterAll } from "vitest"
+import { defaultConfig } from "../../server/config.ts"
+import { DeploymentController, DeploymentControllerLive } from "../../server/deployments/controller.ts"
+import { SimulatedDeploymentDriver } from "../../server/deployments/drivers/simulated.ts"
+import { makeLogger } from "../../server/log.ts"
+import { ServerEnv } from "../../server/module.ts"
+import { DeploymentStore } from "../../server/store/DeploymentStore.ts"
+import { KeyStore } from "../../server/store/KeyStore.ts"
+import { SqliteStores } from "../../server/store/sqlite/index.ts"
+import { deploymentWithRevision } from "../store/fixtures.ts"
+
+const dir = mkdtempSync(join(tmpdir(), "slipway-controller-"))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+const stepMs = 100
+const env = Layer.succeed(ServerEnv, { config: defaultConfig, log: makeLogger("silent"), publicUrl: "http://slipway.test" })
+
+/** A fresh file; `seed` runs before the controller starts (what a previous process left). */
+const withController = <A, E>(seed: Effect.Effect<unknown, unknown, DeploymentStore | KeyStore>, test: Effect.Effect<A, E, DeploymentStore | KeyStore | DeploymentController>) => {
+  const stores = Layer.fresh(SqliteStores({ path: join(dir, `${randomUUID()}.db`) }))
+  const seeded = Layer.effectDiscard(Effect.orDie(seed)).pipe(Layer.provideMerge(stores))
+  const controller = DeploymentControllerLive.pipe(Layer.provide(SimulatedDeploymentDriver({ stepMs })), Layer.provide(env))
+  return Effect.provide(test, controller.pipe(Layer.provideMerge(seeded)))
+}
+
+const tenant = Effect.gen(function* () {
+  const id = randomUUID()
+  yield* (yield* KeyStore).ensureTenant(id, randomUUID())
+  return id
+})
+
+describe("deployment controller", () => {
+  it.effect("resumes unfinished revisions from the store and walks them to DEPLOYED, activating each", () => {
+    const seeded: Array<{ tenantId: string; deploymentId: string; revisionId: string }> = []
+    const seed = Effect.gen(function* () {
+      const store = yield* DeploymentStore
+      const tenantId = yield* tenant
+      for (let index = 0; index < 30; index++) {
+        const { deployment, revision } = deploymentWithRevision(tenantId, { created_at: new Date(0).toISOString() })
+        yield* store.createDeployment(deployment, { ...revision, updated_at: new Date(0).toISOString() }, randomUUID())
+        seeded.push({ tenantId, deploymentId: deployment.id, revisionId: revision.id })
+      }
+    })
+    return withController(
+      seed,
+      Effect.gen(function* () {
+        const store = yield* DeploymentStore
+        yield* TestClock.adjust(stepMs)
+        for (const item of seeded) expect((yield* store.revision(item.tenantId, item.deploymentId, item.revisionId))?.status).toBe("QUEUED")
+        yield* TestClock.adjust(stepMs * 3)
+        for (const item of seeded) {
+          expect((yield* store.revision(item.tenantId, item.deploymentId, item.revisionId))).toMatchObject({ status: "DEPLOYED", status_message: "Deployed" })
+          expect(yield* store.deployment(item.tenantId, item.deploymentId)).toMatchObject({ status: "READY", active_revision_id: item.revisionId })
+        }
+      })
+    )
+  })
+
+  it.effect("does not move a revision superseded in the store meanwhile (by this process or another)", () =>
+    withController(
+      Effect.void,
+      Effect.gen(function* () {
+        const store = yield* DeploymentStore
+        const controller = yield* DeploymentController
+        const tenantId = yield* tenant
+        const { deployment, revision } = deploymentWithRevision(tenantId, { created_at: new Date(0).toISOString() })
+        yield* store.createDeployment(deployment, { ...revision, updated_at: new Date(0).toISOString() }, randomUUID())
+        yield* controller.revisionCreated(deployment, { ...revision, updated_at: new Date(0).toISOString() }, [])
+        yield* TestClock.adjust(stepMs)
+        // Another process supersedes it without telling this controller.
+        yield* store.setRevisionStatus(tenantId, revision.id, "INTERRUPTED", "Superseded by a newer revision", null, new Date().toISOString())
+        yield* TestClock.adjust(stepMs * 5)
+        expect((yield* store.revision(tenantId, deployment.id, revision.id))?.status).toBe("INTERRUPTED")
+        expect((yield* store.deployment(tenantId, deployment.id))?.active_revision_id).toBeNull()
+      })
+    )
+  )
+
+  it.effect("finishes a delete once the driver has torn the deployment down", () =>
+    withController(
+      Effect.void,
+      Effect.gen(function* () {
+        const store = yield* DeploymentStore
+        const controller = yield* DeploymentController
+        const tenantId = yield* tenant
+        const { deployment, revision } = deploymentWithRevision(tenantId)
+        yield* store.createDeployment(deployment, revision, randomUUID())
+        yield* store.setDeploymentStatus(tenantId, deployment.id, "AWAITING_DELETE", new Date(0).toISOString())
+        yield* controller.deleteRequested(tenantId, deployment.id, new Date(0).toISOString())
+        yield* TestClock.adjust(stepMs - 1)
+        expect(yield* store.deployment(tenantId, deployment.id)).toBeDefined()
+        yield* TestClock.adjust(1)
+        expect(yield* store.deployment(tenantId, deployment.id)).toBeUndefined()
+      })
+    )
+  )
+})

@@ -1,0 +1,394 @@
+/**
+ * The image store against a real registry (Debian docker-registry) with images built by the tests
+ * themselves (umoci + static busybox), pulled with the real skopeo and umoci.
+ */
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync as readdir, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { spawn } from "node:child_process"
+import { createServer, type Server, type Socket } from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { ImagePullError, makeImageStore, type ImageStoreOptions } from "../../../server/runtime/local/images.ts"
+import { authFileContent, startRegistry, type TestRegistry } from "../../support/registry.ts"
+import { pushTestImages, removeTestImages, type TestImageRefs } from "../../support/images.ts"
+
+let registry: TestRegistry
+let privateRegistry: TestRegistry
+let refs: TestImageRefs
+let privateRefs: TestImageRefs
+const roots: Array<string> = []
+
+const newRoot = (): string => {
+  const root = mkdtempSync(join(tmpdir(), "slipway-images-test-"))
+  roots.push(root)
+  return root
+}
+const store = (options: Partial<ImageStoreOptions> = {}) =>
+  makeImageStore({ root: newRoot(), insecureRegistries: [registry.host, privateRegistry.host], ...options })
+
+const pullError = async (promise: Promise<unknown>): Promise<ImagePullError> => {
+  try {
+    await promise
+  } catch (error) {
+    expect(error).toBeInstanceOf(ImagePullError)
+    return error as ImagePullError
+  }
+  throw new Error("expected the pull to fail")
+}
+
+/** A loopback port with nothing listening on it. */
+const closedPort = (): Promise<number> =>
+  new Promise((resolve) => {
+    const server = createServer()
+    server.listen(0, "127.0.0.1", () => {
+      const port = (server.address() as { port: number }).port
+      server.close(() => resolve(port))
+    })
+  })
+
+beforeAll(async () => {
+  ;[registry, privateRegistry] = await Promise.all([startRegistry(), startRegistry({ auth: { username: "slipway", password: "correct horse" } })])
+  ;[refs, privateRefs] = await Promise.all([
+    pushTestImages(registry.host),
+    pushTestImages(privateRegistry.host, { authFile: privateRegistry.authFile, only: ["busybox"] })
+  ])
+})
+
+afterAll(async () => {
+  await Promise.all([registry?.stop(), privateRegistry?.stop()])
+  removeTestImages()
+  for (const root of roots) rmSync(root, { recursive: true, force: true })
+})
+
+describe("pull", () => {
+  it("pulls, unpacks and parses the image config", async () => {
+    const images = store()
+    const progress: Array<string> = []
+    const image = await images.pull(refs.httpOk, { onProgress: (m) => progress.push(m) })
+
+    expect(image.reference).toBe(refs.httpOk)
+    expect(image.digest).toMatch(/^sha256:[a-f0-9]{64}$/)
+    expect(image.rootfs.startsWith(images.root)).toBe(true)
+    expect(readFileSync(join(image.rootfs, "www", "ok"), "utf8")).toBe("ok")
+    expect(statSync(join(image.rootfs, "bin", "busybox")).isFile()).toBe(true)
+    expect(lstatSync(join(image.rootfs, "bin", "sh")).isSymbolicLink()).toBe(true)
+    expect(readlinkSync(join(image.rootfs, "bin", "sh"))).toBe("busybox")
+    expect(readFileSync(join(image.rootfs, "bin", "bash"), "utf8")).toContain('exec /bin/sh "$@"')
+    // unpacked as root: ownership kept (root:root), the sticky world-writable /tmp kept
+    expect(statSync(join(image.rootfs, "bin", "busybox")).uid).toBe(0)
+    expect(statSync(join(image.rootfs, "tmp")).mode & 0o7777).toBe(0o1777)
+
+    expect(image.config).toEqual({
+      entrypoint: [],
+      cmd: ["/bin/sh", "-c", "exec httpd -f -p ${PORT:-8000} -h /www"],
+      env: ["PATH=/bin"],
+      workingDir: "/www",
+      user: "",
+      exposedPorts: [{ port: 8000, protocol: "tcp" }]
+    })
+    expect(progress[0]).toBe(`resolving ${refs.httpOk}`)
+    expect(progress).toContain(`pulling ${refs.httpOk}`)
+    expect(progress).toContain(`unpacking ${image.digest.slice(0, 19)}`)
+    expect(progress[progress.length - 1]).toBe(`ready ${image.digest.slice(0, 19)}`)
+    expect(images.stats()).toEqual({ resolves: 1, copies: 1, unpacks: 1, cacheHits: 0 })
+
+    // Nothing but the image directory is left behind.
+    expect(readFileSync(join(images.root, "images", image.digest.replace(":", "-"), "image.json"), "utf8")).toContain(image.digest)
+    expect(existsSync(join(images.root, "tmp"))).toBe(true)
+    expect(readdir(join(images.root, "tmp"))).toEqual([])
+  })
+
+  it("parses the config of every test image", async () => {
+    const images = store()
+    const [busybox, crash, never] = await Promise.all([images.pull(refs.busybox), images.pull(refs.crash), images.pull(refs.neverHealthy)])
+    expect(busybox.config).toMatchObject({ cmd: ["/bin/sh"], env: ["PATH=/bin"], workingDir: "/", exposedPorts: [] })
+    expect(crash.config.cmd).toEqual(["/bin/sh", "-c", "echo crash: exiting at once >&2; exit 1"])
+    expect(never.config.cmd).toEqual(["/bin/sleep", "2147483647"])
+    expect(statSync(join(busybox.rootfs, "home", "user")).isDirectory()).toBe(true)
+  })
+})
+
+describe("test images", () => {
+  /** Runs an image's cmd with its env in a chroot of its rootfs (root only; boxes come in their own tests). */
+  const start = (image: { rootfs: string; config: { cmd: ReadonlyArray<string>; env: ReadonlyArray<string>; workingDir: string } }, env: Record<string, string> = {}) =>
+    spawn("chroot", [image.rootfs, "/bin/env", "-i", ...image.config.env, ...Object.entries(env).map(([k, v]) => `${k}=${v}`), ...image.config.cmd], {
+      cwd: "/",
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+  const exit = (child: ReturnType<typeof spawn>) =>
+    new Promise<number | null>((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve(child.exitCode) : child.once("exit", (code) => resolve(code))))
+
+  it("http-ok answers GET /ok with 200 ok on $PORT; crash exits 1; never-healthy keeps sleeping", async () => {
+    const images = store()
+    const [httpOk, crash, never] = await Promise.all([images.pull(refs.httpOk), images.pull(refs.crash), images.pull(refs.neverHealthy)])
+    const port = await closedPort()
+    const server = start(httpOk, { PORT: String(port) })
+    const sleeper = start(never)
+    try {
+      let response: Response | undefined
+      for (let i = 0; i < 100 && response === undefined; i++) {
+        response = await fetch(`http://127.0.0.1:${port}/ok`).catch(() => undefined)
+        if (response === undefined) await new Promise((r) => setTimeout(r, 50))
+      }
+      expect(response?.status).toBe(200)
+      expect(await response!.text()).toBe("ok")
+      expect(await exit(start(crash))).toBe(1)
+      await new Promise((r) => setTimeout(r, 200))
+      expect(sleeper.exitCode).toBeNull()
+    } finally {
+      server.kill("SIGKILL")
+      sleeper.kill("SIGKILL")
+      await Promise.all([exit(server), exit(sleeper)])
+    }
+  })
+})
+
+describe("cache", () => {
+  it("a second pull of the same reference resolves the digest and reuses the rootfs without unpacking", async () => {
+    const images = store()
+    let t = performance.now()
+    const first = await images.pull(refs.busybox)
+    const firstMs = performance.now() - t
+    const before = statSync(first.rootfs)
+    const marker = join(first.rootfs, "..", "image.json")
+    const markerBefore = statSync(marker).mtimeMs
+
+    t = performance.now()
+    const progress: Array<string> = []
+    const second = await images.pull(refs.busybox, { onProgress: (m) => progress.push(m) })
+    const secondMs = performance.now() - t
+
+    expect(second).toEqual(first)
+    expect(images.stats()).toEqual({ resolves: 2, copies: 1, unpacks: 1, cacheHits: 1 })
+    expect(progress).toEqual([`resolving ${refs.busybox}`, `cached ${first.digest.slice(0, 19)}`])
+    expect(statSync(second.rootfs).ino).toBe(before.ino)
+    expect(statSync(marker).mtimeMs).toBe(markerBefore)
+    expect(secondMs).toBeLessThan(firstMs)
+  })
+
+  it("survives a restart: a new store on the same root reuses the cache; a pinned digest needs no network", async () => {
+    const root = newRoot()
+    const first = await makeImageStore({ root, insecureRegistries: [registry.host] }).pull(refs.busybox)
+
+    const restarted = makeImageStore({ root, insecureRegistries: [registry.host] })
+    const again = await restarted.pull(refs.busybox)
+    expect(again.rootfs).toBe(first.rootfs)
+    expect(restarted.stats()).toMatchObject({ copies: 0, unpacks: 0, cacheHits: 1 })
+
+    // By digest: answered from the cache without even resolving (the registry is not asked).
+    const name = refs.busybox.slice(0, refs.busybox.lastIndexOf(":"))
+    const pinned = await restarted.pull(`${name}@${first.digest}`)
+    expect(pinned.rootfs).toBe(first.rootfs)
+    expect(pinned.reference).toBe(`${name}@${first.digest}`)
+    expect(restarted.stats()).toEqual({ resolves: 1, copies: 0, unpacks: 0, cacheHits: 2 })
+    expect(await restarted.lookup(first.digest)).toMatchObject({ digest: first.digest, rootfs: first.rootfs })
+  })
+
+  it("concurrent pulls of one reference, or of references to one digest, share one copy and one unpack", async () => {
+    const images = store()
+    const progress: Array<Array<string>> = [[], [], [], []]
+    const pulls = [refs.busybox, refs.busybox, refs.busybox, refs.python].map((ref, i) => images.pull(ref, { onProgress: (m) => progress[i]!.push(m) }))
+    const results = await Promise.all(pulls)
+    // busybox and library/python are the same image pushed under two names.
+    expect(new Set(results.map((r) => r.digest)).size).toBe(1)
+    expect(new Set(results.map((r) => r.rootfs)).size).toBe(1)
+    expect(results[3]!.reference).toBe(refs.python)
+    const stats = images.stats()
+    expect(stats.copies).toBe(1)
+    expect(stats.unpacks).toBe(1)
+    expect(stats.resolves).toBeLessThanOrEqual(2) // one per distinct reference
+    // every caller hears how it ends
+    for (const p of progress) expect(p[p.length - 1]).toMatch(/^(ready|cached) sha256:/)
+  })
+
+  it("a leftover without its image.json (a crash mid-way) is not taken for a complete image", async () => {
+    const root = newRoot()
+    const probe = await makeImageStore({ root: newRoot(), insecureRegistries: [registry.host] }).pull(refs.crash)
+    const half = join(root, "images", probe.digest.replace(":", "-"))
+    mkdirSync(join(half, "rootfs", "bin"), { recursive: true })
+    // and a work directory of a process that died
+    mkdirSync(join(root, "tmp", "2147483646-abc", "bundle"), { recursive: true })
+
+    const images = makeImageStore({ root, insecureRegistries: [registry.host] })
+    const image = await images.pull(refs.crash)
+    expect(images.stats()).toMatchObject({ copies: 1, unpacks: 1, cacheHits: 0 })
+    expect(statSync(join(image.rootfs, "bin", "busybox")).isFile()).toBe(true)
+    expect(readdir(join(root, "tmp"))).toEqual([])
+  })
+
+  it("remove and gc free the disk", async () => {
+    const images = store()
+    const [a, b, c] = await Promise.all([images.pull(refs.busybox), images.pull(refs.crash), images.pull(refs.neverHealthy)])
+    expect((await images.list()).map((i) => i.digest).sort()).toEqual([a.digest, b.digest, c.digest].sort())
+
+    expect(await images.remove(b.digest)).toBe(true)
+    expect(await images.remove(b.digest)).toBe(false)
+    expect(existsSync(b.rootfs)).toBe(false)
+    expect(await images.lookup(b.digest)).toBeNull()
+
+    expect(await images.gc(new Set([a.digest]))).toEqual([c.digest])
+    expect(existsSync(c.rootfs)).toBe(false)
+    expect(existsSync(a.rootfs)).toBe(true)
+    expect((await images.list()).map((i) => i.digest)).toEqual([a.digest])
+    await expect(images.remove("sha256:nope")).rejects.toThrow(/invalid image digest/)
+
+    // pulling a removed image unpacks it again
+    await images.pull(refs.crash)
+    expect(images.stats().unpacks).toBe(4)
+  })
+})
+
+describe("registries", () => {
+  it("serves Docker Hub names from the mirror (python:3.12-slim through the test registry)", async () => {
+    const direct = await store().pull(refs.python)
+    const images = makeImageStore({ root: newRoot(), mirror: registry.host, insecureRegistries: [registry.host] })
+    const progress: Array<string> = []
+    const image = await images.pull("python:3.12-slim", { onProgress: (m) => progress.push(m) })
+    expect(image.reference).toBe("docker.io/library/python:3.12-slim")
+    expect(image.digest).toBe(direct.digest)
+    expect(progress).toContain(`pulling docker.io/library/python:3.12-slim from ${registry.host}`)
+
+    // An http:// mirror URL counts as insecure by itself; the explicit docker.io/library form maps the same way.
+    const viaUrl = makeImageStore({ root: newRoot(), mirror: `http://${registry.host}/` })
+    expect((await viaUrl.pull("docker.io/library/python:3.12-slim")).digest).toBe(direct.digest)
+    // Only Docker Hub names go to the mirror.
+    const other = await pullError(viaUrl.pull(`${privateRegistry.host}/slipway-test/busybox:1`))
+    expect(other.registry).toBe(privateRegistry.host)
+  })
+
+  it("verifies TLS unless the registry is listed as insecure", async () => {
+    const strict = makeImageStore({ root: newRoot() })
+    const error = await pullError(strict.pull(refs.busybox))
+    expect(error.kind).toBe("tls")
+    expect(error.message).toBe(`registry ${registry.host} answers plain HTTP, not HTTPS (list it in SLIPWAY_INSECURE_REGISTRIES to allow that)`)
+
+    const otherListed = makeImageStore({ root: newRoot(), insecureRegistries: [privateRegistry.host] })
+    expect((await pullError(otherListed.pull(refs.busybox))).kind).toBe("tls")
+    // The mirror being insecure does not make other registries insecure.
+    const mirrorOnly = makeImageStore({ root: newRoot(), mirror: `http://${privateRegistry.host}` })
+    expect((await pullError(mirrorOnly.pull(refs.busybox))).kind).toBe("tls")
+  })
+
+  it("an HTTPS registry with an untrusted certificate fails unless listed as insecure", async () => {
+    const secure = await startRegistry({ tls: true })
+    try {
+      const pushed = await pushTestImages(secure.host, { only: ["busybox"] })
+      const strict = await pullError(makeImageStore({ root: newRoot() }).pull(pushed.busybox))
+      expect(strict.kind).toBe("tls")
+      expect(strict.message).toBe(`registry ${secure.host}: TLS failed (x509: certificate signed by unknown authority)`)
+      const image = await makeImageStore({ root: newRoot(), insecureRegistries: [secure.host] }).pull(pushed.busybox)
+      expect(statSync(join(image.rootfs, "bin", "busybox")).isFile()).toBe(true)
+    } finally {
+      await secure.stop()
+    }
+  })
+
+  it("pulls a private image only with the auth file", async () => {
+    const anonymous = store()
+    const denied = await pullError(anonymous.pull(privateRefs.busybox))
+    expect(denied.kind).toBe("unauthorized")
+    expect(denied.message).toBe(`pull ${privateRefs.busybox}: unauthorized (no credentials for ${privateRegistry.host} are configured)`)
+
+    const wrongFile = join(newRoot(), "auth.json")
+    writeFileSync(wrongFile, authFileContent(privateRegistry.host, { username: "slipway", password: "wrong" }))
+    const wrong = await pullError(store({ authFile: wrongFile }).pull(privateRefs.busybox))
+    expect(wrong.kind).toBe("unauthorized")
+    expect(wrong.message).toBe(`pull ${privateRefs.busybox}: unauthorized`)
+
+    // a missing or broken auth file is said, not silently replaced by anonymous access
+    const missing = await pullError(store({ authFile: join(newRoot(), "absent.json") }).pull(privateRefs.busybox))
+    expect(missing.message).toMatch(/^registry auth file \/.*absent\.json is not readable \(ENOENT\)$/)
+    const brokenFile = join(newRoot(), "broken.json")
+    writeFileSync(brokenFile, '{"auths": secret')
+    const broken = await pullError(store({ authFile: brokenFile }).pull(privateRefs.busybox))
+    expect(broken.message).toBe(`registry auth file ${brokenFile} is not valid JSON`)
+
+    const image = await store({ authFile: privateRegistry.authFile }).pull(privateRefs.busybox)
+    expect(statSync(join(image.rootfs, "bin", "busybox")).isFile()).toBe(true)
+  })
+
+  it("the host user's credentials are never used implicitly", async () => {
+    // skopeo would read $XDG_RUNTIME_DIR/containers/auth.json and ~/.docker/config.json by default.
+    const home = newRoot()
+    mkdirSync(join(home, ".docker"))
+    writeFileSync(join(home, ".docker", "config.json"), authFileContent(privateRegistry.host, privateRegistry.credentials!))
+    mkdirSync(join(home, "containers"))
+    writeFileSync(join(home, "containers", "auth.json"), authFileContent(privateRegistry.host, privateRegistry.credentials!))
+    const saved = { HOME: process.env.HOME, XDG_RUNTIME_DIR: process.env.XDG_RUNTIME_DIR }
+    process.env.HOME = home
+    process.env.XDG_RUNTIME_DIR = home
+    try {
+      expect((await pullError(store().pull(privateRefs.busybox))).kind).toBe("unauthorized")
+    } finally {
+      for (const [k, v] of Object.entries(saved)) {
+        if (v === undefined) delete process.env[k]
+        else process.env[k] = v
+      }
+    }
+  })
+})
+
+describe("errors", () => {
+  it("refuses bad references before any process runs", async () => {
+    // A skopeo that does not exist: running anything would fail with tool_missing instead.
+    const images = makeImageStore({ root: newRoot(), skopeo: "/nonexistent/skopeo", umoci: "/nonexistent/umoci" })
+    for (const bad of ["--privileged", "a b", "busybox\n:1", "-x", "", " busybox", "busybox\t", "Busybox", "team/App", "busybox@sha256:abc", "docker://busybox", "a/../b", "x:-tag", "registry.example.com/-a"]) {
+      const error = await pullError(images.pull(bad))
+      expect(error.kind, bad).toBe("invalid_reference")
+      expect(error.message, bad).toMatch(/^invalid image reference ".*": /)
+      expect(error.message, bad).not.toContain("\n")
+    }
+    expect(images.stats()).toEqual({ resolves: 0, copies: 0, unpacks: 0, cacheHits: 0 })
+    // a valid reference does reach the (missing) tool, and says which package to install
+    const missing = await pullError(images.pull("busybox"))
+    expect(missing.kind).toBe("tool_missing")
+    expect(missing.message).toContain("install Debian package skopeo")
+  })
+
+  it("an unknown image fails with a short message naming it", async () => {
+    const images = store()
+    const error = await pullError(images.pull(`${registry.host}/slipway-test/busybox:404`))
+    expect(error.kind).toBe("not_found")
+    expect(error.message).toBe(`pull ${registry.host}/slipway-test/busybox:404: manifest unknown`)
+    const repo = await pullError(images.pull(`${registry.host}/nobody/nothing`))
+    expect(repo.kind).toBe("not_found")
+    expect(repo.message).toMatch(new RegExp(`^pull ${registry.host}/nobody/nothing:latest: (manifest unknown|not found)$`))
+    expect(repo.message.length).toBeLessThan(200)
+  })
+
+  it("an unreachable registry is named in the message", async () => {
+    const port = await closedPort()
+    const error = await pullError(store({ insecureRegistries: [`127.0.0.1:${port}`] }).pull(`127.0.0.1:${port}/team/app:1`))
+    expect(error.kind).toBe("unreachable")
+    expect(error.registry).toBe(`127.0.0.1:${port}`)
+    expect(error.message).toBe(`registry 127.0.0.1:${port} unreachable (connection refused)`)
+    // a name that does not resolve (.invalid never does, RFC 6761)
+    const dns = await pullError(store().pull("registry.invalid/team/app:1"))
+    expect(dns.kind).toBe("unreachable")
+    expect(dns.message).toMatch(/^registry registry\.invalid unreachable \((no such host|server misbehaving|i\/o timeout|connection refused)\)$/)
+    // the same when it is the mirror that is down
+    const viaMirror = await pullError(makeImageStore({ root: newRoot(), mirror: `http://127.0.0.1:${port}` }).pull("python:3.12-slim"))
+    expect(viaMirror.message).toBe(`registry 127.0.0.1:${port} unreachable (connection refused)`)
+  })
+
+  it("a registry that never answers times out", async () => {
+    const sockets = new Set<Socket>()
+    const silent: Server = createServer((socket) => {
+      sockets.add(socket)
+      socket.on("error", () => undefined)
+    })
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve))
+    const host = `127.0.0.1:${(silent.address() as { port: number }).port}`
+    try {
+      const images = store({ insecureRegistries: [host], timeouts: { resolveMs: 1500 } })
+      const started = Date.now()
+      const error = await pullError(images.pull(`${host}/team/app:1`))
+      expect(error.kind).toBe("timeout")
+      expect(error.message).toBe(`pull ${host}/team/app:1: resolving the tag timed out`)
+      expect(Date.now() - started).toBeLessThan(10_000)
+    } finally {
+      for (const s of sockets) s.destroy()
+      await new Promise((resolve) => silent.close(resolve))
+    }
+  })
+})

@@ -1,0 +1,81 @@
+/**
+ * Real sandboxes end to end: a real server with the `local` runtime, a real OCI registry serving
+ * as the Docker Hub mirror (templates name `python:3.12-slim`, served by the test registry from a
+ * busybox image the tests build), and the published npm `langsmith` sandbox clients, unmodified,
+ * doing their main job: create a template and a sandbox, run commands, write and read files.
+ */
+import * as Current from "langsmith/sandbox"
+import * as Legacy from "langsmith-05/experimental/sandbox"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { pushTestImages, removeTestImages } from "../support/images.ts"
+import { startRegistry } from "../support/registry.ts"
+import { startTestServer, type TestServer } from "../support/server.ts"
+
+let registry: Awaited<ReturnType<typeof startRegistry>>
+let t: TestServer
+const saved = { mirror: process.env.SLIPWAY_REGISTRY_MIRROR, insecure: process.env.SLIPWAY_INSECURE_REGISTRIES }
+
+beforeAll(async () => {
+  registry = await startRegistry()
+  await pushTestImages(registry.host, { only: ["busybox"] })
+  process.env.SLIPWAY_REGISTRY_MIRROR = registry.host
+  process.env.SLIPWAY_INSECURE_REGISTRIES = registry.host
+  t = await startTestServer({ runtime: "local" })
+}, 180_000)
+
+afterAll(async () => {
+  await t?.close()
+  await registry?.stop()
+  removeTestImages()
+  process.env.SLIPWAY_REGISTRY_MIRROR = saved.mirror
+  process.env.SLIPWAY_INSECURE_REGISTRIES = saved.insecure
+}, 60_000)
+
+const legacy = () => new Legacy.SandboxClient({ apiKey: t.key, apiEndpoint: `${t.url}/v2/sandboxes` })
+
+describe("langsmith@0.5.21 experimental/sandbox against the local runtime", () => {
+  it("creates a template and a sandbox that is ready, with a dataplane url", async () => {
+    const client = legacy()
+    await client.createTemplate("py", { image: "python:3.12-slim", cpu: "500m", memory: "256Mi", storage: "256Mi" })
+    const sandbox = await client.createSandbox("py", { name: "py-one", timeout: 120 })
+    expect(sandbox.name).toBe("py-one")
+    expect(sandbox.dataplane_url).toBe(`${t.url}/sandboxes/${sandbox.id}`)
+    const status = await t.request("GET", "/v2/sandboxes/boxes/py-one/status")
+    expect(status.body).toEqual({ status: "ready", status_message: null })
+  })
+
+  it("runs commands, writes and reads files in the box", async () => {
+    const sandbox = await legacy().getSandbox("py-one")
+    expect(await sandbox.run("echo hi")).toMatchObject({ stdout: "hi\n", exit_code: 0 })
+    expect(await sandbox.run("exit 7")).toMatchObject({ exit_code: 7 })
+    await sandbox.write("/home/user/note.txt", "written by the client")
+    expect(new TextDecoder().decode(await sandbox.read("/home/user/note.txt"))).toBe("written by the client")
+    expect(await sandbox.run("cat /home/user/note.txt")).toMatchObject({ stdout: "written by the client" })
+  })
+})
+
+describe("langsmith@0.12.0 langsmith/sandbox against the local runtime", () => {
+  it("runs commands and files through a sandbox it looks up", async () => {
+    const client = new Current.SandboxClient({ apiKey: t.key, apiEndpoint: `${t.url}/v2/sandboxes`, maxRetries: 0 })
+    const sandbox = await client.getSandbox("py-one")
+    expect(await sandbox.run("echo $((6*7))")).toMatchObject({ stdout: "42\n", exit_code: 0 })
+    await sandbox.write("data/x.bin", new Uint8Array([0, 1, 2, 255]))
+    expect(Array.from(await sandbox.read("data/x.bin"))).toEqual([0, 1, 2, 255])
+  })
+})
+
+describe("the dataplane's tenancy", () => {
+  it("answers another tenant's box as absent, and an unauthenticated request 401", async () => {
+    const box = (await t.request("GET", "/v2/sandboxes/boxes/py-one")).body
+    const stranger = t.keyFor(crypto.randomUUID())
+    const foreign = await fetch(`${box.dataplane_url}/execute`, {
+      method: "POST",
+      headers: { "x-api-key": stranger, "content-type": "application/json" },
+      body: JSON.stringify({ command: "echo pwned", timeout: 10, shell: "/bin/sh" })
+    })
+    expect(foreign.status).toBe(404)
+    expect(((await foreign.json()) as { detail: { error: string } }).detail.error).toBe("NotFound")
+    const anonymous = await fetch(`${box.dataplane_url}/execute`, { method: "POST", body: "{}", headers: { "content-type": "application/json" } })
+    expect(anonymous.status).toBe(401)
+  })
+})

@@ -1,0 +1,204 @@
+/**
+ * The `DeploymentStore` conformance suite: what every backend must do, run against each one
+ * (`sqlite.test.ts`, and Postgres when configured). It speaks only the interface.
+ */
+import { randomUUID } from "node:crypto"
+import { expect, layer } from "@effect/vitest"
+import { Effect, type Layer } from "effect"
+import { DeploymentStore } from "../../server/store/DeploymentStore.ts"
+import { KeyStore } from "../../server/store/KeyStore.ts"
+import { at, deploymentWithRevision, revisionFor, unique } from "./fixtures.ts"
+
+/** A tenant of a new organization. */
+const tenant = Effect.gen(function* () {
+  const keys = yield* KeyStore
+  const id = randomUUID()
+  yield* keys.ensureTenant(id, randomUUID())
+  return id
+})
+
+export const deploymentStoreSuite = (backend: string, stores: Layer.Layer<DeploymentStore | KeyStore, unknown>) =>
+  layer(stores, { timeout: "60 seconds" })(`DeploymentStore (${backend})`, (it) => {
+    it.effect("stores a deployment, its first revision and its tracing project, and reads back the same domain values", () =>
+      Effect.gen(function* () {
+        const store = yield* DeploymentStore
+        const tenantId = yield* tenant
+        const { deployment, revision } = deploymentWithRevision(tenantId)
+        yield* store.createDeployment(deployment, revision, randomUUID())
+        expect(yield* store.deployment(tenantId, deployment.id)).toEqual(deployment)
+        const { secrets: _secrets, ...view } = revision
+        expect(yield* store.revision(tenantId, deployment.id, revision.id)).toEqual(view)
+        const projects = yield* store.listTracingProjects(tenantId, deployment.name, { limit: 10, offset: 0 })
+        expect(projects.map((project) => [project.name, project.deployment_id])).toEqual([[deployment.name, deployment.id]])
+      })
+    )
+
+    it.effect("refuses a second deployment of the same name in a tenant with Conflict, and allows it in another tenant", () =>
+      Effect.gen(function* () {
+        const store = yield* DeploymentStore
+        const [first, second] = [yield* tenant, yield* tenant]
+        const name = unique("same")
+        const a = deploymentWithRevision(first, { name })
+        yield* store.createDeployment(a.deployment, a.revision, randomUUID())
+        const b = deploymentWithRevision(first, { name })
+        const refused = yield* Effect.flip(store.createDeployment(b.deployment, b.revision, randomUUID()))
+        expect(refused._tag).toBe("Conflict")
+        expect(yield* store.deployment(first, b.deployment.id)).toBeUndefined()
+        const c = deploymentWithRevision(second, { name })
+        yield* store.createDeployment(c.deployment, c.revision, randomUUID())
+        expect((yield* store.deployment(second, c.deployment.id))?.name).toBe(name)
+      })
+    )
+
+    it.effect("answers another tenant's deployments and revisions as absent", () =>
+      Effect.gen(function* () {
+        const store = yield* DeploymentStore
+        const [owner, stranger] = [yield* tenant, yield* tenant]
+        const { deployment, revision } = deploymentWithRevision(owner)
+        yield* store.createDeployment(deployment, revision, randomUUID())
+        expect(yield* store.deployment(stranger, deployment.id)).toBeUndefined()
+        expect(yield* store.revision(stranger, deployment.id, revision.id)).toBeUndefined()
+        expect(yield* store.listDeployments(stranger, { nameContains: null, statuses: null, imageVersion: null, deploymentType: null, ids: null }, { limit: 100, offset: 0 })).toEqual([])
+        expect(yield* store.setDeploymentStatus(stranger, deployment.id, "AWAITING_DELETE", at(9))).toBe(false)
+        expect(yield* store.deleteDeployment(stranger, deployment.id)).toBe(false)
+        expect((yield* store.deployment(owner, deployment.id))?.status).toBe("AWAITING_DATABASE")
+      })
+    )
+
+    it.effect("rolls back every write of a transaction that fails, and keeps those of one that succeeds", () =>
+      Effect.gen(function* () {
+        const store = yield* DeploymentStore
+        const tenantId = yield* tenant
+        const { deployment, revision } = deploymentWithRevision(tenantId)
+        yield* store.createDeployment(deployment, revision, randomUUID())
+        const second = revisionFor(deployment, 2)
+        const failed = yield* Effect.flip(
+          store.transaction(Effect.andThen(store.insertRevision(second), Effect.andThen(store.updateDeployment({ ...deployment, revision_seq: 2 }), Effect.fail("refused" as const))))
+        )
+        expect(failed).toBe("refused")
+        expect(yield* store.revision(tenantId, deployment.id, second.id)).toBeUndefined()
+        expect((yield* store.deployment(tenantId, deployment.id))?.revision_seq).toBe(1)
+        yield* store.transaction(Effect.andThen(store.insertRevision(second), store.updateDeployment({ ...deployment, revision_seq: 2, latest_revision_id: second.id })))
+        expect((yield* store.deployment(tenantId, deployment.id))?.latest_revision_id).toBe(second.id)
+      })
+    )
+
+    it.effect("moves a revision only from the state the caller saw, and records deployed_at once", () =>
+      Effect.gen(function* () {
+        const store = yield* DeploymentStore
+        const tenantId = yield* tenant
+        const { deployment, revision } = deploymentWithRevision(tenantId)
+        yield* store.createDeployment(deployment, revision, randomUUID())
+        expect(yield* store.advanceRevision(tenantId, revision.id, "QUEUED", "AWAITING_DEPLOY", null, null, at(1))).toBe(false)
+        expect(yield* store.advanceRevision(tenantId, revision.id, "CREATING", "QUEUED", null, null, at(1))).toBe(true)
+        expect(yield* store.advanceRevision(tenantId, revision.id, "QUEUED", "DEPLOYED", "Deployed", at(2), at(2))).toBe(true)
+        expect(yield* store.setRevisionStatus(tenantId, revision.id, "DEPLOYED", "again", at(5), at(5))).toBe(true)
+        const stored = yield* store.revision(tenantId, deployment.id, revision.id)
+        expect(stored).toMatchObject({ status: "DEPLOYED", status_message: "again", deployed_at: at(2), updated_at: at(5) })
+      })
+    )
+
+    it.effect("lists unfinished revisions per deployment and across tenants, and pending deletes", () =>
+      Effect.gen(function* () {
+        const store = yield* DeploymentStore
+        const tenantId = yield* tenant
+        const { deployment, revision } = deploymentWithRevision(tenantId)
+        yield* store.createDeployment(deployment, revision, randomUUID())
+        const second = revisionFor(deployment, 2, { status: "DEPLOYING" })
+        const done = revisionFor(deployment, 3, { status: "DEPLOYED", deployed_at: at(3) })
+        yield* store.insertRevision(second)
+        yield* store.insertRevision(done)
+        const unfinished = yield* store.unfinishedRevisions(tenantId, deployment.id)
+        expect(new Set(unfinished.map((item) => item.id))).toEqual(new Set([revision.id, second.id]))
+        const everywhere = (yield* store.inProgressRevisions()).map((item) => item.id)
+        expect(everywhere).toEqual(expect.arrayContaining([revision.id, second.id]))
+        expect(everywhere).not.toContain(done.id)
+        yield* store.setDeploymentStatus(tenantId, deployment.id, "AWAITING_DELETE", at(7))
+        expect((yield* store.pendingDeletes()).map((item) => item.id)).toContain(deployment.id)
+      })
+    )
+
+    it.effect("lists revisions newest first, filtered by status, in pages", () =>
+      Effect.gen(function* () {
+        const store = yield* DeploymentStore
+        const tenantId = yield* tenant
+        const { deployment, revision } = deploymentWithRevision(tenantId)
+        yield* store.createDeployment(deployment, revision, randomUUID())
+        const more = [2, 3, 4].map((seq) => revisionFor(deployment, seq, { status: seq === 3 ? "DEPLOYED" : "SKIPPED" }))
+        yield* Effect.forEach(more, (item) => store.insertRevision(item))
+        const all = yield* store.listRevisions(tenantId, deployment.id, null, { limit: 10, offset: 0 })
+        expect(all.map((item) => item.seq)).toEqual([4, 3, 2, 1])
+        expect((yield* store.listRevisions(tenantId, deployment.id, null, { limit: 2, offset: 2 })).map((item) => item.seq)).toEqual([2, 1])
+        expect((yield* store.listRevisions(tenantId, deployment.id, ["SKIPPED", "CREATING"], { limit: 10, offset: 0 })).map((item) => item.seq)).toEqual([4, 2, 1])
+      })
+    )
+
+    it.effect("filters deployments by name (case-insensitive), status and ids, newest first", () =>
+      Effect.gen(function* () {
+        const store = yield* DeploymentStore
+        const tenantId = yield* tenant
+        const made = [0, 1, 2].map((index) => deploymentWithRevision(tenantId, { name: `shop-${index}-${randomUUID().slice(0, 8)}`, created_at: at(index), updated_at: at(index) }))
+        yield* Effect.forEach(made, ({ deployment, revision }) => store.createDeployment(deployment, revision, randomUUID()))
+        yield* store.setDeploymentStatus(tenantId, made[1]!.deployment.id, "READY", at(5))
+        const none = { nameContains: null, statuses: null, imageVersion: null, deploymentType: null, ids: null }
+        const names = (records: ReadonlyArray<{ name: string }>) => records.map((record) => record.name)
+        expect(names(yield* store.listDeployments(tenantId, none, { limit: 10, offset: 0 }))).toEqual(made.map((item) => item.deployment.name).reverse())
+        expect(names(yield* store.listDeployments(tenantId, { ...none, nameContains: "SHOP-1" }, { limit: 10, offset: 0 }))).toEqual([made[1]!.deployment.name])
+        expect(names(yield* store.listDeployments(tenantId, { ...none, statuses: ["READY"] }, { limit: 10, offset: 0 }))).toEqual([made[1]!.deployment.name])
+        expect(names(yield* store.listDeployments(tenantId, { ...none, ids: [made[0]!.deployment.id, made[2]!.deployment.id] }, { limit: 10, offset: 0 }))).toEqual([
+          made[2]!.deployment.name,
+          made[0]!.deployment.name
+        ])
+      })
+    )
+
+    it.effect("keeps listeners per tenant (compute_id unique per tenant) and names the deployments that use one", () =>
+      Effect.gen(function* () {
+        const store = yield* DeploymentStore
+        const [tenantId, stranger] = [yield* tenant, yield* tenant]
+        const listener = {
+          id: randomUUID(),
+          tenant_id: tenantId,
+          compute_type: "k8s" as const,
+          compute_id: unique("cluster"),
+          version: "1.2.3",
+          compute_config: { k8s_namespaces: ["prod", "dev"] },
+          created_at: at(),
+          updated_at: at()
+        }
+        yield* store.insertListener(listener)
+        const twin = yield* Effect.flip(store.insertListener({ ...listener, id: randomUUID() }))
+        expect(twin._tag).toBe("Conflict")
+        yield* store.insertListener({ ...listener, id: randomUUID(), tenant_id: stranger })
+        expect(yield* store.listener(tenantId, listener.id)).toEqual(listener)
+        expect(yield* store.listener(stranger, listener.id)).toBeUndefined()
+        const { deployment, revision } = deploymentWithRevision(tenantId, {
+          source_config: { listener_id: listener.id, listener_config: { k8s_namespace: "prod" } }
+        })
+        yield* store.createDeployment(deployment, revision, randomUUID())
+        expect(yield* store.listenerUsers(tenantId, listener.id)).toEqual([{ name: deployment.name, namespace: "prod" }])
+        expect(yield* store.updateListener({ ...listener, compute_config: { k8s_namespaces: ["prod"] }, updated_at: at(1) })).toBe(true)
+        expect((yield* store.listListeners(tenantId, { limit: 10, offset: 0 })).map((item) => item.compute_config)).toEqual([{ k8s_namespaces: ["prod"] }])
+        expect(yield* store.deleteListener(stranger, listener.id)).toBe(false)
+        expect(yield* store.deleteListener(tenantId, listener.id)).toBe(true)
+        expect(yield* store.repositoriesOfIntegration(tenantId, randomUUID())).toEqual([])
+      })
+    )
+
+    it.effect("finds integrations by tenant, by id and by owner across tenants", () =>
+      Effect.gen(function* () {
+        const store = yield* DeploymentStore
+        const [a, b] = [yield* tenant, yield* tenant]
+        const owner = unique("acme")
+        const integration = (tenantId: string) => ({ id: randomUUID(), tenant_id: tenantId, provider: "github", owner, owner_key: owner, webhook_secret: "sealed", installed_at: at() })
+        const first = integration(a)
+        const second = integration(b)
+        yield* store.insertIntegration(first)
+        yield* store.insertIntegration(second)
+        expect(yield* store.integrations(a)).toEqual([first])
+        expect(yield* store.integration(b, first.id)).toBeUndefined()
+        expect(new Set((yield* store.integrationsByOwner("github", owner)).map((item) => item.id))).toEqual(new Set([first.id, second.id]))
+        expect(yield* store.integrationByOwner(a, "github", owner)).toEqual(first)
+      })
+    )
+  })

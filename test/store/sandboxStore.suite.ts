@@ -1,0 +1,173 @@
+/** The `SandboxStore` conformance suite: what every backend must do, speaking only the interface. */
+import { randomUUID } from "node:crypto"
+import { expect, layer } from "@effect/vitest"
+import { Effect, type Layer } from "effect"
+import { KeyStore } from "../../server/store/KeyStore.ts"
+import { SandboxStore, type VolumeRecord } from "../../server/store/SandboxStore.ts"
+import { at, unique } from "./fixtures.ts"
+
+const GiB = 1024n ** 3n
+
+const organization = Effect.gen(function* () {
+  const keys = yield* KeyStore
+  const organizationId = randomUUID()
+  const tenantId = randomUUID()
+  yield* keys.ensureTenant(tenantId, organizationId)
+  return { organizationId, tenantId }
+})
+
+const volume = (tenantId: string, organizationId: string, gib: bigint, name = unique("vol")): VolumeRecord => ({
+  id: randomUUID(),
+  tenant_id: tenantId,
+  organization_id: organizationId,
+  name,
+  size_bytes: gib * GiB,
+  size: `${gib}Gi`,
+  storage_class: "standard",
+  created_at: at(),
+  updated_at: at()
+})
+
+const template = (tenantId: string, mounts: ReadonlyArray<{ volume_id: string; mount_path: string }> = []) => ({
+  id: randomUUID(),
+  tenant_id: tenantId,
+  name: unique("tpl"),
+  image: "python:3.12-slim",
+  cpu_millicores: 500n,
+  cpu: "500m",
+  memory_bytes: 512n * 1024n * 1024n,
+  memory: "512Mi",
+  storage_bytes: null,
+  storage: null,
+  proxy_config: { rules: [], no_proxy: ["localhost"] },
+  mounts,
+  created_at: at(),
+  updated_at: at()
+})
+
+export const sandboxStoreSuite = (backend: string, stores: Layer.Layer<SandboxStore | KeyStore, unknown>) =>
+  layer(stores, { timeout: "60 seconds" })(`SandboxStore (${backend})`, (it) => {
+    it.effect("keeps volumes with exact sizes, sums an organization's usage over its tenants, and refuses a taken name", () =>
+      Effect.gen(function* () {
+        const store = yield* SandboxStore
+        const keys = yield* KeyStore
+        const { organizationId, tenantId } = yield* organization
+        const sibling = randomUUID()
+        yield* keys.ensureTenant(sibling, organizationId)
+        const a = volume(tenantId, organizationId, 10n)
+        yield* store.insertVolume(a)
+        yield* store.insertVolume(volume(sibling, organizationId, 5n))
+        expect(yield* store.volumeByName(tenantId, a.name)).toEqual(a)
+        expect(yield* store.volumeByName(sibling, a.name)).toBeUndefined()
+        expect(yield* store.organizationUsage(organizationId)).toBe(15n * GiB)
+        const clash = yield* Effect.flip(store.insertVolume(volume(tenantId, organizationId, 1n, a.name)))
+        expect(clash._tag).toBe("SandboxConflict")
+        const grown = { ...a, size_bytes: 20n * GiB, size: "20Gi", name: unique("renamed"), updated_at: at(1) }
+        yield* store.updateVolume(a, grown)
+        expect(yield* store.volumeByName(tenantId, grown.name)).toEqual(grown)
+        expect(yield* store.organizationUsage(organizationId)).toBe(25n * GiB)
+      })
+    )
+
+    it.effect("reads and sets an organization's own quota; undefined for an unknown organization", () =>
+      Effect.gen(function* () {
+        const store = yield* SandboxStore
+        const { organizationId } = yield* organization
+        expect(yield* store.organizationQuota(organizationId)).toBeNull()
+        expect(yield* store.setOrganizationQuota(organizationId, "200Gi")).toBe(true)
+        expect(yield* store.organizationQuota(organizationId)).toBe("200Gi")
+        expect(yield* store.organizationQuota(randomUUID())).toBeUndefined()
+      })
+    )
+
+    it.effect("keeps templates with their mounts in order, and counts what uses them", () =>
+      Effect.gen(function* () {
+        const store = yield* SandboxStore
+        const { organizationId, tenantId } = yield* organization
+        const data = volume(tenantId, organizationId, 1n)
+        yield* store.insertVolume(data)
+        const made = template(tenantId, [{ volume_id: data.id, mount_path: "/data" }])
+        yield* store.insertTemplate(made)
+        const stored = yield* store.templateByName(tenantId, made.name)
+        expect(stored).toEqual({ ...made, mounts: [{ volume_id: data.id, volume_name: data.name, mount_path: "/data" }] })
+        expect(yield* store.templateById(made.id)).toEqual(stored)
+        expect(yield* store.templatesMounting(data.id)).toEqual([made.name])
+        expect(yield* store.templateUsage(made.id)).toEqual({ sandboxes: 0, pools: 0 })
+        yield* store.renameTemplate(stored!, `${made.name}-x`, at(2))
+        expect((yield* store.templateByName(tenantId, `${made.name}-x`))?.id).toBe(made.id)
+        yield* store.deleteTemplate(made.id)
+        expect(yield* store.templateById(made.id)).toBeUndefined()
+      })
+    )
+
+    it.effect("keeps pools and their sandboxes; deleting a pool deletes its sandboxes", () =>
+      Effect.gen(function* () {
+        const store = yield* SandboxStore
+        const { tenantId } = yield* organization
+        const made = template(tenantId)
+        yield* store.insertTemplate(made)
+        const pool = { id: randomUUID(), tenant_id: tenantId, name: unique("pool"), template_id: made.id, replicas: 2, created_at: at(), updated_at: at() }
+        yield* store.insertPool(pool)
+        const box = (name: string, poolId: string | null) => ({
+          id: randomUUID(),
+          tenant_id: tenantId,
+          name,
+          template_id: made.id,
+          pool_id: poolId,
+          status: "provisioning" as const,
+          status_message: null,
+          created_at: at(),
+          updated_at: at()
+        })
+        const members = [box(unique("m"), pool.id), box(unique("m"), pool.id)]
+        const single = box(unique("single"), null)
+        yield* Effect.forEach([...members, single], (item) => store.insertSandbox(item))
+        expect((yield* store.poolSandboxes(pool.id)).map((item) => item.name)).toEqual(members.map((item) => item.name))
+        expect(yield* store.templateUsage(made.id)).toEqual({ sandboxes: 3, pools: 1 })
+        expect((yield* store.sandboxByName(tenantId, single.name))).toMatchObject({ template_name: made.name, pool_name: null, status: "provisioning" })
+        const taken = yield* Effect.flip(store.insertSandbox(box(single.name, null)))
+        expect(taken._tag).toBe("SandboxConflict")
+        yield* store.deletePool(pool.id)
+        expect(yield* store.poolSandboxes(pool.id)).toEqual([])
+        expect(yield* store.sandboxNameTaken(tenantId, members[0]!.name)).toBe(false)
+        expect(yield* store.sandboxNameTaken(tenantId, single.name)).toBe(true)
+      })
+    )
+
+    it.effect("moves a sandbox's status only from the state the caller saw, and lists every sandbox for the resume", () =>
+      Effect.gen(function* () {
+        const store = yield* SandboxStore
+        const { tenantId } = yield* organization
+        const made = template(tenantId)
+        yield* store.insertTemplate(made)
+        const id = randomUUID()
+        yield* store.insertSandbox({ id, tenant_id: tenantId, name: unique("box"), template_id: made.id, pool_id: null, status: "provisioning", status_message: null, created_at: at(), updated_at: at() })
+        expect(yield* store.setSandboxStatus(id, "ready", "stopped", null, at(1))).toBe(false)
+        expect(yield* store.setSandboxStatus(id, "provisioning", "failed", "pull failed: manifest unknown", at(1))).toBe(true)
+        expect(yield* store.sandboxById(tenantId, id)).toMatchObject({ status: "failed", status_message: "pull failed: manifest unknown", updated_at: at(1) })
+        expect(yield* store.sandboxById(randomUUID(), id)).toBeUndefined()
+        expect((yield* store.allSandboxes()).map((item) => item.id)).toContain(id)
+      })
+    )
+
+    it.effect("pages a tenant's sandboxes in creation order, deep pages included, after writes", () =>
+      Effect.gen(function* () {
+        const store = yield* SandboxStore
+        const { tenantId } = yield* organization
+        const made = template(tenantId)
+        yield* store.insertTemplate(made)
+        const names = Array.from({ length: 5000 }, (_, index) => `p-${String(index).padStart(5, "0")}`)
+        yield* store.transaction(
+          Effect.forEach(names, (name) =>
+            store.insertSandbox({ id: randomUUID(), tenant_id: tenantId, name, template_id: made.id, pool_id: null, status: "ready", status_message: null, created_at: at(), updated_at: at() })
+          )
+        )
+        const page = (offset: number) => Effect.map(store.listSandboxes(tenantId, { limit: 3, offset }), (items) => items.map((item) => item.name))
+        expect(yield* page(0)).toEqual(names.slice(0, 3))
+        expect(yield* page(4500)).toEqual(names.slice(4500, 4503))
+        yield* store.deleteSandbox((yield* store.sandboxByName(tenantId, names[10]!))!.id)
+        expect(yield* page(4500)).toEqual(names.slice(4501, 4504))
+        expect(yield* page(4999)).toEqual([])
+      })
+    )
+  })
