@@ -59,13 +59,18 @@ export interface RequestContext {
   readonly rawBody: Buffer
 }
 
-/** A handler may answer something other than JSON (the /docs page). */
+/** A handler may answer something other than JSON (the /docs page, the console's files), with its own status and headers. */
 export class RawResponse {
   readonly contentType: string
-  readonly body: string
-  constructor(contentType: string, body: string) {
+  readonly body: string | Uint8Array
+  /** Overrides the endpoint's success status (a redirect, 304 Not Modified). */
+  readonly status: number | undefined
+  readonly headers: Readonly<Record<string, string>> | undefined
+  constructor(contentType: string, body: string | Uint8Array, options?: { readonly status?: number; readonly headers?: Readonly<Record<string, string>> }) {
     this.contentType = contentType
     this.body = body
+    this.status = options?.status
+    this.headers = options?.headers
   }
 }
 
@@ -222,19 +227,25 @@ export const makeApp = (options: AppOptions) => {
   const router = makeRouter(options.routes.map(compile).map((route) => ({ endpoint: route.endpoint, handler: route })))
   const { log } = options
 
-  const send = (response: ServerResponse, status: number, body: unknown, requestId: string, extraHeaders?: Record<string, string>) => {
-    if (response.headersSent) return
+  /** Answers; returns the status sent (a `RawResponse` may set its own). */
+  const send = (response: ServerResponse, status: number, body: unknown, requestId: string, extraHeaders?: Record<string, string>): number => {
+    if (response.headersSent) return status
     const headers: Record<string, string> = { "x-request-id": requestId, ...extraHeaders }
-    if (status === 204 || body === undefined) {
-      response.writeHead(status, headers).end()
-      return
-    }
     const raw = body instanceof RawResponse
+    if (raw) {
+      status = body.status ?? status
+      Object.assign(headers, body.headers)
+    }
+    if (status === 204 || status === 304 || body === undefined) {
+      response.writeHead(status, headers).end()
+      return status
+    }
     const text = raw ? body.body : JSON.stringify(body)
     headers["content-type"] = raw ? body.contentType : "application/json"
     // A known length spares the chunked framing (and the client's parsing of it).
     headers["content-length"] = String(Buffer.byteLength(text))
     response.writeHead(status, headers).end(text)
+    return status
   }
 
   const sendError = (response: ServerResponse, error: ApiError, requestId: string, headers?: Record<string, string>) => {
@@ -281,8 +292,7 @@ export const makeApp = (options: AppOptions) => {
   /** Answers the outcome of a request's program; stays synchronous unless the program suspended. */
   const respond = (response: ServerResponse, requestId: string, route: CompiledRoute, exit: Exit.Exit<unknown, ApiError | StoreError>): number => {
     if (Exit.isSuccess(exit)) {
-      send(response, route.endpoint.status, route.endpoint.status === 204 ? undefined : exit.value, requestId)
-      return route.endpoint.status
+      return send(response, route.endpoint.status, route.endpoint.status === 204 ? undefined : exit.value, requestId)
     }
     const failure = Cause.findErrorOption(exit.cause)
     if (failure._tag === "Some") {
