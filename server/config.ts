@@ -7,6 +7,13 @@ export interface ServerConfig {
   readonly port: number
   readonly host: string
   readonly databasePath: string
+  /**
+   * `postgres://...` (DATABASE_URL): every store on that PostgreSQL database, shared by several
+   * replicas (docs/postgres.md); `databasePath` is then unused. Unset: the SQLite file.
+   */
+  readonly databaseUrl: string | undefined
+  /** On PostgreSQL: how long a replica's lease on a revision lasts unrenewed (SLIPWAY_LEASE_MS): a dead replica's work moves after this. */
+  readonly leaseMs: number
   readonly apiKey: string | undefined
   readonly defaultTenantId: string
   readonly defaultOrganizationId: string
@@ -32,6 +39,8 @@ export const defaultConfig: ServerConfig = {
   port: 8080,
   host: "127.0.0.1",
   databasePath: "./data/slipway.db",
+  databaseUrl: undefined,
+  leaseMs: 15_000,
   apiKey: undefined,
   defaultTenantId: DEFAULT_TENANT_ID,
   defaultOrganizationId: DEFAULT_ORGANIZATION_ID,
@@ -58,6 +67,9 @@ const integer = (name: string, raw: string, min: number, max: number): number =>
 
 /** Checks values that only make sense once parsed, so a bad setting fails before the port opens. */
 export const validateConfig = (config: ServerConfig): ServerConfig => {
+  if (config.databaseUrl !== undefined && !/^postgres(ql)?:\/\/./i.test(config.databaseUrl)) {
+    throw new ConfigError(`DATABASE_URL must be a postgres:// or postgresql:// URL, got "${config.databaseUrl.replace(/\/\/[^@/]*@/, "//***@")}"`)
+  }
   const quota = Result.flatMap(parseQuantity(config.storageQuota.trim()), toBytes)
   if (Result.isFailure(quota)) throw new ConfigError(`SLIPWAY_STORAGE_QUOTA: ${quota.failure}`)
   if (quota.success < 0n) throw new ConfigError(`SLIPWAY_STORAGE_QUOTA must not be negative, got "${config.storageQuota}"`)
@@ -78,6 +90,8 @@ export const configFromEnv = (env: NodeJS.ProcessEnv = process.env): ServerConfi
     port: pick("PORT") ? integer("PORT", pick("PORT")!, 0, 65535) : defaultConfig.port,
     host: pick("HOST") ?? defaultConfig.host,
     databasePath: pick("DATABASE_PATH") ?? defaultConfig.databasePath,
+    databaseUrl: pick("DATABASE_URL"),
+    leaseMs: pick("SLIPWAY_LEASE_MS") ? integer("SLIPWAY_LEASE_MS", pick("SLIPWAY_LEASE_MS")!, 300, 3_600_000) : defaultConfig.leaseMs,
     apiKey: pick("SLIPWAY_API_KEY"),
     defaultTenantId: pick("SLIPWAY_TENANT_ID") ?? DEFAULT_TENANT_ID,
     defaultOrganizationId: pick("SLIPWAY_ORGANIZATION_ID") ?? DEFAULT_ORGANIZATION_ID,

@@ -9,7 +9,7 @@ import { ConfigError, configFromEnv } from "./config.ts"
 import { DeploymentStore } from "./store/DeploymentStore.ts"
 import { KeyStore } from "./store/KeyStore.ts"
 import { SandboxStore } from "./store/SandboxStore.ts"
-import { SqliteStores } from "./store/sqlite/index.ts"
+import { storesFor } from "./store/index.ts"
 import { requireUuid } from "./cli.ts"
 
 const usage = `Usage: npm run keys -- <command> [options]
@@ -22,7 +22,7 @@ Commands:
   revoke <id>    revoke a key by id
 ${adminCommands.map((command) => `  ${command.usage}`).join("\n")}
 
-The database is DATABASE_PATH (default ./data/slipway.db).`
+The database is DATABASE_URL (postgres://...) when set, else DATABASE_PATH (default ./data/slipway.db).`
 
 const fail = (message: string): never => {
   process.stderr.write(`keys: ${message}\n\n${usage}\n`)
@@ -55,7 +55,7 @@ const main = async () => {
     throw error
   }
   const scope = Effect.runSync(Scope.make())
-  const context = await Effect.runPromise(Layer.buildWithScope(SqliteStores({ path: config!.databasePath }), scope))
+  const context = await Effect.runPromise(Layer.buildWithScope(storesFor(config!), scope))
   const run = <A, E>(effect: Effect.Effect<A, E>): Promise<A> =>
     Effect.runPromise(effect).catch((error) => fail(String((error as Error)?.message ?? error)))
   const keys = Effect.runSync(Effect.provideContext(KeyStore, context))

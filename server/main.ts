@@ -1,6 +1,7 @@
 /** `npm start`: serves the API with the embedded database until SIGTERM/SIGINT. */
 import { ConfigError, configFromEnv } from "./config.ts"
 import { startServer } from "./index.ts"
+import { describeDatabase } from "./store/index.ts"
 
 const main = async () => {
   let config
@@ -22,7 +23,7 @@ const main = async () => {
         `slipway: use it as "X-Api-Key: <key>" or "Authorization: Bearer <key>". More keys: npm run keys -- create --tenant <uuid>\n\n`
     )
   }
-  process.stderr.write(`slipway: listening on ${server.url} (database ${config.databasePath}); docs at ${server.url}/docs\n`)
+  process.stderr.write(`slipway: listening on ${server.url} (database ${describeDatabase(config)}); docs at ${server.url}/docs\n`)
   let stopping = false
   const stop = (signal: string) => {
     if (stopping) return
