@@ -37,8 +37,12 @@ export interface SlipwayServer {
   readonly generatedKey: string | undefined
   /** Runs an effect with the server's services (stores, controllers). */
   readonly run: <A, E>(effect: Effect.Effect<A, E, any>) => Promise<A>
-  /** Stops accepting, waits for in-flight requests, stops background work, checkpoints and closes the database. */
-  readonly close: () => Promise<void>
+  /**
+   * Stops accepting, waits for in-flight requests (at most `graceMs`, default the configured
+   * `shutdownGraceMs`; then their connections are destroyed), stops background work,
+   * checkpoints and closes the database. Always closes the stores, stragglers or not.
+   */
+  readonly close: (options?: { readonly graceMs?: number }) => Promise<void>
 }
 
 const listen = (server: Server, port: number, host: string) =>
@@ -57,7 +61,16 @@ export const startServer = async (options: StartOptions = {}): Promise<SlipwaySe
   const config: ServerConfig = validateConfig({ ...defaultConfig, ...overrides })
   const log = logger ?? makeLogger(config.logLevel)
 
-  const server = createServer({ keepAliveTimeout: 5_000 })
+  const server = createServer({
+    keepAliveTimeout: 5_000,
+    // A client that trickles its headers (slowloris) or its body is cut off; node checks both
+    // every `connectionsCheckingInterval`.
+    headersTimeout: config.headersTimeoutMs,
+    requestTimeout: config.requestTimeoutMs,
+    connectionsCheckingInterval: Math.max(100, Math.min(1_000, Math.floor(config.headersTimeoutMs / 4)))
+  })
+  // Past the cap node destroys new sockets at once: stalled clients cannot take the memory.
+  server.maxConnections = config.maxConnections
   const address = await listen(server, config.port, config.host)
   const publicUrl = config.publicUrl ?? `http://${hostForUrl(address.address)}:${address.port}`
 
@@ -88,16 +101,25 @@ export const startServer = async (options: StartOptions = {}): Promise<SlipwaySe
   const missing = Object.keys(Api).filter((name) => !served.has(name))
   if (missing.length > 0) log.warn("endpoints without an implementation", { endpoints: missing })
 
-  server.on("request", makeApp({ routes, authenticate: keys.authenticate, log }))
+  server.on("request", makeApp({ routes, authenticate: keys.authenticate, log, unauthenticatedMaxBody: config.unauthenticatedMaxBody }))
   log.info("listening", { url: publicUrl, database: config.databasePath })
 
   let closing: Promise<void> | undefined
-  const close = () =>
+  const close = (options: { readonly graceMs?: number } = {}) =>
     (closing ??= (async () => {
+      const graceMs = options.graceMs ?? config.shutdownGraceMs
+      let grace: ReturnType<typeof setTimeout> | undefined
       await new Promise<void>((resolve) => {
         server.close(() => resolve())
         server.closeIdleConnections()
+        // Requests still unfinished after the grace period (a client that stopped sending) lose
+        // their connection; the stores are closed all the same.
+        grace = setTimeout(() => {
+          log.warn("shutdown grace period over: closing unfinished requests", { grace_ms: graceMs })
+          server.closeAllConnections()
+        }, graceMs)
       })
+      clearTimeout(grace)
       await Effect.runPromise(Scope.close(scope, Exit.void))
       log.info("stopped")
     })())
