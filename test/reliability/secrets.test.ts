@@ -84,7 +84,7 @@ describe("secret values", () => {
     const pushed = await child.request("POST", "/v1/integrations/gitrepo/webhook", {
       key: null,
       raw: push,
-      headers: { "content-type": "application/json", "x-github-event": "push", "x-hub-signature-256": `sha256=${createHmac("sha256", webhookSecret).update(push).digest("hex")}` }
+      headers: { "content-type": "application/json", "x-github-event": "push", "x-github-delivery": crypto.randomUUID(), "x-hub-signature-256": `sha256=${createHmac("sha256", webhookSecret).update(push).digest("hex")}` }
     })
     expect(pushed.status, JSON.stringify(pushed.body)).toBe(202)
     answers.push(pushed.body)

@@ -117,7 +117,8 @@ export const makeSqliteDeploymentStore = (db: Db): DeploymentStore["Service"] =>
           )
           .map(toDeploymentRecord)
       ),
-    pushTargets: (tenantId, ref, branch) => op(() => repo.pushTargets(tenantId, ref, branch).map(toDeploymentRecord)),
+    pushTargets: (tenantId, integrationId, ref, branch) => op(() => repo.pushTargets(tenantId, integrationId, ref, branch).map(toDeploymentRecord)),
+    commitBuilt: (tenantId, deploymentId, commitSha, repoRef) => op(() => repo.commitBuilt(tenantId, deploymentId, commitSha, repoRef)),
     pendingDeletes: () => op(() => repo.pendingDeletes()),
 
     revision: (tenantId, deploymentId, id) =>
@@ -152,7 +153,10 @@ export const makeSqliteDeploymentStore = (db: Db): DeploymentStore["Service"] =>
     integrations: (tenantId) => op(() => repo.integrations(tenantId)),
     integration: (tenantId, id) => op(() => repo.integration(tenantId, id)),
     integrationsByOwner: (provider, ownerKey) => op(() => repo.integrationsByOwner(provider, ownerKey)),
-    integrationByOwner: (tenantId, provider, ownerKey) => op(() => repo.integrationByOwner(tenantId, provider, ownerKey))
+    integrationByOwner: (tenantId, provider, ownerKey) => op(() => repo.integrationByOwner(tenantId, provider, ownerKey)),
+    deleteIntegration: (tenantId, id) => op(() => repo.deleteIntegration(tenantId, id)),
+    rememberDelivery: (integrationId, deliveryId, receivedAt, expiresAt) => op(() => repo.rememberDelivery(integrationId, deliveryId, receivedAt, expiresAt)),
+    pruneDeliveries: (now) => op(() => repo.pruneDeliveries(now))
   }
 }
 

@@ -128,8 +128,18 @@ export const makeDeploymentRepository = (db: Db) => {
   )
   const pushTargets = db.prepare(
     `SELECT ${deploymentColumns} FROM deployments
-     WHERE tenant_id = ? AND source = 'gitrepo' AND build_on_push = 1 AND status != 'AWAITING_DELETE' AND repo_ref IN (?, ?)`
+     WHERE tenant_id = ? AND lower(integration_id) = lower(?) AND source = 'gitrepo' AND build_on_push = 1 AND status != 'AWAITING_DELETE' AND repo_ref IN (?, ?)`
   )
+  const commitBuilt = db
+    .prepare("SELECT 1 FROM revisions WHERE tenant_id = ? AND deployment_id = ? AND repo_commit_sha = ? AND repo_ref = ? LIMIT 1")
+    .pluck()
+  // Portable SQL (PostgreSQL has the same ON CONFLICT ... DO NOTHING).
+  const rememberDelivery = db.prepare(
+    "INSERT INTO webhook_deliveries (integration_id, delivery_id, received_at, expires_at) VALUES (?, ?, ?, ?) ON CONFLICT (integration_id, delivery_id) DO NOTHING"
+  )
+  const pruneDeliveries = db.prepare("DELETE FROM webhook_deliveries WHERE expires_at <= ?")
+  const deliverySeen = db.prepare("SELECT 1 FROM webhook_deliveries WHERE integration_id = ? AND delivery_id = ? AND expires_at > ?").pluck()
+  const deleteIntegration = db.prepare("DELETE FROM integrations WHERE tenant_id = ? AND id = ?")
   const pendingDeletes = db.prepare("SELECT tenant_id, id, updated_at FROM deployments WHERE status = 'AWAITING_DELETE'")
 
   // Revisions
@@ -218,7 +228,18 @@ export const makeDeploymentRepository = (db: Db) => {
         offset
       }) as Array<DeploymentRow>,
     /** Candidates for a push to `ref` (a full ref, or its branch name): the core decides which match. */
-    pushTargets: (tenantId: string, ref: string, branch: string) => pushTargets.all(tenantId, ref, branch) as Array<DeploymentRow>,
+    pushTargets: (tenantId: string, integrationId: string, ref: string, branch: string) =>
+      pushTargets.all(tenantId, integrationId, ref, branch) as Array<DeploymentRow>,
+    commitBuilt: (tenantId: string, deploymentId: string, commitSha: string, repoRef: string) =>
+      commitBuilt.get(tenantId, deploymentId, commitSha, repoRef) !== undefined,
+    /** True when the delivery is new; an expired entry of the same id is replaced. */
+    rememberDelivery: (integrationId: string, deliveryId: string, receivedAt: string, expiresAt: string) => {
+      if (deliverySeen.get(integrationId, deliveryId, receivedAt) !== undefined) return false
+      pruneDeliveries.run(receivedAt)
+      return rememberDelivery.run(integrationId, deliveryId, receivedAt, expiresAt).changes === 1
+    },
+    pruneDeliveries: (now: string) => pruneDeliveries.run(now).changes,
+    deleteIntegration: (tenantId: string, id: string) => deleteIntegration.run(tenantId, id).changes > 0,
     pendingDeletes: () => pendingDeletes.all() as Array<{ tenant_id: string; id: string; updated_at: string }>,
 
     revision: (tenantId: string, deploymentId: string, id: string) => revisionById.get(tenantId, deploymentId, id) as RevisionView | undefined,
