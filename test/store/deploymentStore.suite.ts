@@ -263,4 +263,21 @@ export const deploymentStoreSuite = (backend: string, stores: Layer.Layer<Deploy
         expect(yield* store.commitBuilt(stranger, mine.deployment.id, sha, "main")).toBe(false)
       })
     )
+
+    it.effect("answers an empty page for any offset past the end, however large", () =>
+      Effect.gen(function* () {
+        const store = yield* DeploymentStore
+        const tenantId = yield* tenant
+        const { deployment, revision } = deploymentWithRevision(tenantId)
+        yield* store.createDeployment(deployment, revision, randomUUID())
+        const filter = { nameContains: null, statuses: null, imageVersion: null, deploymentType: null, ids: null }
+        for (const offset of [5_000, 2 ** 53 + 2, 9.2e18, 2 ** 63, 2 ** 64, 1e300]) {
+          const page = { limit: 10, offset }
+          expect(yield* store.listDeployments(tenantId, filter, page)).toEqual([])
+          expect(yield* store.listRevisions(tenantId, deployment.id, null, page)).toEqual([])
+          expect(yield* store.listTracingProjects(tenantId, null, page)).toEqual([])
+          expect(yield* store.listListeners(tenantId, page)).toEqual([])
+        }
+      })
+    )
   })
