@@ -209,4 +209,27 @@ export const sandboxStoreSuite = (backend: string, stores: Layer.Layer<SandboxSt
         }
       })
     )
+
+    it.effect("names the sandboxes that mount a volume, through any template", () =>
+      Effect.gen(function* () {
+        const store = yield* SandboxStore
+        const { organizationId, tenantId } = yield* organization
+        const [data, spare] = [volume(tenantId, organizationId, 1n), volume(tenantId, organizationId, 1n)]
+        yield* store.insertVolume(data)
+        yield* store.insertVolume(spare)
+        const first = template(tenantId, [{ volume_id: data.id, mount_path: "/data" }])
+        const second = template(tenantId, [{ volume_id: data.id, mount_path: "/mnt" }])
+        yield* store.insertTemplate(first)
+        yield* store.insertTemplate(second)
+        expect(yield* store.volumesAttached([data.id, spare.id])).toEqual([])
+        expect(yield* store.volumesAttached([])).toEqual([])
+        const boxName = unique("box")
+        const id = randomUUID()
+        yield* store.insertSandbox({ id, tenant_id: tenantId, name: boxName, template_id: second.id, pool_id: null, status: "provisioning", status_message: null, created_at: at(), updated_at: at() })
+        expect(yield* store.volumesAttached([data.id])).toEqual([{ volume_name: data.name, sandbox_name: boxName }])
+        expect(yield* store.volumesAttached([spare.id])).toEqual([])
+        yield* store.deleteSandbox(id)
+        expect(yield* store.volumesAttached([data.id])).toEqual([])
+      })
+    )
   })

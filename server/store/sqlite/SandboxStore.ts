@@ -55,6 +55,7 @@ export const makeSqliteSandboxStore = (db: Db): SandboxStore["Service"] => {
     updateVolume: (before, after) => naming("volume", after.name, () => repo.updateVolume(before, after)),
     deleteVolume: (id) => op(() => repo.deleteVolume(id)),
     templatesMounting: (volumeId) => op(() => repo.templatesMounting(volumeId)),
+    volumesAttached: (volumeIds) => op(() => repo.volumesAttached(volumeIds)),
 
     templateByName: (tenantId, name) =>
       op(() => {
