@@ -15,7 +15,10 @@ export interface ServerConfig {
   readonly revisionStepMs: number
   readonly publicUrl: string | undefined
   readonly logLevel: LogLevel
+  /** The key secrets are sealed with: SLIPWAY_SECRETS_KEY, else (at start) the generated key file beside the database. */
   readonly secretsKey: string | undefined
+  /** Keys that also open stored values (an unfinished rotation); filled in at start. */
+  readonly previousSecretsKeys: ReadonlyArray<string>
   /** Which runtime driver runs deployments and sandboxes (`SLIPWAY_RUNTIME`); `auto` picks `local` when its tools are present. */
   readonly runtime: RuntimeName
   /** Time a client has to send a request's headers (`SLIPWAY_HEADERS_TIMEOUT_MS`): a slowloris is cut here. */
@@ -51,6 +54,7 @@ export const defaultConfig: ServerConfig = {
   publicUrl: undefined,
   logLevel: "info",
   secretsKey: undefined,
+  previousSecretsKeys: [],
   runtime: "auto",
   headersTimeoutMs: 10_000,
   requestTimeoutMs: 60_000,
@@ -111,6 +115,7 @@ export const configFromEnv = (env: NodeJS.ProcessEnv = process.env): ServerConfi
     publicUrl: pick("SLIPWAY_PUBLIC_URL")?.replace(/\/+$/, ""),
     logLevel,
     secretsKey: pick("SLIPWAY_SECRETS_KEY"),
+    previousSecretsKeys: [],
     runtime,
     headersTimeoutMs: setting("SLIPWAY_HEADERS_TIMEOUT_MS", 1, 3_600_000, defaultConfig.headersTimeoutMs),
     requestTimeoutMs: setting("SLIPWAY_REQUEST_TIMEOUT_MS", 1, 86_400_000, defaultConfig.requestTimeoutMs),

@@ -12,6 +12,7 @@ import { makeApp } from "./http/app.ts"
 import { type Logger, makeLogger } from "./log.ts"
 import { ServerEnv, type ServerModule } from "./module.ts"
 import { modules as defaultModules } from "./modules.ts"
+import { resolveSecretsKeys } from "./secretsKey.ts"
 import { KeyStore } from "./store/KeyStore.ts"
 import { SqliteDatabase, SqliteStores } from "./store/sqlite/index.ts"
 import type { Db } from "./store/sqlite/database.ts"
@@ -58,8 +59,17 @@ const hostForUrl = (host: string) => (host.includes(":") ? `[${host}]` : host)
 
 export const startServer = async (options: StartOptions = {}): Promise<SlipwayServer> => {
   const { logger, modules = defaultModules, ...overrides } = options
-  const config: ServerConfig = validateConfig({ ...defaultConfig, ...overrides })
-  const log = logger ?? makeLogger(config.logLevel)
+  const requested: ServerConfig = validateConfig({ ...defaultConfig, ...overrides })
+  const log = logger ?? makeLogger(requested.logLevel)
+  // Secrets are encrypted at rest by default: without SLIPWAY_SECRETS_KEY, with a key kept beside the database.
+  const secrets = resolveSecretsKeys({ databasePath: requested.databasePath, secretsKey: requested.secretsKey })
+  if (secrets.created) {
+    log.warn("generated the key that encrypts secrets at rest; keep it with the database's backups (without it stored secrets cannot be read)", {
+      key_file: secrets.path
+    })
+  }
+  if (secrets.previous.length > 0) log.warn("a secrets key rotation did not finish: run `npm run keys -- secrets rotate` again", { key_file: secrets.path })
+  const config: ServerConfig = { ...requested, secretsKey: secrets.key, previousSecretsKeys: secrets.previous }
 
   const server = createServer({
     keepAliveTimeout: 5_000,

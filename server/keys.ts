@@ -11,6 +11,7 @@ import { KeyStore } from "./store/KeyStore.ts"
 import { SandboxStore } from "./store/SandboxStore.ts"
 import { SqliteStores } from "./store/sqlite/index.ts"
 import { requireUuid } from "./cli.ts"
+import { resolveSecretsKeys } from "./secretsKey.ts"
 
 const usage = `Usage: npm run keys -- <command> [options]
 
@@ -22,7 +23,8 @@ Commands:
   revoke <id>    revoke a key by id
 ${adminCommands.map((command) => `  ${command.usage}`).join("\n")}
 
-The database is DATABASE_PATH (default ./data/slipway.db).`
+The database is DATABASE_PATH (default ./data/slipway.db); secrets are sealed with
+SLIPWAY_SECRETS_KEY or, by default, the key file <DATABASE_PATH>.secrets-key.`
 
 const fail = (message: string): never => {
   process.stderr.write(`keys: ${message}\n\n${usage}\n`)
@@ -54,6 +56,9 @@ const main = async () => {
     if (error instanceof ConfigError) fail(error.message)
     throw error
   }
+  const secrets = resolveSecretsKeys({ databasePath: config!.databasePath, secretsKey: config!.secretsKey })
+  if (secrets.created) process.stderr.write(`keys: generated the key that encrypts secrets at rest in ${secrets.path}; keep it with the database's backups\n`)
+  config = { ...config!, secretsKey: secrets.key, previousSecretsKeys: secrets.previous }
   const scope = Effect.runSync(Scope.make())
   const context = await Effect.runPromise(Layer.buildWithScope(SqliteStores({ path: config!.databasePath }), scope))
   const run = <A, E>(effect: Effect.Effect<A, E>): Promise<A> =>
@@ -87,7 +92,7 @@ const main = async () => {
       default: {
         const admin = adminCommands.find((candidate) => candidate.name === command)
         if (!admin) fail(`unknown command "${command}"`)
-        await admin!.run({ keys, deployments, sandboxes, run, config: config!, values, positionals: rest, fail })
+        await admin!.run({ keys, deployments, sandboxes, run, config: config!, secrets, values, positionals: rest, fail })
       }
     }
   } finally {

@@ -57,7 +57,7 @@ export const integrationCommand: AdminCommand = {
       provider,
       owner,
       owner_key: ownerKey(owner),
-      webhook_secret: makeSecretBox(config.secretsKey).seal(secret),
+      webhook_secret: makeSecretBox(config.secretsKey, config.previousSecretsKeys).seal(secret),
       installed_at: new Date().toISOString()
     }))
     process.stderr.write(

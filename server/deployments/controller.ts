@@ -34,7 +34,7 @@ export const makeDeploymentController = Effect.gen(function* () {
   const store = yield* DeploymentStore
   const driver = yield* DeploymentDriver
   const { log, config } = yield* ServerEnv
-  const box = makeSecretBox(config.secretsKey)
+  const box = makeSecretBox(config.secretsKey, config.previousSecretsKeys)
   const background = yield* FiberSet.make()
 
   const openSecrets = (sealed: ReadonlyArray<Secret>) => sealed.map(({ name, value }) => ({ name, value: box.open(value) }))

@@ -169,5 +169,12 @@ export class DeploymentStore extends Context.Service<
     readonly rememberDelivery: (integrationId: string, deliveryId: string, receivedAt: string, expiresAt: string) => Op<boolean>
     /** Drops deliveries expired at `now`; answers how many. */
     readonly pruneDeliveries: (now: string) => Op<number>
+
+    /**
+     * Rewrites every sealed value the store holds (deployments' and revisions' secret values,
+     * integrations' webhook secrets) through `reseal`, in one transaction: a throw rolls all of
+     * it back. Answers how many values were rewritten. Used by key rotation.
+     */
+    readonly resealSecrets: (reseal: (stored: string) => string) => Op<{ readonly secretValues: number; readonly webhookSecrets: number }>
   }
 >()("slipway/DeploymentStore") {}

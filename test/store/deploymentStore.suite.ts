@@ -280,4 +280,32 @@ export const deploymentStoreSuite = (backend: string, stores: Layer.Layer<Deploy
         }
       })
     )
+
+    it.effect("reseals every stored sealed value in one transaction, and rolls all of it back when one fails", () =>
+      Effect.gen(function* () {
+        const store = yield* DeploymentStore
+        const tenantId = yield* tenant
+        const { deployment, revision } = deploymentWithRevision(tenantId, { secrets: [{ name: "A", value: "sealed-a" }, { name: "B", value: "sealed-b" }] })
+        yield* store.createDeployment(deployment, { ...revision, secrets: deployment.secrets }, randomUUID())
+        const integration = { id: randomUUID(), tenant_id: tenantId, provider: "github", owner: unique("s"), owner_key: unique("s"), webhook_secret: "sealed-w", installed_at: at() }
+        yield* store.insertIntegration(integration)
+
+        // The store holds other tests' values too: a failing reseal must leave every one as it was.
+        const refused = yield* Effect.flip(
+          store.resealSecrets((stored) => {
+            if (stored === "sealed-w") throw new Error("cannot open")
+            return `re:${stored}`
+          })
+        )
+        expect(refused._tag).toBe("StoreError")
+        expect((yield* store.deployment(tenantId, deployment.id))?.secrets).toEqual(deployment.secrets)
+        expect((yield* store.integration(tenantId, integration.id))?.webhook_secret).toBe("sealed-w")
+
+        const counts = yield* store.resealSecrets((stored) => `re:${stored}`)
+        expect(counts.secretValues).toBeGreaterThanOrEqual(4)
+        expect(counts.webhookSecrets).toBeGreaterThanOrEqual(1)
+        expect((yield* store.deployment(tenantId, deployment.id))?.secrets).toEqual([{ name: "A", value: "re:sealed-a" }, { name: "B", value: "re:sealed-b" }])
+        expect((yield* store.integration(tenantId, integration.id))?.webhook_secret).toBe("re:sealed-w")
+      })
+    )
   })

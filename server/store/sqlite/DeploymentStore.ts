@@ -158,7 +158,8 @@ export const makeSqliteDeploymentStore = (db: Db): DeploymentStore["Service"] =>
     integrationByOwner: (tenantId, provider, ownerKey) => op(() => repo.integrationByOwner(tenantId, provider, ownerKey)),
     deleteIntegration: (tenantId, id) => op(() => repo.deleteIntegration(tenantId, id)),
     rememberDelivery: (integrationId, deliveryId, receivedAt, expiresAt) => op(() => repo.rememberDelivery(integrationId, deliveryId, receivedAt, expiresAt)),
-    pruneDeliveries: (now) => op(() => repo.pruneDeliveries(now))
+    pruneDeliveries: (now) => op(() => repo.pruneDeliveries(now)),
+    resealSecrets: (reseal) => op(() => repo.resealSecrets(reseal))
   }
 }
 

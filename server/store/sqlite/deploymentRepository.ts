@@ -140,6 +140,12 @@ export const makeDeploymentRepository = (db: Db) => {
   const pruneDeliveries = db.prepare("DELETE FROM webhook_deliveries WHERE expires_at <= ?")
   const deliverySeen = db.prepare("SELECT 1 FROM webhook_deliveries WHERE integration_id = ? AND delivery_id = ? AND expires_at > ?").pluck()
   const deleteIntegration = db.prepare("DELETE FROM integrations WHERE tenant_id = ? AND id = ?")
+  const allDeploymentSecrets = db.prepare("SELECT id, secrets FROM deployments")
+  const setDeploymentSecrets = db.prepare("UPDATE deployments SET secrets = ? WHERE id = ?")
+  const allRevisionSecrets = db.prepare("SELECT id, secrets FROM revisions")
+  const setRevisionSecrets = db.prepare("UPDATE revisions SET secrets = ? WHERE id = ?")
+  const allWebhookSecrets = db.prepare("SELECT id, webhook_secret FROM integrations")
+  const setWebhookSecret = db.prepare("UPDATE integrations SET webhook_secret = ? WHERE id = ?")
   const pendingDeletes = db.prepare("SELECT tenant_id, id, updated_at FROM deployments WHERE status = 'AWAITING_DELETE'")
 
   // Revisions
@@ -240,6 +246,24 @@ export const makeDeploymentRepository = (db: Db) => {
     },
     pruneDeliveries: (now: string) => pruneDeliveries.run(now).changes,
     deleteIntegration: (tenantId: string, id: string) => deleteIntegration.run(tenantId, id).changes > 0,
+    /** Every sealed value through `reseal`, in one IMMEDIATE transaction (a throw rolls back). */
+    resealSecrets: (reseal: (stored: string) => string) =>
+      immediate(db)(() => {
+        let secretValues = 0
+        const resealList = (text: string) => {
+          const secrets = JSON.parse(text) as Array<{ name: string; value: string }>
+          secretValues += secrets.length
+          return JSON.stringify(secrets.map(({ name, value }) => ({ name, value: reseal(value) })))
+        }
+        for (const row of allDeploymentSecrets.all() as Array<{ id: string; secrets: string }>) setDeploymentSecrets.run(resealList(row.secrets), row.id)
+        for (const row of allRevisionSecrets.all() as Array<{ id: string; secrets: string }>) setRevisionSecrets.run(resealList(row.secrets), row.id)
+        let webhookSecrets = 0
+        for (const row of allWebhookSecrets.all() as Array<{ id: string; webhook_secret: string }>) {
+          setWebhookSecret.run(reseal(row.webhook_secret), row.id)
+          webhookSecrets++
+        }
+        return { secretValues, webhookSecrets }
+      }),
     pendingDeletes: () => pendingDeletes.all() as Array<{ tenant_id: string; id: string; updated_at: string }>,
 
     revision: (tenantId: string, deploymentId: string, id: string) => revisionById.get(tenantId, deploymentId, id) as RevisionView | undefined,
