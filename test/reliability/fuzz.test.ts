@@ -299,7 +299,9 @@ describe("request bodies that are not JSON, too large or of another type", () =>
         for (const text of placements) {
           const answer = await rawRequest(endpoint.method, path(), Buffer.from(text, "utf8"), signedHeaders(endpoint, text))
           check(endpoint, `depth ${depth}`, answer)
-          expect(answer.status, `depth ${depth}: ${answer.text.slice(0, 200)}`).toBe(422)
+          // The unauthenticated webhook reads at most 256 KiB before its signature is checked.
+          const expected = isWebhook(endpoint) && Buffer.byteLength(text) > 256 * 1024 ? 413 : 422
+          expect(answer.status, `depth ${depth}: ${answer.text.slice(0, 200)}`).toBe(expected)
         }
       }
     })
