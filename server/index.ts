@@ -12,6 +12,7 @@ import { makeApp } from "./http/app.ts"
 import { type Logger, makeLogger } from "./log.ts"
 import { ServerEnv, type ServerModule } from "./module.ts"
 import { modules as defaultModules } from "./modules.ts"
+import { resolveSecretsKeys } from "./secretsKey.ts"
 import { KeyStore } from "./store/KeyStore.ts"
 import { describeDatabase, storesFor } from "./store/index.ts"
 import { SqliteDatabase } from "./store/sqlite/index.ts"
@@ -38,8 +39,12 @@ export interface SlipwayServer {
   readonly generatedKey: string | undefined
   /** Runs an effect with the server's services (stores, controllers). */
   readonly run: <A, E>(effect: Effect.Effect<A, E, any>) => Promise<A>
-  /** Stops accepting, waits for in-flight requests, stops background work, checkpoints and closes the database. */
-  readonly close: () => Promise<void>
+  /**
+   * Stops accepting, waits for in-flight requests (at most `graceMs`, default the configured
+   * `shutdownGraceMs`; then their connections are destroyed), stops background work,
+   * checkpoints and closes the database. Always closes the stores, stragglers or not.
+   */
+  readonly close: (options?: { readonly graceMs?: number }) => Promise<void>
 }
 
 const listen = (server: Server, port: number, host: string) =>
@@ -55,10 +60,28 @@ const hostForUrl = (host: string) => (host.includes(":") ? `[${host}]` : host)
 
 export const startServer = async (options: StartOptions = {}): Promise<SlipwayServer> => {
   const { logger, modules = defaultModules, ...overrides } = options
-  const config: ServerConfig = validateConfig({ ...defaultConfig, ...overrides })
-  const log = logger ?? makeLogger(config.logLevel)
+  const requested: ServerConfig = validateConfig({ ...defaultConfig, ...overrides })
+  const log = logger ?? makeLogger(requested.logLevel)
+  // Secrets are encrypted at rest by default: without SLIPWAY_SECRETS_KEY, with a key kept beside the database.
+  const secrets = resolveSecretsKeys({ databasePath: requested.databasePath, secretsKey: requested.secretsKey })
+  if (secrets.created) {
+    log.warn("generated the key that encrypts secrets at rest; keep it with the database's backups (without it stored secrets cannot be read)", {
+      key_file: secrets.path
+    })
+  }
+  if (secrets.previous.length > 0) log.warn("a secrets key rotation did not finish: run `npm run keys -- secrets rotate` again", { key_file: secrets.path })
+  const config: ServerConfig = { ...requested, secretsKey: secrets.key, previousSecretsKeys: secrets.previous }
 
-  const server = createServer({ keepAliveTimeout: 5_000 })
+  const server = createServer({
+    keepAliveTimeout: 5_000,
+    // A client that trickles its headers (slowloris) or its body is cut off; node checks both
+    // every `connectionsCheckingInterval`.
+    headersTimeout: config.headersTimeoutMs,
+    requestTimeout: config.requestTimeoutMs,
+    connectionsCheckingInterval: Math.max(100, Math.min(1_000, Math.floor(config.headersTimeoutMs / 4)))
+  })
+  // Past the cap node destroys new sockets at once: stalled clients cannot take the memory.
+  server.maxConnections = config.maxConnections
   // The port opens before the stores are ready (migrations may wait on another replica's lock):
   // until then every request gets 503 + Retry-After, instead of hanging with no listener.
   let app: RequestListener | undefined
@@ -101,7 +124,7 @@ export const startServer = async (options: StartOptions = {}): Promise<SlipwaySe
   const raw = await run(Effect.all(modules.flatMap((module) => (module.http ? [module.http] : []))))
   const requestHooks = raw.flatMap((hooks) => (hooks.request ? [hooks.request] : []))
   const upgradeHooks = raw.flatMap((hooks) => (hooks.upgrade ? [hooks.upgrade] : []))
-  const handler = makeApp({ routes, authenticate: keys.authenticate, log })
+  const handler = makeApp({ routes, authenticate: keys.authenticate, log, unauthenticatedMaxBody: config.unauthenticatedMaxBody })
   app = (request, response) => {
     for (const hook of requestHooks) if (hook(request, response)) return
     handler(request, response)
@@ -113,12 +136,21 @@ export const startServer = async (options: StartOptions = {}): Promise<SlipwaySe
   log.info("listening", { url: publicUrl, database: describeDatabase(config) })
 
   let closing: Promise<void> | undefined
-  const close = () =>
+  const close = (options: { readonly graceMs?: number } = {}) =>
     (closing ??= (async () => {
+      const graceMs = options.graceMs ?? config.shutdownGraceMs
+      let grace: ReturnType<typeof setTimeout> | undefined
       await new Promise<void>((resolve) => {
         server.close(() => resolve())
         server.closeIdleConnections()
+        // Requests still unfinished after the grace period (a client that stopped sending) lose
+        // their connection; the stores are closed all the same.
+        grace = setTimeout(() => {
+          log.warn("shutdown grace period over: closing unfinished requests", { grace_ms: graceMs })
+          server.closeAllConnections()
+        }, graceMs)
       })
+      clearTimeout(grace)
       await Effect.runPromise(Scope.close(scope, Exit.void))
       log.info("stopped")
     })())

@@ -29,7 +29,12 @@ const main = async () => {
     if (stopping) return
     stopping = true
     process.stderr.write(`slipway: ${signal} received, draining\n`)
-    const force = setTimeout(() => process.exit(1), 10_000)
+    // close() ends unfinished requests after the grace period and still checkpoints; this is only
+    // a last resort should stopping the runtimes hang.
+    const force = setTimeout(() => {
+      process.stderr.write("slipway: shutdown did not finish in time, exiting\n")
+      process.exit(1)
+    }, server.config.shutdownGraceMs + 30_000)
     force.unref()
     server.close().then(
       () => process.exit(0),

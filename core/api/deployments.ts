@@ -332,7 +332,8 @@ export const deploymentEndpoints = {
     body: Schema.Union([PushEvent, Schema.Record(Schema.String, Schema.Unknown)]),
     /** The revisions the push created (empty for a ping or a push that matches no deployment). */
     success: Schema.Struct({ revision_ids: Schema.Array(Uuid) }),
-    errors: [401, 422]
+    // 409: a delivery id already received (a redelivery or a replay).
+    errors: [401, 409, 422]
   }),
   listTracingProjects: endpoint({
     ...control,

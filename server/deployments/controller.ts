@@ -35,7 +35,7 @@ export const makeDeploymentController = Effect.gen(function* () {
   const store = yield* DeploymentStore
   const driver = yield* DeploymentDriver
   const { log, config } = yield* ServerEnv
-  const box = makeSecretBox(config.secretsKey)
+  const box = makeSecretBox(config.secretsKey, config.previousSecretsKeys)
   const background = yield* FiberSet.make()
   // Several replicas on one database (PostgreSQL): each drives only the revisions it leased.
   const leases = Option.getOrUndefined(yield* Effect.serviceOption(RevisionLeases))

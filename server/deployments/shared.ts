@@ -84,7 +84,7 @@ export const makeDeploymentWrites = Effect.gen(function* () {
   const store = yield* DeploymentStore
   const controller = yield* DeploymentController
   const { config } = yield* ServerEnv
-  const box = makeSecretBox(config.secretsKey)
+  const box = makeSecretBox(config.secretsKey, config.previousSecretsKeys)
 
   const sealSecrets = (secrets: ReadonlyArray<Secret>): ReadonlyArray<Secret> => secrets.map(({ name, value }) => ({ name, value: box.seal(value) }))
 

@@ -31,6 +31,13 @@ export const MAX_BODY_BYTES = 1024 * 1024
 export const apiHostPrefix = "/api-host/"
 
 /**
+ * Endpoints without an API key (the push webhook, checked by its signature over the whole body)
+ * read at most this much: before the signature is checked the caller is anyone, so what it can
+ * make the server hold stays small. GitHub push payloads are far below it.
+ */
+export const UNAUTHENTICATED_MAX_BODY_BYTES = 256 * 1024
+
+/**
  * Bodies nested deeper than this are refused (422). Free-form objects in the schemas accept any
  * depth, but JSON.stringify overflows the stack on deep input and SQLite's JSON functions stop
  * at 1000 levels: either was a 500.
@@ -89,6 +96,8 @@ export interface AppOptions {
   readonly routes: ReadonlyArray<Route>
   readonly authenticate: (key: string | undefined, tenant: string | undefined) => Effect.Effect<AuthContext, ApiError | StoreError>
   readonly log: Logger
+  /** Body limit of endpoints without `auth` (default `UNAUTHENTICATED_MAX_BODY_BYTES`). */
+  readonly unauthenticatedMaxBody?: number
 }
 
 interface CompiledRoute {
@@ -120,18 +129,18 @@ export const apiKeyOf = (headers: IncomingHttpHeaders): string | undefined => {
   return undefined
 }
 
-const readBody = (request: IncomingMessage): Effect.Effect<Buffer, PayloadTooLarge> =>
+const readBody = (request: IncomingMessage, limit: number): Effect.Effect<Buffer, PayloadTooLarge> =>
   Effect.flatMap(
     Effect.callback<Buffer | PayloadTooLarge, never>((resume) => {
-      readBodyInto(request, (body) => resume(Effect.succeed(body)), (error) => resume(Effect.die(error)))
+      readBodyInto(request, limit, (body) => resume(Effect.succeed(body)), (error) => resume(Effect.die(error)))
     }),
     (body) => (body instanceof PayloadTooLarge ? Effect.fail(body) : Effect.succeed(body))
   )
 
-const readBodyInto = (request: IncomingMessage, resolve: (body: Buffer | PayloadTooLarge) => void, reject: (error: unknown) => void): void => {
+const readBodyInto = (request: IncomingMessage, limit: number, resolve: (body: Buffer | PayloadTooLarge) => void, reject: (error: unknown) => void): void => {
   {
     const declared = Number(request.headers["content-length"] ?? 0)
-    if (declared > MAX_BODY_BYTES) {
+    if (declared > limit) {
       request.resume()
       return resolve(new PayloadTooLarge({ message: "Request body too large" }))
     }
@@ -139,7 +148,7 @@ const readBodyInto = (request: IncomingMessage, resolve: (body: Buffer | Payload
     let size = 0
     request.on("data", (chunk: Buffer) => {
       size += chunk.length
-      if (size > MAX_BODY_BYTES) {
+      if (size > limit) {
         chunks.length = 0
         request.removeAllListeners("data")
         request.resume()
@@ -226,6 +235,7 @@ const runHandler = <A, E>(effect: Effect.Effect<A, E>): Exit.Exit<A, E> | Promis
 export const makeApp = (options: AppOptions) => {
   const router = makeRouter(options.routes.map(compile).map((route) => ({ endpoint: route.endpoint, handler: route })))
   const { log } = options
+  const unauthenticatedLimit = Math.min(options.unauthenticatedMaxBody ?? UNAUTHENTICATED_MAX_BODY_BYTES, MAX_BODY_BYTES)
 
   /** Answers; returns the status sent (a `RawResponse` may set its own). */
   const send = (response: ServerResponse, status: number, body: unknown, requestId: string, extraHeaders?: Record<string, string>): number => {
@@ -270,7 +280,8 @@ export const makeApp = (options: AppOptions) => {
         request.resume()
         return run(request, requestId, route, params, search, auth, emptyBody)
       }
-      return Effect.flatMap(readBody(request), (raw) => run(request, requestId, route, params, search, auth, raw))
+      const limit = route.endpoint.auth ? MAX_BODY_BYTES : unauthenticatedLimit
+      return Effect.flatMap(readBody(request, limit), (raw) => run(request, requestId, route, params, search, auth, raw))
     }).pipe(Effect.tapError(() => Effect.sync(() => request.resume())))
   }
 

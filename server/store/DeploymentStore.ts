@@ -117,8 +117,13 @@ export class DeploymentStore extends Context.Service<
     readonly setDeploymentStatus: (tenantId: string, id: string, status: DeploymentStatus, now: string) => Op<boolean>
     readonly deleteDeployment: (tenantId: string, id: string) => Op<boolean>
     readonly listDeployments: (tenantId: string, filter: DeploymentFilter, page: Page) => Op<ReadonlyArray<DeploymentRecord>>
-    /** `gitrepo` deployments with build_on_push whose repo_ref is `ref` or `branch`: the core decides which match. */
-    readonly pushTargets: (tenantId: string, ref: string, branch: string) => Op<ReadonlyArray<DeploymentRecord>>
+    /**
+     * `gitrepo` deployments with build_on_push bound to `integrationId` (their
+     * `source_config.integration_id`) whose repo_ref is `ref` or `branch`: the core decides which match.
+     */
+    readonly pushTargets: (tenantId: string, integrationId: string, ref: string, branch: string) => Op<ReadonlyArray<DeploymentRecord>>
+    /** Whether a revision of the deployment already built `commitSha` for `repoRef` (whatever became of it). */
+    readonly commitBuilt: (tenantId: string, deploymentId: string, commitSha: string, repoRef: string) => Op<boolean>
     /** System scan: deployments marked AWAITING_DELETE (any tenant). */
     readonly pendingDeletes: () => Op<ReadonlyArray<{ readonly tenant_id: string; readonly id: string; readonly updated_at: string }>>
 
@@ -162,5 +167,22 @@ export class DeploymentStore extends Context.Service<
     readonly integrationByOwner: (tenantId: string, provider: string, ownerKey: string) => Op<IntegrationRecord | undefined>
     /** The repositories (url and ref) of the tenant's deployments built through an integration, oldest first. */
     readonly repositoriesOfIntegration: (tenantId: string, integrationId: string) => Op<ReadonlyArray<{ readonly repo_url: string; readonly repo_ref: string | null }>>
+    /** Removes the integration (and the deliveries remembered for it); false when the tenant has none of that id. */
+    readonly deleteIntegration: (tenantId: string, id: string) => Op<boolean>
+    /**
+     * Remembers a webhook delivery id of an integration until `expiresAt`: true the first time,
+     * false while an unexpired entry of the same id exists (a redelivery or a replay). Entries
+     * expired at `receivedAt` are pruned.
+     */
+    readonly rememberDelivery: (integrationId: string, deliveryId: string, receivedAt: string, expiresAt: string) => Op<boolean>
+    /** Drops deliveries expired at `now`; answers how many. */
+    readonly pruneDeliveries: (now: string) => Op<number>
+
+    /**
+     * Rewrites every sealed value the store holds (deployments' and revisions' secret values,
+     * integrations' webhook secrets) through `reseal`, in one transaction: a throw rolls all of
+     * it back. Answers how many values were rewritten. Used by key rotation.
+     */
+    readonly resealSecrets: (reseal: (stored: string) => string) => Op<{ readonly secretValues: number; readonly webhookSecrets: number }>
   }
 >()("slipway/DeploymentStore") {}

@@ -15,6 +15,7 @@ import {
 } from "../../../core/index.ts"
 import { implement, now, ServerEnv } from "../../module.ts"
 import type { DeploymentRecord, NewRevision } from "../../store/DeploymentStore.ts"
+import { integrationIssues } from "../integrationBinding.ts"
 import { deploymentNotFound, type DeploymentWrites, toDeployment, toListener } from "../shared.ts"
 
 export const deploymentRoutes = (writes: DeploymentWrites) =>
@@ -29,7 +30,10 @@ export const deploymentRoutes = (writes: DeploymentWrites) =>
       implement(Api.createDeployment, ({ body }, { auth }) =>
         Effect.gen(function* () {
           const plan = planCreate(body, { publicUrl })
-          const listenerProblems = listenerIssues(body.source_config, yield* listenerOf(auth.tenantId, body.source_config?.listener_id))
+          const listenerProblems = [
+            ...listenerIssues(body.source_config, yield* listenerOf(auth.tenantId, body.source_config?.listener_id)),
+            ...(yield* integrationIssues(store, auth.tenantId, body.source_config))
+          ]
           if (Result.isFailure(plan) || listenerProblems.length > 0) {
             return yield* new ValidationError({ issues: [...(Result.isFailure(plan) ? plan.failure.issues : []), ...listenerProblems] })
           }

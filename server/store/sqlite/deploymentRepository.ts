@@ -131,8 +131,24 @@ export const makeDeploymentRepository = (db: Db) => {
   )
   const pushTargets = db.prepare(
     `SELECT ${deploymentColumns} FROM deployments
-     WHERE tenant_id = ? AND source = 'gitrepo' AND build_on_push = 1 AND status != 'AWAITING_DELETE' AND repo_ref IN (?, ?)`
+     WHERE tenant_id = ? AND lower(integration_id) = lower(?) AND source = 'gitrepo' AND build_on_push = 1 AND status != 'AWAITING_DELETE' AND repo_ref IN (?, ?)`
   )
+  const commitBuilt = db
+    .prepare("SELECT 1 FROM revisions WHERE tenant_id = ? AND deployment_id = ? AND repo_commit_sha = ? AND repo_ref = ? LIMIT 1")
+    .pluck()
+  // Portable SQL (PostgreSQL has the same ON CONFLICT ... DO NOTHING).
+  const rememberDelivery = db.prepare(
+    "INSERT INTO webhook_deliveries (integration_id, delivery_id, received_at, expires_at) VALUES (?, ?, ?, ?) ON CONFLICT (integration_id, delivery_id) DO NOTHING"
+  )
+  const pruneDeliveries = db.prepare("DELETE FROM webhook_deliveries WHERE expires_at <= ?")
+  const deliverySeen = db.prepare("SELECT 1 FROM webhook_deliveries WHERE integration_id = ? AND delivery_id = ? AND expires_at > ?").pluck()
+  const deleteIntegration = db.prepare("DELETE FROM integrations WHERE tenant_id = ? AND id = ?")
+  const allDeploymentSecrets = db.prepare("SELECT id, secrets FROM deployments")
+  const setDeploymentSecrets = db.prepare("UPDATE deployments SET secrets = ? WHERE id = ?")
+  const allRevisionSecrets = db.prepare("SELECT id, secrets FROM revisions")
+  const setRevisionSecrets = db.prepare("UPDATE revisions SET secrets = ? WHERE id = ?")
+  const allWebhookSecrets = db.prepare("SELECT id, webhook_secret FROM integrations")
+  const setWebhookSecret = db.prepare("UPDATE integrations SET webhook_secret = ? WHERE id = ?")
   const pendingDeletes = db.prepare("SELECT tenant_id, id, updated_at FROM deployments WHERE status = 'AWAITING_DELETE'")
 
   // Revisions
@@ -227,7 +243,36 @@ export const makeDeploymentRepository = (db: Db) => {
         offset
       }) as Array<DeploymentRow>,
     /** Candidates for a push to `ref` (a full ref, or its branch name): the core decides which match. */
-    pushTargets: (tenantId: string, ref: string, branch: string) => pushTargets.all(tenantId, ref, branch) as Array<DeploymentRow>,
+    pushTargets: (tenantId: string, integrationId: string, ref: string, branch: string) =>
+      pushTargets.all(tenantId, integrationId, ref, branch) as Array<DeploymentRow>,
+    commitBuilt: (tenantId: string, deploymentId: string, commitSha: string, repoRef: string) =>
+      commitBuilt.get(tenantId, deploymentId, commitSha, repoRef) !== undefined,
+    /** True when the delivery is new; an expired entry of the same id is replaced. */
+    rememberDelivery: (integrationId: string, deliveryId: string, receivedAt: string, expiresAt: string) => {
+      if (deliverySeen.get(integrationId, deliveryId, receivedAt) !== undefined) return false
+      pruneDeliveries.run(receivedAt)
+      return rememberDelivery.run(integrationId, deliveryId, receivedAt, expiresAt).changes === 1
+    },
+    pruneDeliveries: (now: string) => pruneDeliveries.run(now).changes,
+    deleteIntegration: (tenantId: string, id: string) => deleteIntegration.run(tenantId, id).changes > 0,
+    /** Every sealed value through `reseal`, in one IMMEDIATE transaction (a throw rolls back). */
+    resealSecrets: (reseal: (stored: string) => string) =>
+      immediate(db)(() => {
+        let secretValues = 0
+        const resealList = (text: string) => {
+          const secrets = JSON.parse(text) as Array<{ name: string; value: string }>
+          secretValues += secrets.length
+          return JSON.stringify(secrets.map(({ name, value }) => ({ name, value: reseal(value) })))
+        }
+        for (const row of allDeploymentSecrets.all() as Array<{ id: string; secrets: string }>) setDeploymentSecrets.run(resealList(row.secrets), row.id)
+        for (const row of allRevisionSecrets.all() as Array<{ id: string; secrets: string }>) setRevisionSecrets.run(resealList(row.secrets), row.id)
+        let webhookSecrets = 0
+        for (const row of allWebhookSecrets.all() as Array<{ id: string; webhook_secret: string }>) {
+          setWebhookSecret.run(reseal(row.webhook_secret), row.id)
+          webhookSecrets++
+        }
+        return { secretValues, webhookSecrets }
+      }),
     pendingDeletes: () => pendingDeletes.all() as Array<{ tenant_id: string; id: string; updated_at: string }>,
 
     revision: (tenantId: string, deploymentId: string, id: string) => revisionById.get(tenantId, deploymentId, id) as RevisionView | undefined,
