@@ -145,7 +145,7 @@ describe("exit codes", () => {
     expect(local.stderr).toContain("--name: must be 1-63 lowercase letters")
     const server422 = await slipway(["deploy", "--name", "spec", "--image-uri", "x:1", "--resource-spec", '{"cpu": 0}'], env)
     expect(server422.code).toBe(2)
-    expect(server422.stderr).toContain("resource-spec (at cpu): Input should be greater than or equal to 1")
+    expect(server422.stderr).toContain("resource-spec (at cpu): Input should be greater than or equal to 0.1")
     const flag = await slipway(["status"], env)
     expect(flag.code).toBe(2)
     expect(flag.stderr).toContain("missing required argument 'deployment'")

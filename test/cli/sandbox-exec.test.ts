@@ -3,13 +3,15 @@
  * POST /upload?path=, GET /download?path=; /work/shared/spec/sandbox-dataplane.md): the real binary
  * against a real server with the local runtime (`SLIPWAY_RUNTIME=local`).
  *
- * These pass once the server runs boxes and serves their dataplane; until then they fail (on a
- * server whose dataplane answers 404 the CLI exits 7: "this server's runtime cannot execute").
+ * The template names `python:3.12-slim`, served by a test registry (the busybox image the tests
+ * build) acting as the Docker Hub mirror.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { pushTestImages, removeTestImages } from "../support/images.ts"
+import { startRegistry } from "../support/registry.ts"
 import { type ChildServer, spawnServer, tempDatabasePath, TEST_KEY } from "../support/server.ts"
 import { slipway } from "./run.ts"
 
@@ -17,13 +19,19 @@ let server: ChildServer
 let database: ReturnType<typeof tempDatabasePath>
 let workDir: string
 let env: Record<string, string>
+let registry: Awaited<ReturnType<typeof startRegistry>>
 
 beforeAll(async () => {
   database = tempDatabasePath("slipway-cli-exec")
   workDir = mkdtempSync(join(tmpdir(), "slipway-cli-exec-"))
-  server = await spawnServer({ databasePath: database.path, env: { SLIPWAY_RUNTIME: "local" } })
+  registry = await startRegistry()
+  await pushTestImages(registry.host, { only: ["busybox"] })
+  server = await spawnServer({
+    databasePath: database.path,
+    env: { SLIPWAY_RUNTIME: "local", SLIPWAY_REGISTRY_MIRROR: registry.host, SLIPWAY_INSECURE_REGISTRIES: registry.host }
+  })
   env = { SLIPWAY_URL: server.url, SLIPWAY_API_KEY: TEST_KEY }
-  const template = await server.request("POST", "/v2/sandboxes/templates", { body: { name: "shell", image: "busybox:latest", resources: { cpu: "500m", memory: "128Mi" } } })
+  const template = await server.request("POST", "/v2/sandboxes/templates", { body: { name: "shell", image: "python:3.12-slim", resources: { cpu: "500m", memory: "128Mi" } } })
   expect(template.status, JSON.stringify(template.body)).toBe(201)
   const box = await slipway(["sandbox", "create", "--template", "shell", "--name", "box-exec", "--wait", "--timeout", "120"], env)
   expect(box.code, box.stderr).toBe(0)
@@ -35,6 +43,8 @@ afterAll(async () => {
     server.process.kill("SIGTERM")
     await server.exited
   }
+  await registry?.stop()
+  removeTestImages()
   database?.remove()
   if (workDir) rmSync(workDir, { recursive: true, force: true })
 })
