@@ -54,28 +54,11 @@ import { idmapMount } from "./idmap.ts"
 export type { LimitsMode, Resources } from "./cgroups.ts"
 
 // ---------------------------------------------------------------------------------------------
-// Shared interfaces (tasks/interfaces.md)
+// Shared interfaces: server/runtime/BoxExec.ts
 
-export interface BoxProcess {
-  readonly pid: number
-  readonly stdin: Writable
-  readonly stdout: Readable
-  readonly stderr: Readable
-  /** Signals the command's whole process group inside the box (SIGKILL by default). */
-  readonly kill: (signal?: NodeJS.Signals) => void
-  readonly exited: Promise<{ readonly code: number | null; readonly signal: NodeJS.Signals | null }>
-}
-export interface ExecOptions {
-  readonly env?: Readonly<Record<string, string>>
-  readonly cwd?: string
-}
-export interface BoxExec {
-  readonly exec: (argv: ReadonlyArray<string>, options?: ExecOptions) => BoxProcess
-}
-/** A static busybox bound read-only into every box, for the dataplane's file operations. */
-export const BOX_TOOLS = "/.slipway/busybox"
-/** Every box has this directory, writable, as the default working directory. */
-export const BOX_HOME = "/home/user"
+import { BOX_HOME, BOX_TOOLS, type BoxExec, type BoxProcess, type ExecOptions } from "../BoxExec.ts"
+
+export { BOX_HOME, BOX_TOOLS, type BoxExec, type BoxProcess, type ExecOptions }
 
 // ---------------------------------------------------------------------------------------------
 
