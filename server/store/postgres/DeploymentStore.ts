@@ -130,6 +130,14 @@ const listDeploymentsSql = `SELECT ${deploymentColumns} FROM deployments
   ORDER BY created_at DESC, id DESC
   LIMIT $7 OFFSET $8`
 
+/**
+ * The OFFSET a statement is given: OFFSET is a bigint and a JavaScript number past 2^53 is not
+ * exact, so an offset the API accepted (any size) would fail the statement. No table holds 2^53
+ * rows: any larger offset reads the same empty page as 2^53 - 1 (as SQLite's `sqlPage`).
+ */
+const sqlOffset = (offset: number): number =>
+  Number.isFinite(offset) ? Math.min(Math.max(0, Math.trunc(offset)), Number.MAX_SAFE_INTEGER) : Number.MAX_SAFE_INTEGER
+
 export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["Service"] => {
   const { query, one, execute, executeNaming, transaction } = kit
   const insertRevision = (revision: Parameters<DeploymentStore["Service"]["insertRevision"]>[0]) =>
@@ -205,7 +213,7 @@ export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["S
           filter.deploymentType,
           filter.ids,
           page.limit,
-          page.offset
+          sqlOffset(page.offset)
         ]),
         (rows) => rows.map(toDeploymentRecord)
       ),
@@ -243,7 +251,7 @@ export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["S
           `SELECT ${revisionViewColumns} FROM revisions
            WHERE tenant_id = $1 AND deployment_id = $2 AND ($3::text[] IS NULL OR status = ANY($3::text[]))
            ORDER BY seq DESC LIMIT $4 OFFSET $5`,
-          [tenantId, deploymentId, statuses, page.limit, page.offset]
+          [tenantId, deploymentId, statuses, page.limit, sqlOffset(page.offset)]
         ),
         (rows) => rows.map(toRevisionRecord)
       ),
@@ -278,7 +286,7 @@ export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["S
       query<TracingProjectRecord>(
         `SELECT id, tenant_id, name, deployment_id, created_at FROM tracing_projects
          WHERE tenant_id = $1 AND ($2::text IS NULL OR name = $2::text) ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4`,
-        [tenantId, name, page.limit, page.offset]
+        [tenantId, name, page.limit, sqlOffset(page.offset)]
       ),
 
     deleteTracingProjects: (tenantId, deploymentId) =>
@@ -310,7 +318,7 @@ export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["S
     deleteListener: (tenantId, id) => Effect.map(execute("DELETE FROM listeners WHERE tenant_id = $1 AND id = $2", [tenantId, id]), (n) => n > 0),
     listListeners: (tenantId, page) =>
       Effect.map(
-        query<ListenerRow>(`SELECT ${listenerColumns} FROM listeners WHERE tenant_id = $1 ORDER BY created_at, id LIMIT $2 OFFSET $3`, [tenantId, page.limit, page.offset]),
+        query<ListenerRow>(`SELECT ${listenerColumns} FROM listeners WHERE tenant_id = $1 ORDER BY created_at, id LIMIT $2 OFFSET $3`, [tenantId, page.limit, sqlOffset(page.offset)]),
         (rows) => rows.map(toListenerRecord)
       ),
     listenerUsers: (tenantId, id) =>
