@@ -98,4 +98,55 @@ describe("postgres migrations", () => {
       expect(indexes.filter((name) => !pgIndexes.has(name))).toEqual([])
     })
   }, 30_000)
+  it("upgrades a database that has everything up to 301 but not 103 and 220: generated columns filled from existing rows, clashing volume names renamed", async () => {
+    const url = await server.createDatabase()
+    const added = ["103_webhook_replay_and_integration_binding", "220_volume_names_per_organization"]
+    await withClient(url, (client) => Effect.runPromise(migrate(client, postgresMigrations.filter((migration) => !added.includes(migration.id)))))
+    const db = new pg.Client({ connectionString: url })
+    await db.connect()
+    try {
+      const at = new Date().toISOString()
+      await db.query(`
+        INSERT INTO organizations (id, name, created_at) VALUES ('org-a', 'a', '${at}'), ('org-b', 'b', '${at}');
+        INSERT INTO tenants (id, organization_id, name, created_at) VALUES ('t1', 'org-a', 't1', '${at}'), ('t2', 'org-a', 't2', '${at}'), ('t3', 'org-b', 't3', '${at}');
+        INSERT INTO integrations (id, tenant_id, provider, owner, owner_key, webhook_secret, installed_at) VALUES ('int-1', 't1', 'github', 'Acme', 'acme', 'sealed', '${at}');
+        INSERT INTO deployments (id, tenant_id, name, source, source_config, source_revision_config, secrets, status, created_at, updated_at)
+          VALUES ('dep', 't1', 'dep', 'gitrepo', '{"integration_id":"INT-1","build_on_push":true}', '{"repo_ref":"main","repo_commit_sha":"abc"}', '[]', 'READY', '${at}', '${at}');
+        INSERT INTO revisions (id, tenant_id, deployment_id, seq, source, status, source_revision_config, secrets, created_at, updated_at)
+          VALUES ('rev', 't1', 'dep', 1, 'gitrepo', 'DEPLOYED', '{"repo_ref":"main","repo_commit_sha":"abc"}', '[]', '${at}', '${at}');
+      `)
+      const insert = "INSERT INTO sandbox_volumes (id, tenant_id, organization_id, name, size_bytes, size, storage_class, created_at, updated_at) VALUES ($1, $2, $3, 'data', 1, '1', 'standard', $4, $4)"
+      await db.query(insert, ["aaaaaaaa-0000-4000-8000-000000000001", "t1", "org-a", at])
+      await db.query(insert, ["bbbbbbbb-0000-4000-8000-000000000002", "t2", "org-a", at])
+      await db.query(insert, ["cccccccc-0000-4000-8000-000000000003", "t3", "org-b", at])
+      await db.query(`
+        INSERT INTO sandbox_templates (id, tenant_id, name, image, cpu_millicores, cpu, memory_bytes, memory, created_at, updated_at)
+          VALUES ('tpl', 't2', 'tpl', 'python:3.12', 500, '500m', 1, '1', '${at}', '${at}');
+        INSERT INTO sandbox_template_mounts (template_id, position, volume_id, mount_path) VALUES ('tpl', 0, 'bbbbbbbb-0000-4000-8000-000000000002', '/data');
+      `)
+
+      expect(await withClient(url, (client) => Effect.runPromise(migrate(client)))).toEqual(added)
+
+      expect((await db.query("SELECT tenant_id, name FROM sandbox_volumes ORDER BY seq")).rows).toEqual([
+        { tenant_id: "t1", name: "data" },
+        { tenant_id: "t2", name: "data-bbbbbbbb" },
+        { tenant_id: "t3", name: "data" }
+      ])
+      expect((await db.query("SELECT volume_id FROM sandbox_template_mounts WHERE template_id = 'tpl'")).rows).toEqual([{ volume_id: "bbbbbbbb-0000-4000-8000-000000000002" }])
+      await expect(db.query(insert, ["dddddddd-0000-4000-8000-000000000004", "t2", "org-a", at])).rejects.toMatchObject({ code: "23505" })
+      // Another organization has its own names: only its own 'data' clashes.
+      await expect(db.query(insert, ["eeeeeeee-0000-4000-8000-000000000005", "t3", "org-b", at])).rejects.toMatchObject({ code: "23505" })
+      await db.query("UPDATE sandbox_volumes SET name = 'other' WHERE tenant_id = 't3'")
+      await db.query(insert, ["eeeeeeee-0000-4000-8000-000000000005", "t3", "org-b", at])
+
+      expect((await db.query("SELECT integration_id FROM deployments WHERE id = 'dep'")).rows).toEqual([{ integration_id: "INT-1" }])
+      expect((await db.query("SELECT repo_ref, repo_commit_sha FROM revisions WHERE id = 'rev'")).rows).toEqual([{ repo_ref: "main", repo_commit_sha: "abc" }])
+      // Deliveries go with their integration.
+      await db.query(`INSERT INTO webhook_deliveries (integration_id, delivery_id, received_at, expires_at) VALUES ('int-1', 'd1', '${at}', '${at}')`)
+      await db.query("DELETE FROM integrations WHERE id = 'int-1'")
+      expect((await db.query("SELECT count(*)::int AS n FROM webhook_deliveries")).rows).toEqual([{ n: 0 }])
+    } finally {
+      await db.end()
+    }
+  }, 30_000)
 })

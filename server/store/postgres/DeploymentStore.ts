@@ -9,6 +9,7 @@ import {
   type RevisionRecord,
   type TracingProjectRecord
 } from "../DeploymentStore.ts"
+import { StoreError } from "../StoreError.ts"
 import { PostgresDatabase, type PgStoreKit } from "./PostgresDatabase.ts"
 
 const FINAL = "'DEPLOYED', 'CREATE_FAILED', 'BUILD_FAILED', 'DEPLOY_FAILED', 'SKIPPED', 'INTERRUPTED', 'UNKNOWN'"
@@ -129,6 +130,14 @@ const listDeploymentsSql = `SELECT ${deploymentColumns} FROM deployments
   ORDER BY created_at DESC, id DESC
   LIMIT $7 OFFSET $8`
 
+/**
+ * The OFFSET a statement is given: OFFSET is a bigint and a JavaScript number past 2^53 is not
+ * exact, so an offset the API accepted (any size) would fail the statement. No table holds 2^53
+ * rows: any larger offset reads the same empty page as 2^53 - 1 (as SQLite's `sqlPage`).
+ */
+const sqlOffset = (offset: number): number =>
+  Number.isFinite(offset) ? Math.min(Math.max(0, Math.trunc(offset)), Number.MAX_SAFE_INTEGER) : Number.MAX_SAFE_INTEGER
+
 export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["Service"] => {
   const { query, one, execute, executeNaming, transaction } = kit
   const insertRevision = (revision: Parameters<DeploymentStore["Service"]["insertRevision"]>[0]) =>
@@ -204,18 +213,29 @@ export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["S
           filter.deploymentType,
           filter.ids,
           page.limit,
-          page.offset
+          sqlOffset(page.offset)
         ]),
         (rows) => rows.map(toDeploymentRecord)
       ),
-    pushTargets: (tenantId, ref, branch) =>
+    pushTargets: (tenantId, integrationId, ref, branch) =>
       Effect.map(
         query<DeploymentRow>(
           `SELECT ${deploymentColumns} FROM deployments
-           WHERE tenant_id = $1 AND source = 'gitrepo' AND build_on_push AND status <> 'AWAITING_DELETE' AND repo_ref IN ($2, $3)`,
-          [tenantId, ref, branch]
+           WHERE tenant_id = $1 AND lower(integration_id) = lower($2) AND source = 'gitrepo' AND build_on_push AND status <> 'AWAITING_DELETE'
+             AND repo_ref IN ($3, $4)`,
+          [tenantId, integrationId, ref, branch]
         ),
         (rows) => rows.map(toDeploymentRecord)
+      ),
+    commitBuilt: (tenantId, deploymentId, commitSha, repoRef) =>
+      Effect.map(
+        one("SELECT 1 AS built FROM revisions WHERE tenant_id = $1 AND deployment_id = $2 AND repo_commit_sha = $3 AND repo_ref = $4 LIMIT 1", [
+          tenantId,
+          deploymentId,
+          commitSha,
+          repoRef
+        ]),
+        (row) => row !== undefined
       ),
     pendingDeletes: () => query<{ tenant_id: string; id: string; updated_at: string }>("SELECT tenant_id, id, updated_at FROM deployments WHERE status = 'AWAITING_DELETE'"),
 
@@ -231,7 +251,7 @@ export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["S
           `SELECT ${revisionViewColumns} FROM revisions
            WHERE tenant_id = $1 AND deployment_id = $2 AND ($3::text[] IS NULL OR status = ANY($3::text[]))
            ORDER BY seq DESC LIMIT $4 OFFSET $5`,
-          [tenantId, deploymentId, statuses, page.limit, page.offset]
+          [tenantId, deploymentId, statuses, page.limit, sqlOffset(page.offset)]
         ),
         (rows) => rows.map(toRevisionRecord)
       ),
@@ -266,7 +286,7 @@ export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["S
       query<TracingProjectRecord>(
         `SELECT id, tenant_id, name, deployment_id, created_at FROM tracing_projects
          WHERE tenant_id = $1 AND ($2::text IS NULL OR name = $2::text) ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4`,
-        [tenantId, name, page.limit, page.offset]
+        [tenantId, name, page.limit, sqlOffset(page.offset)]
       ),
 
     deleteTracingProjects: (tenantId, deploymentId) =>
@@ -298,7 +318,7 @@ export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["S
     deleteListener: (tenantId, id) => Effect.map(execute("DELETE FROM listeners WHERE tenant_id = $1 AND id = $2", [tenantId, id]), (n) => n > 0),
     listListeners: (tenantId, page) =>
       Effect.map(
-        query<ListenerRow>(`SELECT ${listenerColumns} FROM listeners WHERE tenant_id = $1 ORDER BY created_at, id LIMIT $2 OFFSET $3`, [tenantId, page.limit, page.offset]),
+        query<ListenerRow>(`SELECT ${listenerColumns} FROM listeners WHERE tenant_id = $1 ORDER BY created_at, id LIMIT $2 OFFSET $3`, [tenantId, page.limit, sqlOffset(page.offset)]),
         (rows) => rows.map(toListenerRecord)
       ),
     listenerUsers: (tenantId, id) =>
@@ -333,6 +353,54 @@ export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["S
          WHERE tenant_id = $1 AND lower(source_config ->> 'integration_id') = $2 AND repo_url IS NOT NULL
          ORDER BY created_at, id`,
         [tenantId, integrationId.toLowerCase()]
+      ),
+    deleteIntegration: (tenantId, id) =>
+      // webhook_deliveries go with it (ON DELETE CASCADE).
+      Effect.map(execute("DELETE FROM integrations WHERE tenant_id = $1 AND id = $2", [tenantId, id]), (n) => n > 0),
+    rememberDelivery: (integrationId, deliveryId, receivedAt, expiresAt) =>
+      Effect.gen(function* () {
+        // One statement decides, also between replicas: a new id is inserted, an expired entry
+        // of the same id is replaced, an unexpired one is left as it is (no row written: false).
+        const written = yield* execute(
+          `INSERT INTO webhook_deliveries (integration_id, delivery_id, received_at, expires_at) VALUES ($1, $2, $3, $4)
+           ON CONFLICT (integration_id, delivery_id) DO UPDATE SET received_at = excluded.received_at, expires_at = excluded.expires_at
+           WHERE webhook_deliveries.expires_at <= excluded.received_at`,
+          [integrationId, deliveryId, receivedAt, expiresAt]
+        )
+        yield* execute("DELETE FROM webhook_deliveries WHERE expires_at <= $1", [receivedAt])
+        return written === 1
+      }),
+    pruneDeliveries: (now) => execute("DELETE FROM webhook_deliveries WHERE expires_at <= $1", [now]),
+
+    resealSecrets: (reseal) =>
+      transaction(
+        Effect.gen(function* () {
+          const apply = (stored: string) =>
+            Effect.try({
+              try: () => reseal(stored),
+              catch: (cause) => new StoreError({ message: `Resealing a stored secret failed: ${cause instanceof Error ? cause.message : String(cause)}`, busy: false, cause })
+            })
+          let secretValues = 0
+          const resealList = (text: string) =>
+            Effect.gen(function* () {
+              const secrets = JSON.parse(text) as Array<{ name: string; value: string }>
+              secretValues += secrets.length
+              const out: Array<{ name: string; value: string }> = []
+              for (const { name, value } of secrets) out.push({ name, value: yield* apply(value) })
+              return JSON.stringify(out)
+            })
+          for (const table of ["deployments", "revisions"] as const) {
+            for (const row of yield* query<{ id: string; secrets: string }>(`SELECT id, secrets FROM ${table} ORDER BY id`)) {
+              yield* execute(`UPDATE ${table} SET secrets = $1 WHERE id = $2`, [yield* resealList(row.secrets), row.id])
+            }
+          }
+          let webhookSecrets = 0
+          for (const row of yield* query<{ id: string; webhook_secret: string }>("SELECT id, webhook_secret FROM integrations ORDER BY id")) {
+            yield* execute("UPDATE integrations SET webhook_secret = $1 WHERE id = $2", [yield* apply(row.webhook_secret), row.id])
+            webhookSecrets++
+          }
+          return { secretValues, webhookSecrets }
+        })
       )
   }
 }

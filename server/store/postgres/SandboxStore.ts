@@ -125,6 +125,18 @@ export const makePostgresSandboxStore = (kit: PgStoreKit): SandboxStore["Service
         ),
         (rows) => rows.map((row) => row.name)
       ),
+    volumesAttached: (volumeIds) =>
+      volumeIds.length === 0
+        ? Effect.succeed([])
+        : query<{ volume_name: string; sandbox_name: string }>(
+            `SELECT mv.name AS volume_name, s.name AS sandbox_name
+             FROM sandbox_template_mounts m
+             JOIN sandboxes s ON s.template_id = m.template_id
+             JOIN sandbox_volumes mv ON mv.id = m.volume_id
+             WHERE m.volume_id = ANY($1::text[])
+             ORDER BY s.seq, m.position`,
+            [volumeIds]
+          ),
 
     templateByName: (tenantId, name) =>
       Effect.map(one<TemplateRow>(`SELECT ${templateColumns} FROM sandbox_templates t WHERE t.tenant_id = $1 AND t.name = $2`, [tenantId, name]), (row) => row && toTemplateRecord(row)),

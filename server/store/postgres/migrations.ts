@@ -232,11 +232,53 @@ export const postgresMigrations: ReadonlyArray<PgMigration> = [
     `
   },
   {
+    // Push webhooks (mirrors SQLite's 103): deliveries already received (a redelivered or
+    // replayed X-GitHub-Delivery is refused) until they expire; the commit and ref each revision
+    // built (a replayed push of a commit already built makes no new revision); and the
+    // integration a deployment is bound to (a push only touches the deployments of the
+    // integration that signed it). Generated columns as SQLite's, STORED (Postgres has no
+    // VIRTUAL before 18).
+    id: "103_webhook_replay_and_integration_binding",
+    sql: `
+      CREATE TABLE webhook_deliveries (
+        integration_id text COLLATE "C" NOT NULL REFERENCES integrations(id) ON DELETE CASCADE,
+        delivery_id text COLLATE "C" NOT NULL,
+        received_at timestamptz NOT NULL,
+        expires_at timestamptz NOT NULL,
+        PRIMARY KEY (integration_id, delivery_id)
+      );
+      CREATE INDEX webhook_deliveries_by_expiry ON webhook_deliveries(expires_at);
+
+      ALTER TABLE revisions
+        ADD COLUMN repo_ref text GENERATED ALWAYS AS (source_revision_config ->> 'repo_ref') STORED,
+        ADD COLUMN repo_commit_sha text GENERATED ALWAYS AS (source_revision_config ->> 'repo_commit_sha') STORED;
+      CREATE INDEX revisions_by_commit ON revisions(deployment_id, repo_commit_sha) WHERE repo_commit_sha IS NOT NULL;
+
+      ALTER TABLE deployments ADD COLUMN integration_id text GENERATED ALWAYS AS (source_config ->> 'integration_id') STORED;
+    `
+  },
+  {
     // The box lifecycle gained `stopped` and `deleting` (core/sandboxes/lifecycle.ts).
     id: "210_sandbox_lifecycle",
     sql: `
       ALTER TABLE sandboxes DROP CONSTRAINT sandboxes_status_check;
       ALTER TABLE sandboxes ADD CONSTRAINT sandboxes_status_check CHECK (status IN ('provisioning', 'ready', 'failed', 'stopped', 'deleting'));
+    `
+  },
+  {
+    // The spec: a volume's name is unique within the organization, not only within the tenant
+    // (mirrors SQLite's 220). Volumes that already share a name across tenants of one
+    // organization keep the oldest's name; the others get their id's first 8 characters
+    // appended (still a DNS label). Templates mount volumes by id, so nothing breaks.
+    id: "220_volume_names_per_organization",
+    sql: `
+      UPDATE sandbox_volumes SET name = substr(name, 1, 54) || '-' || substr(id, 1, 8)
+      WHERE EXISTS (
+        SELECT 1 FROM sandbox_volumes older
+        WHERE older.organization_id = sandbox_volumes.organization_id AND older.name = sandbox_volumes.name AND older.seq < sandbox_volumes.seq
+      );
+      DROP INDEX sandbox_volumes_name;
+      CREATE UNIQUE INDEX sandbox_volumes_name_in_organization ON sandbox_volumes(organization_id, name);
     `
   },
   {
