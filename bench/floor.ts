@@ -13,6 +13,7 @@
 import Database from "better-sqlite3"
 import { createHash, randomUUID } from "node:crypto"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
+import { makeSecretBox } from "../server/deployments/secrets.ts"
 import { applyPragmas } from "../server/store/sqlite/database.ts"
 
 type Db = Database.Database
@@ -147,6 +148,7 @@ export const makeFloorOps = (db: Db) => {
   })
 
   /** POST: the deployment, its first revision and its tracing project, in one transaction. */
+  const box = makeSecretBox(randomUUID())
   const createDeployment = db.transaction((auth: Auth, body: any): Answer => {
     if (typeof body?.name !== "string" || typeof body.source !== "string") return { status: 422, body: { detail: [] } }
     const now = new Date().toISOString()
@@ -154,7 +156,8 @@ export const makeFloorOps = (db: Db) => {
     const revisionId = randomUUID()
     const sourceConfig = JSON.stringify(body.source_config ?? {})
     const revisionConfig = JSON.stringify(body.source_revision_config ?? {})
-    const secrets = JSON.stringify(body.secrets ?? [])
+    // Secret values are sealed at rest by default (AES-256-GCM), so the floor seals them too.
+    const secrets = JSON.stringify(((body.secrets ?? []) as Array<{ name: string; value: string }>).map(({ name, value }) => ({ name, value: box.seal(value) })))
     if (nameTaken().get(auth.tenantId, body.name) !== undefined) return { status: 409, body: { detail: "name taken" } }
     insertDeployment().run(id, auth.tenantId, body.name, body.source, sourceConfig, revisionConfig, secrets, body.image_version ?? null, revisionId, now, now)
     insertRevision().run(revisionId, auth.tenantId, id, 1, body.source, revisionConfig, secrets, now, now)
