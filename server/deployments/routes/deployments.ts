@@ -4,6 +4,7 @@ import { Effect, Result } from "effect"
 import {
   Api,
   controlPage,
+  databaseReadyOf,
   deploymentStatus,
   type Listener,
   listenerIssues,
@@ -111,7 +112,7 @@ export const deploymentRoutes = (writes: DeploymentWrites) =>
                 ...deployment,
                 source_config: plan.source_config,
                 image_version: plan.image_version,
-                status: deploymentStatus({ activeRevisionId: deployment.active_revision_id, maxScale: maxScaleOf(plan.source_config), deleting: false }),
+                status: deploymentStatus({ activeRevisionId: deployment.active_revision_id, maxScale: maxScaleOf(plan.source_config), deleting: false, databaseReady: databaseReadyOf(deployment) }),
                 updated_at: now()
               }
               yield* store.updateDeployment(updated)
