@@ -73,6 +73,7 @@ export const revisionRoutes = (writes: DeploymentWrites) =>
             })
           )
           yield* controller.revisionsStopped(result.stopped)
+          yield* controller.revisionActivated(auth.tenantId, params.deployment_id, params.revision_id)
           return toDeployment(result.deployment)
         })
       )
