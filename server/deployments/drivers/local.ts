@@ -162,6 +162,12 @@ interface Run {
   done: Promise<void>
 }
 
+/**
+ * The box of replica `index` of a revision: short, because the box runner's unix sockets live
+ * under its state directory and a socket path must fit in 108 bytes.
+ */
+export const replicaBoxId = (revisionId: string, index: number): string => `d-${revisionId.replace(/-/g, "").slice(0, 16)}-${index}`
+
 const targetOf = (replica: Replica): ProxyTarget => ({ host: replica.forward!.host, port: replica.forward!.port })
 
 export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
@@ -510,7 +516,7 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
         const count = Math.max(1, spec.min_scale ?? 1)
         await progress(`starting ${count} replica${count === 1 ? "" : "s"}`)
         for (let i = 0; i < count; i++) {
-          run.replicas.push({ id: `d-${work.revisionId}-${i}`, name: `${work.revisionId.slice(0, 8)}-${i}`, boxes: [], egress: [], dirs: [], restarts: 0 })
+          run.replicas.push({ id: replicaBoxId(work.revisionId, i), name: `${work.revisionId.slice(0, 8)}-${i}`, boxes: [], egress: [], dirs: [], restarts: 0 })
         }
         const started = await Promise.allSettled(run.replicas.map((replica) => startReplica(run, replica, image, spec, env, dbs)))
         const failed = started.find((r) => r.status === "rejected")
