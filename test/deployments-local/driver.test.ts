@@ -138,6 +138,8 @@ describe("a revision runs, serves and logs", () => {
   it("walks CREATING → … → DEPLOYED with messages, and DEPLOYED means it answers at {public}/d/{name}", async () => {
     const deployment = await create("agent", versioned, [{ name: "VERSION", value: "v1" }], { min_scale: 2, redis_memory_mb: 32 })
     expect(deployment.status).toBe("AWAITING_DATABASE")
+    // Its URL, as the API (and the action's `url` output) shows it.
+    expect(deployment.source_config.custom_url).toBe(`${server.url}/d/agent`)
     const seen = await waitRevision(deployment.id, deployment.latest_revision_id)
     expect(seen.last.status, JSON.stringify(seen)).toBe("DEPLOYED")
     expect(seen.statuses).toContain("DEPLOYING")

@@ -6,6 +6,7 @@ import {
   controlPage,
   databaseReadyOf,
   deploymentStatus,
+  gitrepoCustomUrl,
   type Listener,
   listenerIssues,
   Pagination,
@@ -14,12 +15,16 @@ import {
   ValidationError
 } from "../../../core/index.ts"
 import { implement, now, ServerEnv } from "../../module.ts"
+import { chooseRuntime } from "../../runtime/select.ts"
 import type { DeploymentRecord, NewRevision } from "../../store/DeploymentStore.ts"
 import { deploymentNotFound, type DeploymentWrites, toDeployment, toListener } from "../shared.ts"
 
 export const deploymentRoutes = (writes: DeploymentWrites) =>
   Effect.gen(function* () {
     const { publicUrl } = yield* ServerEnv
+    // With a runtime that serves deployments, an external_container deployment without a
+    // custom_url is served at {public}/d/{name}, and says so (core's rule for gitrepo URLs).
+    const servesUrls = (yield* chooseRuntime).name === "local"
     const { store, controller, sealSecrets, storedOf, mustGetDeployment, refuseIfDeleting, supersedeUnfinished, writeNewRevision, announce, maxScaleOf } = writes
 
     const listenerOf = (tenantId: string, id: string | null | undefined): Effect.Effect<Listener | undefined, any> =>
@@ -33,7 +38,10 @@ export const deploymentRoutes = (writes: DeploymentWrites) =>
           if (Result.isFailure(plan) || listenerProblems.length > 0) {
             return yield* new ValidationError({ issues: [...(Result.isFailure(plan) ? plan.failure.issues : []), ...listenerProblems] })
           }
-          const planned = plan.success
+          const planned =
+            servesUrls && plan.success.source === "external_container" && !plan.success.source_config.custom_url
+              ? { ...plan.success, source_config: { ...plan.success.source_config, custom_url: gitrepoCustomUrl(publicUrl, plan.success.name) } }
+              : plan.success
           const at = now()
           const deploymentId = randomUUID()
           const secrets = sealSecrets(planned.secrets)
