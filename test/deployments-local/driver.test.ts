@@ -59,8 +59,17 @@ beforeAll(async () => {
   await start()
 }, 180_000)
 
+/** Fails after `ms` instead of hanging the file. */
+const within = <A>(ms: number, what: string, promise: Promise<A>) =>
+  Promise.race([promise, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${what} took more than ${ms} ms`)), ms).unref())])
+
 afterAll(async () => {
-  await server?.close()
+  let closed: unknown
+  await within(90_000, "server.close()", server?.close() ?? Promise.resolve()).catch((error) => (closed = error))
+  // Whatever a failure left: boxes, then the database servers.
+  const leftover = existsSync(boxesRoot()) ? await makeBoxRunner({ root: boxesRoot() }).recover() : { running: [], stopped: [] }
+  for (const box of leftover.running) await box.destroy().catch(() => undefined)
+  await makeDeploymentDatabases({ dataDir: join(database.dir, "runtime", "deployment-data") }).close().catch(() => undefined)
   await registry?.stop()
   removeTestImages()
   for (const key of ["SLIPWAY_INSECURE_REGISTRIES", "SLIPWAY_DEPLOY_HEALTH_TIMEOUT_MS", "SLIPWAY_DEPLOY_DRAIN_MS"]) {
@@ -68,7 +77,10 @@ afterAll(async () => {
     else process.env[key] = saved[key]
   }
   database.remove()
-}, 120_000)
+  if (closed) throw closed
+  // Nothing of the server's is left running.
+  expect(leftover.running.map((box) => box.id)).toEqual([])
+}, 180_000)
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 

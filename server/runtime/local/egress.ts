@@ -37,12 +37,15 @@ export const exposeToBox = async (box: RunningBox, targets: ReadonlyArray<Egress
   }
   mkdirSync(socketDir, { recursive: true, mode: 0o700 })
   const servers: Array<net.Server> = []
+  const conns = new Set<net.Socket>()
   const sockets: Array<string> = []
   const pairs: Array<string> = []
   for (const t of targets) {
     const sock = path.join(socketDir, `${box.id}-${t.boxPort}-${process.pid}.sock`)
     rmSync(sock, { force: true })
     const server = net.createServer((c) => {
+      conns.add(c)
+      c.once("close", () => conns.delete(c))
       const u = net.connect(t.port, t.host)
       c.pipe(u).pipe(c)
       c.on("error", () => u.destroy())
@@ -71,7 +74,9 @@ export const exposeToBox = async (box: RunningBox, targets: ReadonlyArray<Egress
   const closeAll = async () => {
     bridge.stdin!.end()
     if (bridge.exitCode === null) bridge.kill("SIGKILL")
-    await Promise.all(servers.map((s) => new Promise<void>((r) => s.close(() => r()))))
+    const closing = Promise.all(servers.map((s) => new Promise<void>((r) => s.close(() => r()))))
+    for (const c of conns) c.destroy()
+    await closing
     for (const sock of sockets) rmSync(sock, { force: true })
   }
   try {
