@@ -31,8 +31,9 @@ let server: Server
 let request: ReturnType<typeof makeRequester>
 const saved = { ...process.env }
 
+/** Starts the server (again on the same port after a restart: the deployment URLs name it). */
 const start = async () => {
-  server = await startServer({ port: 0, databasePath: database.path, apiKey: TEST_KEY, runtime: "local", logger: makeLogger("silent"), revisionStepMs: 20 })
+  server = await startServer({ port: server?.port ?? 0, databasePath: database.path, apiKey: TEST_KEY, runtime: "local", logger: makeLogger("silent"), revisionStepMs: 20 })
   request = makeRequester(server.url, TEST_KEY)
 }
 
