@@ -228,6 +228,42 @@ describe("a revision runs, serves and logs", () => {
   }, 120_000)
 })
 
+describe("init containers, sidecars, emptyDir", () => {
+  it("runs init containers to completion first and sidecars alongside, sharing emptyDir volumes", async () => {
+    const spec = {
+      volumes: [{ name: "scratch", emptyDir: {} }],
+      volume_mounts: [{ name: "scratch", mountPath: "/data" }],
+      init_containers: [
+        { name: "prepare", image: versioned, command: ["/bin/sh", "-c", "echo prepared-by-init > /data/marker && echo init done"], volumeMounts: [{ name: "scratch", mountPath: "/data" }] }
+      ],
+      sidecars: [{ name: "helper", image: versioned, command: ["/bin/sh", "-c", "echo sidecar up; cat /data/marker; exec sleep 100000"], volumeMounts: [{ name: "scratch", mountPath: "/data" }] }]
+    }
+    const d = await create("pod", versioned, [{ name: "VERSION", value: "p" }], spec)
+    const seen = await waitRevision(d.id, d.latest_revision_id)
+    expect(seen.last.status, JSON.stringify(seen)).toBe("DEPLOYED")
+    expect((await inBox(d.latest_revision_id, "cat /data/marker")).out.trim()).toBe("prepared-by-init")
+    const logs = (await request("POST", `/v1/projects/${d.id}/deploy_logs`, { body: { order: "asc", limit: 500 } })).body.logs as Array<any>
+    const messages = logs.map((l) => `${l.replica ?? ""} ${l.message}`)
+    expect(messages.some((m) => m.endsWith("/prepare init done"))).toBe(true)
+    expect(messages.some((m) => m.includes("/helper sidecar up"))).toBe(true)
+    expect(messages.some((m) => m.includes("/helper prepared-by-init"))).toBe(true)
+    // The init container finished before the replica started.
+    const initDone = logs.findIndex((l) => l.message === "init done")
+    const started = logs.findIndex((l) => /^replica .*: started/.test(l.message))
+    expect(initDone).toBeGreaterThanOrEqual(0)
+    expect(started).toBeGreaterThan(initDone)
+    expect((await request("DELETE", `/v2/deployments/${d.id}`)).status).toBe(204)
+  }, 120_000)
+
+  it("fails the revision when an init container fails", async () => {
+    const d = await create("badinit", versioned, [], { init_containers: [{ name: "migrate", image: versioned, command: ["/bin/sh", "-c", "echo migration failed >&2; exit 3"] }] })
+    const seen = await waitRevision(d.id, d.latest_revision_id)
+    expect(seen.last.status).toBe("DEPLOY_FAILED")
+    expect(seen.last.status_message).toMatch(/init container migrate of replica .* failed \(exit code 3\): migration failed/)
+    expect((await request("DELETE", `/v2/deployments/${d.id}`)).status).toBe(204)
+  }, 120_000)
+})
+
 describe("rollout", () => {
   it("switches between two healthy revisions without a failed request, then stops the old replicas", async () => {
     let stop = false
