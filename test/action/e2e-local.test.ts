@@ -104,4 +104,8 @@ it("fails the run when the image crashes, with the revision's reason", async () 
   expect(run.code).not.toBe(0)
   expect(run.outputs.status).toBe("DEPLOY_FAILED")
   expect(run.stdout).toMatch(/exited \(exit code 1\) before it was healthy/)
+  // The last lines of its logs are printed, the process's own among them.
+  expect(run.stdout).toMatch(/Last \d+ lines of the deploy log of revision/)
+  expect(run.stdout).toMatch(/\[INFO\] \S+-0 crash: exiting at once/)
+  expect(run.stdout).toMatch(/Last \d+ lines of the build log of revision/)
 }, 180_000)
