@@ -1,6 +1,8 @@
 /** The job summary: a markdown table of what the run did. Pure; main.ts writes it with core.summary. */
+import type { Inputs } from "../core/deploy/inputs.ts"
+import { formatElapsed, type Outcome, revisionUrl, type RunResult } from "../core/deploy/run.ts"
 
-export type Outcome = "created" | "updated" | "unchanged" | "redeployed" | "failed"
+export { formatElapsed, type Outcome }
 
 export interface SummaryData {
   readonly outcome: Outcome
@@ -15,17 +17,24 @@ export interface SummaryData {
   readonly changes: ReadonlyArray<string>
   /** Why the step failed, when it did. */
   readonly error?: string | undefined
+  /** The failing revision's last log lines (`kind` says which logs); else its status_message is shown. */
+  readonly failureLog?: { readonly kind: "build" | "deploy"; readonly lines: ReadonlyArray<string> } | undefined
+  readonly statusMessage?: string | undefined
 }
 
-/** 850 → `0.9s`, 65_000 → `1m 05s`, 3_725_000 → `1h 02m 05s`. */
-export const formatElapsed = (ms: number): string => {
-  if (ms < 60_000) return `${(ms / 1000).toFixed(1)}s`
-  const totalSeconds = Math.round(ms / 1000)
-  const hours = Math.floor(totalSeconds / 3600)
-  const minutes = Math.floor((totalSeconds % 3600) / 60)
-  const seconds = String(totalSeconds % 60).padStart(2, "0")
-  return hours > 0 ? `${hours}h ${String(minutes).padStart(2, "0")}m ${seconds}s` : `${minutes}m ${seconds}s`
-}
+export const toSummary = (inputs: Inputs, result: RunResult, error?: string): SummaryData => ({
+  outcome: error === undefined ? result.outcome : "failed",
+  deploymentName: inputs.name,
+  deploymentId: result.deploymentId,
+  revisionId: result.revisionId,
+  status: result.status,
+  url: result.url,
+  elapsedMs: result.elapsedMs,
+  revisionLink: result.deploymentId && result.revisionId ? revisionUrl(inputs.apiUrl, result.deploymentId, result.revisionId) : undefined,
+  changes: result.changes,
+  error,
+  statusMessage: result.statusMessage
+})
 
 /** Table cells: pipes and newlines would break the row; backticks would break code spans. */
 const cell = (text: string) => text.replace(/\\/g, "\\\\").replace(/\|/g, "\\|").replace(/\r?\n/g, " ")
@@ -59,5 +68,11 @@ export const renderSummary = (data: SummaryData): string => {
   ]
   if (data.changes.length > 0) lines.push("**Changes**", "", ...data.changes.map((change) => `- ${cell(change)}`), "")
   if (data.error) lines.push("**Error**", "", "```", data.error.replace(/```/g, "'''"), "```", "")
+  const fence = (text: string) => text.replace(/```/g, "'''")
+  if (data.failureLog !== undefined && data.failureLog.lines.length > 0) {
+    lines.push(`**Last ${data.failureLog.lines.length} ${data.failureLog.kind} log lines**`, "", "```", ...data.failureLog.lines.map(fence), "```", "")
+  } else if (data.statusMessage) {
+    lines.push("**Status message**", "", "```", fence(data.statusMessage), "```", "")
+  }
   return lines.join("\n")
 }

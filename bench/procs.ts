@@ -68,7 +68,8 @@ export const spawnTarget = async (options: {
   const started = performance.now()
   const child = spawn(options.command, [...options.args], {
     cwd: root,
-    env: { ...process.env, ...options.env },
+    // The control-plane bench measures the API: the simulated runtime, unless a scenario asks otherwise.
+    env: { ...process.env, SLIPWAY_RUNTIME: "simulated", ...options.env },
     stdio: ["ignore", "pipe", "pipe"],
     detached: true
   })

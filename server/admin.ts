@@ -2,9 +2,11 @@
 import type { Effect } from "effect"
 import type { ServerConfig } from "./config.ts"
 import { integrationCommand } from "./deployments/admin.ts"
+import { secretsCommand } from "./deployments/secretsAdmin.ts"
 import { quotaCommand } from "./sandboxes/admin.ts"
 import type { DeploymentStore } from "./store/DeploymentStore.ts"
 import type { KeyStore } from "./store/KeyStore.ts"
+import type { SecretsKeys } from "./secretsKey.ts"
 import type { SandboxStore } from "./store/SandboxStore.ts"
 
 export interface AdminInput {
@@ -13,7 +15,9 @@ export interface AdminInput {
   readonly sandboxes: SandboxStore["Service"]
   /** Runs a store operation; a store failure ends the tool with its message. */
   readonly run: <A, E>(effect: Effect.Effect<A, E>) => Promise<A>
+  /** `config.secretsKey` is the resolved key (SLIPWAY_SECRETS_KEY or the key file); `secrets` says where it came from. */
   readonly config: ServerConfig
+  readonly secrets: SecretsKeys
   readonly values: Record<string, string | boolean | undefined>
   readonly positionals: ReadonlyArray<string>
   readonly fail: (message: string) => never
@@ -25,4 +29,4 @@ export interface AdminCommand {
   readonly run: (input: AdminInput) => Promise<void>
 }
 
-export const adminCommands: ReadonlyArray<AdminCommand> = [quotaCommand, integrationCommand]
+export const adminCommands: ReadonlyArray<AdminCommand> = [quotaCommand, integrationCommand, secretsCommand]

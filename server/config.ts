@@ -7,6 +7,13 @@ export interface ServerConfig {
   readonly port: number
   readonly host: string
   readonly databasePath: string
+  /**
+   * `postgres://...` (DATABASE_URL): every store on that PostgreSQL database, shared by several
+   * replicas (docs/postgres.md); `databasePath` is then unused. Unset: the SQLite file.
+   */
+  readonly databaseUrl: string | undefined
+  /** On PostgreSQL: how long a replica's lease on a revision lasts unrenewed (SLIPWAY_LEASE_MS): a dead replica's work moves after this. */
+  readonly leaseMs: number
   readonly apiKey: string | undefined
   readonly defaultTenantId: string
   readonly defaultOrganizationId: string
@@ -15,9 +22,22 @@ export interface ServerConfig {
   readonly revisionStepMs: number
   readonly publicUrl: string | undefined
   readonly logLevel: LogLevel
+  /** The key secrets are sealed with: SLIPWAY_SECRETS_KEY, else (at start) the generated key file beside the database. */
   readonly secretsKey: string | undefined
+  /** Keys that also open stored values (an unfinished rotation); filled in at start. */
+  readonly previousSecretsKeys: ReadonlyArray<string>
   /** Which runtime driver runs deployments and sandboxes (`SLIPWAY_RUNTIME`); `auto` picks `local` when its tools are present. */
   readonly runtime: RuntimeName
+  /** Time a client has to send a request's headers (`SLIPWAY_HEADERS_TIMEOUT_MS`): a slowloris is cut here. */
+  readonly headersTimeoutMs: number
+  /** Time a client has to send a whole request (`SLIPWAY_REQUEST_TIMEOUT_MS`). */
+  readonly requestTimeoutMs: number
+  /** Open connections at most (`SLIPWAY_MAX_CONNECTIONS`); more are refused at once. */
+  readonly maxConnections: number
+  /** Largest body an unauthenticated endpoint (the push webhook) reads before its signature is checked (`SLIPWAY_UNAUTHENTICATED_MAX_BODY`, bytes). */
+  readonly unauthenticatedMaxBody: number
+  /** How long shutdown waits for requests in flight before closing their connections (`SLIPWAY_SHUTDOWN_GRACE_MS`). */
+  readonly shutdownGraceMs: number
 }
 
 export const runtimeNames = ["auto", "simulated", "local"] as const
@@ -32,6 +52,8 @@ export const defaultConfig: ServerConfig = {
   port: 8080,
   host: "127.0.0.1",
   databasePath: "./data/slipway.db",
+  databaseUrl: undefined,
+  leaseMs: 15_000,
   apiKey: undefined,
   defaultTenantId: DEFAULT_TENANT_ID,
   defaultOrganizationId: DEFAULT_ORGANIZATION_ID,
@@ -41,7 +63,13 @@ export const defaultConfig: ServerConfig = {
   publicUrl: undefined,
   logLevel: "info",
   secretsKey: undefined,
-  runtime: "auto"
+  previousSecretsKeys: [],
+  runtime: "auto",
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 60_000,
+  maxConnections: 1024,
+  unauthenticatedMaxBody: 256 * 1024,
+  shutdownGraceMs: 10_000
 }
 
 export class ConfigError extends Error {
@@ -58,10 +86,16 @@ const integer = (name: string, raw: string, min: number, max: number): number =>
 
 /** Checks values that only make sense once parsed, so a bad setting fails before the port opens. */
 export const validateConfig = (config: ServerConfig): ServerConfig => {
+  if (config.databaseUrl !== undefined && !/^postgres(ql)?:\/\/./i.test(config.databaseUrl)) {
+    throw new ConfigError(`DATABASE_URL must be a postgres:// or postgresql:// URL, got "${config.databaseUrl.replace(/\/\/[^@/]*@/, "//***@")}"`)
+  }
   const quota = Result.flatMap(parseQuantity(config.storageQuota.trim()), toBytes)
   if (Result.isFailure(quota)) throw new ConfigError(`SLIPWAY_STORAGE_QUOTA: ${quota.failure}`)
   if (quota.success < 0n) throw new ConfigError(`SLIPWAY_STORAGE_QUOTA must not be negative, got "${config.storageQuota}"`)
   if (config.storageClasses.length === 0) throw new ConfigError("SLIPWAY_STORAGE_CLASSES must name at least one storage class")
+  if (config.requestTimeoutMs > 0 && config.headersTimeoutMs > config.requestTimeoutMs) {
+    throw new ConfigError(`SLIPWAY_HEADERS_TIMEOUT_MS (${config.headersTimeoutMs}) must not exceed SLIPWAY_REQUEST_TIMEOUT_MS (${config.requestTimeoutMs})`)
+  }
   return config
 }
 
@@ -72,12 +106,15 @@ export const configFromEnv = (env: NodeJS.ProcessEnv = process.env): ServerConfi
   const pick = (name: string) => (env[name] === undefined || env[name] === "" ? undefined : env[name])
   const logLevel = (pick("LOG_LEVEL") ?? defaultConfig.logLevel).toLowerCase() as LogLevel
   if (!logLevels.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${logLevels.join(", ")}, got "${logLevel}"`)
+  const setting = (name: string, min: number, max: number, fallback: number) => (pick(name) ? integer(name, pick(name)!, min, max) : fallback)
   const runtime = (pick("SLIPWAY_RUNTIME") ?? "auto").toLowerCase() as RuntimeName
   if (!runtimeNames.includes(runtime)) throw new ConfigError(`SLIPWAY_RUNTIME must be one of ${runtimeNames.join(", ")}, got "${runtime}"`)
   return validateConfig({
     port: pick("PORT") ? integer("PORT", pick("PORT")!, 0, 65535) : defaultConfig.port,
     host: pick("HOST") ?? defaultConfig.host,
     databasePath: pick("DATABASE_PATH") ?? defaultConfig.databasePath,
+    databaseUrl: pick("DATABASE_URL"),
+    leaseMs: pick("SLIPWAY_LEASE_MS") ? integer("SLIPWAY_LEASE_MS", pick("SLIPWAY_LEASE_MS")!, 300, 3_600_000) : defaultConfig.leaseMs,
     apiKey: pick("SLIPWAY_API_KEY"),
     defaultTenantId: pick("SLIPWAY_TENANT_ID") ?? DEFAULT_TENANT_ID,
     defaultOrganizationId: pick("SLIPWAY_ORGANIZATION_ID") ?? DEFAULT_ORGANIZATION_ID,
@@ -92,6 +129,12 @@ export const configFromEnv = (env: NodeJS.ProcessEnv = process.env): ServerConfi
     publicUrl: pick("SLIPWAY_PUBLIC_URL")?.replace(/\/+$/, ""),
     logLevel,
     secretsKey: pick("SLIPWAY_SECRETS_KEY"),
-    runtime
+    previousSecretsKeys: [],
+    runtime,
+    headersTimeoutMs: setting("SLIPWAY_HEADERS_TIMEOUT_MS", 1, 3_600_000, defaultConfig.headersTimeoutMs),
+    requestTimeoutMs: setting("SLIPWAY_REQUEST_TIMEOUT_MS", 1, 86_400_000, defaultConfig.requestTimeoutMs),
+    maxConnections: setting("SLIPWAY_MAX_CONNECTIONS", 1, 1_000_000, defaultConfig.maxConnections),
+    unauthenticatedMaxBody: setting("SLIPWAY_UNAUTHENTICATED_MAX_BODY", 1024, 1024 * 1024, defaultConfig.unauthenticatedMaxBody),
+    shutdownGraceMs: setting("SLIPWAY_SHUTDOWN_GRACE_MS", 0, 3_600_000, defaultConfig.shutdownGraceMs)
   })
 }

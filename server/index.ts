@@ -3,7 +3,7 @@
  * runtime) as Layers, registers the configured key and serves. `close()` drains, stops the
  * runtimes and closes the stores (the SQLite file is checkpointed).
  */
-import { createServer, type Server } from "node:http"
+import { createServer, type RequestListener, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { type Context, Effect, Exit, Layer, Scope } from "effect"
 import { Api } from "../core/index.ts"
@@ -12,8 +12,10 @@ import { makeApp } from "./http/app.ts"
 import { type Logger, makeLogger } from "./log.ts"
 import { ServerEnv, type ServerModule } from "./module.ts"
 import { modules as defaultModules } from "./modules.ts"
+import { resolveSecretsKeys } from "./secretsKey.ts"
 import { KeyStore } from "./store/KeyStore.ts"
-import { SqliteDatabase, SqliteStores } from "./store/sqlite/index.ts"
+import { describeDatabase, storesFor } from "./store/index.ts"
+import { SqliteDatabase } from "./store/sqlite/index.ts"
 import type { Db } from "./store/sqlite/database.ts"
 
 export { configFromEnv, defaultConfig, DEFAULT_TENANT_ID, DEFAULT_ORGANIZATION_ID, type ServerConfig } from "./config.ts"
@@ -30,15 +32,19 @@ export interface SlipwayServer {
   readonly url: string
   readonly port: number
   readonly config: ServerConfig
-  /** The SQLite connection of the embedded store. */
+  /** The SQLite connection of the embedded store (reading it on PostgreSQL throws). */
   readonly db: Db
   readonly keys: KeyStore["Service"]
   /** The plaintext key minted at first start when none was configured (shown once). */
   readonly generatedKey: string | undefined
   /** Runs an effect with the server's services (stores, controllers). */
   readonly run: <A, E>(effect: Effect.Effect<A, E, any>) => Promise<A>
-  /** Stops accepting, waits for in-flight requests, stops background work, checkpoints and closes the database. */
-  readonly close: () => Promise<void>
+  /**
+   * Stops accepting, waits for in-flight requests (at most `graceMs`, default the configured
+   * `shutdownGraceMs`; then their connections are destroyed), stops background work,
+   * checkpoints and closes the database. Always closes the stores, stragglers or not.
+   */
+  readonly close: (options?: { readonly graceMs?: number }) => Promise<void>
 }
 
 const listen = (server: Server, port: number, host: string) =>
@@ -54,15 +60,42 @@ const hostForUrl = (host: string) => (host.includes(":") ? `[${host}]` : host)
 
 export const startServer = async (options: StartOptions = {}): Promise<SlipwayServer> => {
   const { logger, modules = defaultModules, ...overrides } = options
-  const config: ServerConfig = validateConfig({ ...defaultConfig, ...overrides })
-  const log = logger ?? makeLogger(config.logLevel)
+  const requested: ServerConfig = validateConfig({ ...defaultConfig, ...overrides })
+  const log = logger ?? makeLogger(requested.logLevel)
+  // Secrets are encrypted at rest by default: without SLIPWAY_SECRETS_KEY, with a key kept beside the database.
+  const secrets = resolveSecretsKeys({ databasePath: requested.databasePath, secretsKey: requested.secretsKey })
+  if (secrets.created) {
+    log.warn("generated the key that encrypts secrets at rest; keep it with the database's backups (without it stored secrets cannot be read)", {
+      key_file: secrets.path
+    })
+  }
+  if (secrets.previous.length > 0) log.warn("a secrets key rotation did not finish: run `npm run keys -- secrets rotate` again", { key_file: secrets.path })
+  const config: ServerConfig = { ...requested, secretsKey: secrets.key, previousSecretsKeys: secrets.previous }
 
-  const server = createServer({ keepAliveTimeout: 5_000 })
+  const server = createServer({
+    keepAliveTimeout: 5_000,
+    // A client that trickles its headers (slowloris) or its body is cut off; node checks both
+    // every `connectionsCheckingInterval`.
+    headersTimeout: config.headersTimeoutMs,
+    requestTimeout: config.requestTimeoutMs,
+    connectionsCheckingInterval: Math.max(100, Math.min(1_000, Math.floor(config.headersTimeoutMs / 4)))
+  })
+  // Past the cap node destroys new sockets at once: stalled clients cannot take the memory.
+  server.maxConnections = config.maxConnections
+  // The port opens before the stores are ready (migrations may wait on another replica's lock):
+  // until then every request gets 503 + Retry-After, instead of hanging with no listener.
+  let app: RequestListener | undefined
+  server.on("request", (request, response) => {
+    if (app) return app(request, response)
+    request.resume()
+    response.writeHead(503, { "content-type": "application/json", "retry-after": "1" })
+    response.end('{"detail":"Starting, retry shortly"}')
+  })
   const address = await listen(server, config.port, config.host)
   const publicUrl = config.publicUrl ?? `http://${hostForUrl(address.address)}:${address.port}`
 
   const scope = Effect.runSync(Scope.make())
-  const base = Layer.mergeAll(SqliteStores({ path: config.databasePath }), Layer.succeed(ServerEnv, { config, log, publicUrl }))
+  const base = Layer.mergeAll(storesFor(config), Layer.succeed(ServerEnv, { config, log, publicUrl }))
   const areas = modules.flatMap((module) => (module.layer ? [module.layer] : []))
   const all = areas.length > 0 ? Layer.mergeAll(...(areas as [Layer.Layer<any, never, any>])).pipe(Layer.provideMerge(base)) : base
   let context: Context.Context<any>
@@ -76,7 +109,7 @@ export const startServer = async (options: StartOptions = {}): Promise<SlipwaySe
   const run = <A, E>(effect: Effect.Effect<A, E, any>) => Effect.runPromise(Effect.provideContext(effect, context) as Effect.Effect<A, E>)
 
   const keys = await run(KeyStore)
-  const { db } = await run(SqliteDatabase)
+  const db = config.databaseUrl === undefined ? (await run(SqliteDatabase)).db : undefined
   await run(keys.ensureTenant(config.defaultTenantId, config.defaultOrganizationId))
   if (config.apiKey) await run(keys.createKey({ tenantId: config.defaultTenantId, organizationId: config.defaultOrganizationId, key: config.apiKey }))
   const generatedKey = (await run(keys.hasAnyKey()))
@@ -91,27 +124,49 @@ export const startServer = async (options: StartOptions = {}): Promise<SlipwaySe
   const raw = await run(Effect.all(modules.flatMap((module) => (module.http ? [module.http] : []))))
   const requestHooks = raw.flatMap((hooks) => (hooks.request ? [hooks.request] : []))
   const upgradeHooks = raw.flatMap((hooks) => (hooks.upgrade ? [hooks.upgrade] : []))
-  const app = makeApp({ routes, authenticate: keys.authenticate, log })
-  server.on("request", (request, response) => {
+  const handler = makeApp({ routes, authenticate: keys.authenticate, log, unauthenticatedMaxBody: config.unauthenticatedMaxBody })
+  app = (request, response) => {
     for (const hook of requestHooks) if (hook(request, response)) return
-    app(request, response)
-  })
+    handler(request, response)
+  }
   server.on("upgrade", (request, socket, head) => {
     for (const hook of upgradeHooks) if (hook(request, socket, head)) return
     socket.end("HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\ncontent-length: 22\r\nconnection: close\r\n\r\n{\"detail\":\"Not Found\"}")
   })
-  log.info("listening", { url: publicUrl, database: config.databasePath })
+  log.info("listening", { url: publicUrl, database: describeDatabase(config) })
 
   let closing: Promise<void> | undefined
-  const close = () =>
+  const close = (options: { readonly graceMs?: number } = {}) =>
     (closing ??= (async () => {
+      const graceMs = options.graceMs ?? config.shutdownGraceMs
+      let grace: ReturnType<typeof setTimeout> | undefined
       await new Promise<void>((resolve) => {
         server.close(() => resolve())
         server.closeIdleConnections()
+        // Requests still unfinished after the grace period (a client that stopped sending) lose
+        // their connection; the stores are closed all the same.
+        grace = setTimeout(() => {
+          log.warn("shutdown grace period over: closing unfinished requests", { grace_ms: graceMs })
+          server.closeAllConnections()
+        }, graceMs)
       })
+      clearTimeout(grace)
       await Effect.runPromise(Scope.close(scope, Exit.void))
       log.info("stopped")
     })())
 
-  return { url: `http://${hostForUrl(config.host)}:${address.port}`, port: address.port, config, db, keys, generatedKey, run, close }
+  const sqliteDb = db
+  return {
+    url: `http://${hostForUrl(config.host)}:${address.port}`,
+    port: address.port,
+    config,
+    get db(): Db {
+      if (sqliteDb === undefined) throw new Error("server.db is the SQLite connection; this server runs on PostgreSQL (DATABASE_URL)")
+      return sqliteDb
+    },
+    keys,
+    generatedKey,
+    run,
+    close
+  }
 }

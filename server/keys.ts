@@ -5,12 +5,13 @@
 import { parseArgs } from "node:util"
 import { Effect, Exit, Layer, Scope } from "effect"
 import { adminCommands } from "./admin.ts"
-import { ConfigError, configFromEnv } from "./config.ts"
+import { ConfigError, configFromEnv, type ServerConfig } from "./config.ts"
 import { DeploymentStore } from "./store/DeploymentStore.ts"
 import { KeyStore } from "./store/KeyStore.ts"
 import { SandboxStore } from "./store/SandboxStore.ts"
-import { SqliteStores } from "./store/sqlite/index.ts"
+import { storesFor } from "./store/index.ts"
 import { requireUuid } from "./cli.ts"
+import { resolveSecretsKeys } from "./secretsKey.ts"
 
 const usage = `Usage: npm run keys -- <command> [options]
 
@@ -22,7 +23,8 @@ Commands:
   revoke <id>    revoke a key by id
 ${adminCommands.map((command) => `  ${command.usage}`).join("\n")}
 
-The database is DATABASE_PATH (default ./data/slipway.db).`
+The database is DATABASE_URL (postgres://...) when set, else DATABASE_PATH (default ./data/slipway.db);
+secrets are sealed with SLIPWAY_SECRETS_KEY or, by default, the key file <DATABASE_PATH>.secrets-key.`
 
 const fail = (message: string): never => {
   process.stderr.write(`keys: ${message}\n\n${usage}\n`)
@@ -47,15 +49,18 @@ const main = async () => {
     process.stdout.write(`${usage}\n`)
     return
   }
-  let config
+  let config: ServerConfig | undefined
   try {
     config = configFromEnv()
   } catch (error) {
     if (error instanceof ConfigError) fail(error.message)
     throw error
   }
+  const secrets = resolveSecretsKeys({ databasePath: config!.databasePath, secretsKey: config!.secretsKey })
+  if (secrets.created) process.stderr.write(`keys: generated the key that encrypts secrets at rest in ${secrets.path}; keep it with the database's backups\n`)
+  config = { ...config!, secretsKey: secrets.key, previousSecretsKeys: secrets.previous }
   const scope = Effect.runSync(Scope.make())
-  const context = await Effect.runPromise(Layer.buildWithScope(SqliteStores({ path: config!.databasePath }), scope))
+  const context = await Effect.runPromise(Layer.buildWithScope(storesFor(config!), scope))
   const run = <A, E>(effect: Effect.Effect<A, E>): Promise<A> =>
     Effect.runPromise(effect).catch((error) => fail(String((error as Error)?.message ?? error)))
   const keys = Effect.runSync(Effect.provideContext(KeyStore, context))
@@ -87,7 +92,7 @@ const main = async () => {
       default: {
         const admin = adminCommands.find((candidate) => candidate.name === command)
         if (!admin) fail(`unknown command "${command}"`)
-        await admin!.run({ keys, deployments, sandboxes, run, config: config!, values, positionals: rest, fail })
+        await admin!.run({ keys, deployments, sandboxes, run, config: config!, secrets, values, positionals: rest, fail })
       }
     }
   } finally {

@@ -1,6 +1,7 @@
 /** `npm start`: serves the API with the embedded database until SIGTERM/SIGINT. */
 import { ConfigError, configFromEnv } from "./config.ts"
 import { startServer } from "./index.ts"
+import { describeDatabase } from "./store/index.ts"
 
 const main = async () => {
   let config
@@ -22,13 +23,18 @@ const main = async () => {
         `slipway: use it as "X-Api-Key: <key>" or "Authorization: Bearer <key>". More keys: npm run keys -- create --tenant <uuid>\n\n`
     )
   }
-  process.stderr.write(`slipway: listening on ${server.url} (database ${config.databasePath}); docs at ${server.url}/docs\n`)
+  process.stderr.write(`slipway: listening on ${server.url} (database ${describeDatabase(config)}); docs at ${server.url}/docs\n`)
   let stopping = false
   const stop = (signal: string) => {
     if (stopping) return
     stopping = true
     process.stderr.write(`slipway: ${signal} received, draining\n`)
-    const force = setTimeout(() => process.exit(1), 10_000)
+    // close() ends unfinished requests after the grace period and still checkpoints; this is only
+    // a last resort should stopping the runtimes hang.
+    const force = setTimeout(() => {
+      process.stderr.write("slipway: shutdown did not finish in time, exiting\n")
+      process.exit(1)
+    }, server.config.shutdownGraceMs + 30_000)
     force.unref()
     server.close().then(
       () => process.exit(0),

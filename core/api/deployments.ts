@@ -3,7 +3,14 @@
  * listeners, the git-host integration and the tracing projects created with deployments.
  * Errors use string `detail` bodies, except 422 (the FastAPI list).
  */
-import { Schema } from "effect"
+import { Schema, SchemaTransformation } from "effect"
+import {
+  deploymentBodyOut,
+  GithubIntegration,
+  GithubRepository,
+  listenerBodyOut,
+  unsupportedDeploymentFeature
+} from "../deployments/realApi.ts"
 import {
   CommaSeparated,
   CreateDeployment,
@@ -26,8 +33,39 @@ import {
 import { RevisionStatus } from "../deployments/revision.ts"
 import { controlPage, pageQueryFields, Uuid } from "./common.ts"
 import { endpoint } from "./endpoint.ts"
+import { rule } from "./validation.ts"
 
 const control = { area: "control" } as const
+
+/** Offered by the real LangSmith control plane too, with the same wire shapes (docs/real-api.md). */
+const langsmith = { langsmith: {} } as const
+const createDeploymentOut = { langsmith: { body: (body: unknown, dialect: "slipway" | "langsmith") => deploymentBodyOut(body, dialect, true) } }
+const patchDeploymentOut = { langsmith: { body: (body: unknown, dialect: "slipway" | "langsmith") => deploymentBodyOut(body, dialect, false) } }
+
+/** A FastAPI boolean query value: true/false, 1/0, yes/no, on/off (any case). */
+const BoolFromQuery = Schema.String.check(
+  rule((s: string) => /^(true|false|1|0|yes|no|on|off)$/i.test(s.trim()), "Input should be a valid boolean, unable to interpret input", "bool_parsing")
+).pipe(
+  Schema.decodeTo(
+    Schema.Boolean,
+    SchemaTransformation.transform({ decode: (s: string) => /^(true|1|yes|on)$/i.test(s.trim()), encode: (b: boolean) => String(b) })
+  )
+)
+
+/** `?deployment_ids=a&deployment_ids=b` (the real API's list parameter) or `?deployment_ids=a,b`: 1–100 uuids. */
+const DeploymentIdList = Schema.Union([Schema.String, Schema.Array(Schema.String)]).pipe(
+  Schema.decodeTo(
+    Schema.Array(Uuid).check(
+      rule((ids: ReadonlyArray<string>) => ids.length >= 1, "List should have at least 1 item", "too_short"),
+      rule((ids: ReadonlyArray<string>) => ids.length <= 100, "List should have at most 100 items", "too_long")
+    ),
+    SchemaTransformation.transform<ReadonlyArray<string>, string | ReadonlyArray<string>>({
+      decode: (value) =>
+        (typeof value === "string" ? [value] : value).flatMap((item) => item.split(",").map((part) => part.trim()).filter((part) => part.length > 0)),
+      encode: (ids) => ids
+    })
+  )
+)
 
 const DeploymentParams = Schema.Struct({ deployment_id: Uuid })
 const RevisionParams = Schema.Struct({ deployment_id: Uuid, revision_id: Uuid })
@@ -65,7 +103,9 @@ export const deploymentEndpoints = {
     status: 201,
     body: CreateDeployment,
     success: Deployment,
-    errors: [409, 422]
+    errors: [400, 409, 422],
+    refuse: unsupportedDeploymentFeature,
+    ...createDeploymentOut
   }),
   listDeployments: endpoint({
     ...control,
@@ -76,7 +116,8 @@ export const deploymentEndpoints = {
     summary: "List deployments, filtered and paginated",
     query: ListDeploymentsQuery,
     success: DeploymentList,
-    errors: [422]
+    errors: [422],
+    ...langsmith
   }),
   getDeployment: endpoint({
     ...control,
@@ -87,7 +128,8 @@ export const deploymentEndpoints = {
     summary: "Get a deployment",
     params: DeploymentParams,
     success: Deployment,
-    errors: [404, 422]
+    errors: [404, 422],
+    ...langsmith
   }),
   updateDeployment: endpoint({
     ...control,
@@ -99,7 +141,9 @@ export const deploymentEndpoints = {
     params: DeploymentParams,
     body: PatchDeployment,
     success: Deployment,
-    errors: [404, 422]
+    errors: [400, 404, 422],
+    refuse: unsupportedDeploymentFeature,
+    ...patchDeploymentOut
   }),
   deleteDeployment: endpoint({
     ...control,
@@ -107,10 +151,26 @@ export const deploymentEndpoints = {
     method: "DELETE",
     path: "/v2/deployments/{deployment_id}",
     tag: "deployments",
-    summary: "Delete a deployment (status AWAITING_DELETE until it is gone)",
+    summary: "Delete a deployment (status AWAITING_DELETE until it is gone); delete_tracing_project=true deletes its tracing project too",
     status: 204,
     params: DeploymentParams,
-    errors: [404, 422]
+    query: Schema.Struct({ delete_tracing_project: Schema.optionalKey(BoolFromQuery) }),
+    errors: [404, 422],
+    ...langsmith
+  }),
+  deleteDeployments: endpoint({
+    ...control,
+    name: "deleteDeployments",
+    method: "DELETE",
+    path: "/v2/deployments",
+    tag: "deployments",
+    summary: "Delete up to 100 deployments at once (all or none: 404 names the ids not found)",
+    query: Schema.Struct({ deployment_ids: DeploymentIdList, delete_tracing_project: Schema.optionalKey(BoolFromQuery) }),
+    queryArrays: ["deployment_ids"],
+    // Slipway answers the ids it deleted; the real API documents no shape (any JSON).
+    success: Schema.Struct({ deleted: Schema.optionalKey(Schema.Array(Uuid)) }),
+    errors: [404, 422],
+    ...langsmith
   }),
   listRevisions: endpoint({
     ...control,
@@ -122,7 +182,8 @@ export const deploymentEndpoints = {
     params: DeploymentParams,
     query: ListRevisionsQuery,
     success: RevisionList,
-    errors: [404, 422]
+    errors: [404, 422],
+    ...langsmith
   }),
   createRevision: endpoint({
     ...control,
@@ -135,7 +196,9 @@ export const deploymentEndpoints = {
     params: DeploymentParams,
     body: CreateRevision,
     success: Revision,
-    errors: [404, 422]
+    errors: [400, 404, 422],
+    // Slipway only (no `langsmith`): the real API creates revisions through PATCH.
+    refuse: unsupportedDeploymentFeature
   }),
   getRevision: endpoint({
     ...control,
@@ -146,7 +209,8 @@ export const deploymentEndpoints = {
     summary: "Get a revision (poll its status until DEPLOYED)",
     params: RevisionParams,
     success: Revision,
-    errors: [404, 422]
+    errors: [404, 422],
+    ...langsmith
   }),
   redeployRevision: endpoint({
     ...control,
@@ -157,7 +221,8 @@ export const deploymentEndpoints = {
     summary: "Make a previously deployed revision the active one",
     params: RevisionParams,
     success: Deployment,
-    errors: [400, 404, 422]
+    errors: [400, 404, 422],
+    ...langsmith
   }),
   listListeners: endpoint({
     ...control,
@@ -168,7 +233,8 @@ export const deploymentEndpoints = {
     summary: "List listeners",
     query: Schema.Struct(pageQueryFields(controlPage)),
     success: ListenerList,
-    errors: [422]
+    errors: [422],
+    ...langsmith
   }),
   createListener: endpoint({
     ...control,
@@ -180,7 +246,8 @@ export const deploymentEndpoints = {
     status: 201,
     body: CreateListener,
     success: Listener,
-    errors: [422]
+    errors: [409, 422],
+    langsmith: { body: (body: unknown, dialect: "slipway" | "langsmith") => listenerBodyOut(body, dialect, true) }
   }),
   getListener: endpoint({
     ...control,
@@ -191,7 +258,8 @@ export const deploymentEndpoints = {
     summary: "Get a listener",
     params: ListenerParams,
     success: Listener,
-    errors: [404, 422]
+    errors: [404, 422],
+    ...langsmith
   }),
   updateListener: endpoint({
     ...control,
@@ -203,7 +271,8 @@ export const deploymentEndpoints = {
     params: ListenerParams,
     body: PatchListener,
     success: Listener,
-    errors: [404, 409, 422]
+    errors: [404, 409, 422],
+    langsmith: { body: (body: unknown, dialect: "slipway" | "langsmith") => listenerBodyOut(body, dialect, false) }
   }),
   deleteListener: endpoint({
     ...control,
@@ -214,7 +283,8 @@ export const deploymentEndpoints = {
     summary: "Delete a listener no deployment uses",
     status: 204,
     params: ListenerParams,
-    errors: [404, 409, 422]
+    errors: [404, 409, 422],
+    ...langsmith
   }),
   getGitIntegrations: endpoint({
     ...control,
@@ -224,6 +294,28 @@ export const deploymentEndpoints = {
     tag: "integrations",
     summary: "The tenant's git-host integrations (their ids are source_config.integration_id) and the URL to install another",
     success: IntegrationInstall
+  }),
+  listGithubIntegrations: endpoint({
+    ...control,
+    name: "listGithubIntegrations",
+    method: "GET",
+    path: "/v1/integrations/github/install",
+    tag: "integrations",
+    summary: "The tenant's GitHub integrations as the real API lists them: their ids are source_config.integration_id",
+    success: Schema.Array(GithubIntegration),
+    ...langsmith
+  }),
+  listGithubRepositories: endpoint({
+    ...control,
+    name: "listGithubRepositories",
+    method: "GET",
+    path: "/v1/integrations/github/{integration_id}/repos",
+    tag: "integrations",
+    summary: "The repositories the tenant's deployments use through this integration (Slipway has no GitHub App to ask)",
+    params: Schema.Struct({ integration_id: Uuid }),
+    success: Schema.Array(GithubRepository),
+    errors: [404, 422],
+    ...langsmith
   }),
   gitPushWebhook: endpoint({
     ...control,
@@ -240,7 +332,8 @@ export const deploymentEndpoints = {
     body: Schema.Union([PushEvent, Schema.Record(Schema.String, Schema.Unknown)]),
     /** The revisions the push created (empty for a ping or a push that matches no deployment). */
     success: Schema.Struct({ revision_ids: Schema.Array(Uuid) }),
-    errors: [401, 422]
+    // 409: a delivery id already received (a redelivery or a replay).
+    errors: [401, 409, 422]
   }),
   listTracingProjects: endpoint({
     ...control,

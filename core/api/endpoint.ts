@@ -4,9 +4,22 @@
  * the OpenAPI document is generated from them, and the typed client calls them, so the three
  * cannot drift apart.
  */
-import type { Schema } from "effect"
+import type { Result, Schema } from "effect"
+import type { ApiError } from "./errors.ts"
 
 export type Method = "GET" | "POST" | "PATCH" | "PUT" | "DELETE"
+
+/** Which server a client talks to: Slipway (every endpoint) or the real LangSmith control plane (docs/real-api.md). */
+export type Dialect = "slipway" | "langsmith"
+
+/** How the real LangSmith control plane offers an endpoint (same method, path and wire shapes, modulo the name aliases). */
+export interface LangSmithEndpoint {
+  /**
+   * Rewrites the caller's body (spec names) into what is sent: the real API's names, and toward
+   * the real API only the fields it has. A failure is reported without sending anything.
+   */
+  readonly body?: (body: unknown, dialect: Dialect) => Result.Result<unknown, ApiError>
+}
 
 /** Which error style and pagination bounds apply: control plane (string detail) or sandbox (`{error, message}`). */
 export type Area = "control" | "sandbox" | "system"
@@ -35,6 +48,15 @@ export interface Endpoint<
   readonly success: S
   /** Documented error statuses, for the OpenAPI document. */
   readonly errors: ReadonlyArray<number>
+  /**
+   * Checks the body as parsed from JSON before it is decoded: a feature the server knows but
+   * cannot offer is refused with that error (a 400 naming it) instead of a 422 list.
+   */
+  readonly refuse?: ((body: unknown) => ApiError | undefined) | undefined
+  /** Query keys that may repeat (`?id=a&id=b`), as FastAPI list parameters do; decoded from an array of strings. */
+  readonly queryArrays?: ReadonlyArray<string> | undefined
+  /** Present when the real LangSmith control plane has this endpoint too. */
+  readonly langsmith?: LangSmithEndpoint | undefined
 }
 
 type Field<S> = S extends Schema.Top ? S : undefined
@@ -53,6 +75,9 @@ export interface EndpointSpec {
   readonly body?: Schema.Top
   readonly success?: Schema.Top
   readonly errors?: ReadonlyArray<number>
+  readonly refuse?: (body: unknown) => ApiError | undefined
+  readonly queryArrays?: ReadonlyArray<string>
+  readonly langsmith?: LangSmithEndpoint
 }
 
 export const endpoint = <const E extends EndpointSpec>(

@@ -2,8 +2,8 @@
  * The typed client, derived from an endpoint table: one method per endpoint, whose input and
  * success types come from the endpoint's schemas, so client and server cannot drift apart.
  */
-import { Effect } from "effect"
-import type { Endpoint, EndpointInput, SuccessType } from "../api/endpoint.ts"
+import { Effect, Result } from "effect"
+import type { Dialect, Endpoint, EndpointInput, SuccessType } from "../api/endpoint.ts"
 import type { ClientError } from "./errors.ts"
 import { attempt, type Connection, type Fetch, prepareRequest, type RequestInput } from "./http.ts"
 import { type AttemptFailure, defaultRetryPolicy, nextDelayMs, type RetryPolicy } from "./retry.ts"
@@ -11,6 +11,13 @@ import { type AttemptFailure, defaultRetryPolicy, nextDelayMs, type RetryPolicy 
 export interface ClientOptions {
   /** Where the API is served, e.g. `https://slipway.example.com` (a path prefix is kept). */
   readonly baseUrl: string
+  /**
+   * `"slipway"` (default): every endpoint of the table. `"langsmith"`: the real LangSmith control
+   * plane (e.g. `https://api.host.langchain.com`, or `https://<host>/api-host` self-hosted): only
+   * the endpoints it has (others fail with UnsupportedEndpoint, nothing sent) and only the fields
+   * it has. Bodies go out in the real API's names either way; answers of both decode.
+   */
+  readonly dialect?: Dialect | undefined
   /** Sent as `X-Api-Key` on authenticated endpoints. */
   readonly apiKey?: string | undefined
   /** Sent as `X-Tenant-Id`; without it the server uses the key's default tenant. */
@@ -39,6 +46,7 @@ export type Client<T extends EndpointTable> = { readonly [K in keyof T]: ClientM
 
 const connectionOf = (options: ClientOptions): Connection => ({
   baseUrl: options.baseUrl,
+  dialect: options.dialect ?? "slipway",
   apiKey: options.apiKey,
   tenantId: options.tenantId,
   userAgent: options.userAgent ?? defaultUserAgent,
@@ -62,7 +70,8 @@ const withRetries = <A>(run: Effect.Effect<A, AttemptFailure>, endpoint: Endpoin
 const callEndpoint = <A>(endpoint: Endpoint, connection: Connection, policy: RetryPolicy) => (input: RequestInput = {}): Effect.Effect<A, ClientError> =>
   Effect.suspend(() => {
     const request = prepareRequest(endpoint, input, connection)
-    return withRetries(attempt<A>(endpoint, request, connection), endpoint, policy)
+    if (Result.isFailure(request)) return Effect.fail(request.failure)
+    return withRetries(attempt<A>(endpoint, request.success, connection), endpoint, policy)
   })
 
 /**

@@ -27,8 +27,17 @@ export class DecodeError extends Schema.TaggedError<DecodeError>()("DecodeError"
   message: Schema.String
 }) {}
 
+/**
+ * The client was made for the real LangSmith control plane (`dialect: "langsmith"`) and the
+ * endpoint is Slipway's own (e.g. `POST .../revisions`, the sandbox area): nothing was sent.
+ */
+export class UnsupportedEndpoint extends Schema.TaggedError<UnsupportedEndpoint>()("UnsupportedEndpoint", {
+  endpoint: Schema.String,
+  message: Schema.String
+}) {}
+
 /** Everything a client call can fail with. */
-export type ClientError = ApiError | TransportError | DecodeError
+export type ClientError = ApiError | TransportError | DecodeError | UnsupportedEndpoint
 
 /**
  * A revision reached a state it will not leave without reaching DEPLOYED (a failure, or it was

@@ -3,10 +3,11 @@
  * description and the caller's input, send it through the injected `fetch` under a timeout,
  * and turn the answer into the decoded success value or an `AttemptFailure`.
  */
-import { Effect, Schema } from "effect"
-import { type Endpoint, renderPath } from "../api/endpoint.ts"
+import { Effect, Result, Schema } from "effect"
+import { type Dialect, type Endpoint, renderPath } from "../api/endpoint.ts"
+import type { ApiError } from "../api/errors.ts"
 import { fromErrorResponse } from "../api/errors.ts"
-import { DecodeError, TransportError } from "./errors.ts"
+import { DecodeError, TransportError, UnsupportedEndpoint } from "./errors.ts"
 import { type AttemptFailure, parseRetryAfter } from "./retry.ts"
 
 /** The subset of the WHATWG fetch the client needs, so tests and other runtimes can inject theirs. */
@@ -14,6 +15,8 @@ export type Fetch = (input: string, init: RequestInit) => Promise<Response>
 
 export interface Connection {
   readonly baseUrl: string
+  /** Which server is on the other end: Slipway, or the real LangSmith control plane (docs/real-api.md). */
+  readonly dialect: Dialect
   readonly apiKey?: string | undefined
   readonly tenantId?: string | undefined
   readonly userAgent: string
@@ -45,14 +48,30 @@ export const encodeQuery = (query: Record<string, unknown> | undefined): string 
   return text === "" ? "" : `?${text}`
 }
 
-export const prepareRequest = (endpoint: Endpoint, input: RequestInput, connection: Connection): PreparedRequest => {
+/**
+ * Builds the request, or says why it cannot be sent: toward the real LangSmith API only its
+ * endpoints exist, and the body is rewritten into its names (Slipway accepts those names too, so
+ * the rewrite applies in both dialects; fields only Slipway has go to Slipway alone).
+ */
+export const prepareRequest = (endpoint: Endpoint, input: RequestInput, connection: Connection): Result.Result<PreparedRequest, ApiError | UnsupportedEndpoint> => {
+  if (connection.dialect === "langsmith" && endpoint.langsmith === undefined) {
+    return Result.fail(
+      new UnsupportedEndpoint({
+        endpoint: endpoint.name,
+        message: `${endpoint.name} (${endpoint.method} ${endpoint.path}) is Slipway's own: the LangSmith API does not offer it${endpoint.name === "createRevision" ? " (use updateDeployment to create a revision)" : ""}`
+      })
+    )
+  }
   const url = connection.baseUrl.replace(/\/+$/, "") + renderPath(endpoint.path, input.params) + encodeQuery(input.query)
   const headers: Record<string, string> = { accept: "application/json", "user-agent": connection.userAgent }
   if (endpoint.auth && connection.apiKey !== undefined) headers["x-api-key"] = connection.apiKey
   if (connection.tenantId !== undefined) headers["x-tenant-id"] = connection.tenantId
-  if (input.body === undefined) return { method: endpoint.method, url, headers }
+  if (input.body === undefined) return Result.succeed({ method: endpoint.method, url, headers })
+  const rewrite = endpoint.langsmith?.body
+  const body = rewrite ? rewrite(input.body, connection.dialect) : Result.succeed(input.body)
+  if (Result.isFailure(body)) return Result.fail(body.failure)
   headers["content-type"] = "application/json"
-  return { method: endpoint.method, url, headers, body: JSON.stringify(input.body) }
+  return Result.succeed({ method: endpoint.method, url, headers, body: JSON.stringify(body.success) })
 }
 
 /** What came back, read fully inside the timeout so a stalled body cannot hang the caller. */

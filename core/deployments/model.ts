@@ -35,11 +35,14 @@ export const CIdentifier = Schema.String.check(
   rule((s: string) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(s), "Input should be a C identifier: letters, digits and '_', not starting with a digit", "string_pattern_mismatch")
 )
 
-/** Deployment names: 1–63 characters, lowercase alphanumeric and hyphens (design.md section 5). */
+/**
+ * Deployment names: 1–63 characters, lowercase alphanumeric, hyphens (design.md section 5) and
+ * underscores, which the real API's own documented example uses (`my_deployment`, docs/real-api.md).
+ */
 export const DeploymentName = Schema.String.check(
   rule((s: string) => s.length >= 1, "String should have at least 1 character", "string_too_short"),
   rule((s: string) => s.length <= 63, "String should have at most 63 characters", "string_too_long"),
-  rule((s: string) => s.length === 0 || /^[a-z0-9-]+$/.test(s), "Input should contain only lowercase letters, digits and '-'", "string_pattern_mismatch")
+  rule((s: string) => s.length === 0 || /^[a-z0-9_-]+$/.test(s), "Input should contain only lowercase letters, digits, '-' and '_'", "string_pattern_mismatch")
 )
 
 const atLeast = (min: number) =>
@@ -52,6 +55,26 @@ const PositiveInt = atLeast(1)
 const PositiveNumber = Schema.Number.check(
   rule((n: number) => Number.isFinite(n) && n > 0, "Input should be greater than 0", "greater_than")
 )
+
+/**
+ * CPU amounts the real API types as fractional numbers with bounds (2026-08 document): requests
+ * 0.1–8, limits 0.1–16. See docs/real-api.md.
+ */
+const cpuAmount = (max: number) =>
+  Schema.Number.check(
+    Schema.makeFilter<number>((n) => (Number.isFinite(n) && n >= 0.1 ? undefined : "Input should be greater than or equal to 0.1"), {
+      message: "Input should be greater than or equal to 0.1",
+      [issueTypeKey]: "greater_than_equal",
+      toJsonSchema: () => ({ minimum: 0.1 })
+    } as any),
+    Schema.makeFilter<number>((n) => (n <= max ? undefined : `Input should be less than or equal to ${max}`), {
+      message: `Input should be less than or equal to ${max}`,
+      [issueTypeKey]: "less_than_equal",
+      toJsonSchema: () => ({ maximum: max })
+    } as any)
+  )
+const CpuRequest = cpuAmount(8)
+const CpuLimit = cpuAmount(16)
 
 const HttpUrl = Schema.String.check(
   rule(
@@ -184,29 +207,32 @@ export type Container = typeof Container.Type
 const resourceSpecFields = {
   min_scale: nullable(ReplicaCount),
   max_scale: nullable(ReplicaCount),
-  cpu: nullable(PositiveInt),
-  cpu_limit: nullable(PositiveInt),
+  cpu: nullable(CpuRequest),
+  cpu_limit: nullable(CpuLimit),
   memory_mb: nullable(PositiveInt),
   memory_limit_mb: nullable(PositiveInt),
   queue_min_scale: nullable(ReplicaCount),
   queue_max_scale: nullable(ReplicaCount),
-  queue_cpu: nullable(PositiveInt),
-  queue_cpu_limit: nullable(PositiveInt),
+  queue_cpu: nullable(CpuRequest),
+  queue_cpu_limit: nullable(CpuLimit),
   queue_memory_mb: nullable(PositiveInt),
   queue_memory_limit_mb: nullable(PositiveInt),
   // The orchestrator_* and executor_* fields are marked "do not use" by the spec: accepted and
   // stored so existing clients keep working, never defaulted.
-  orchestrator_cpu: nullable(PositiveInt),
-  orchestrator_cpu_limit: nullable(PositiveInt),
+  orchestrator_cpu: nullable(PositiveNumber),
+  orchestrator_cpu_limit: nullable(PositiveNumber),
   orchestrator_memory_mb: nullable(PositiveInt),
   orchestrator_memory_limit_mb: nullable(PositiveInt),
   orchestrator_min_scale: nullable(ReplicaCount),
   orchestrator_max_scale: nullable(ReplicaCount),
-  executor_cpu: nullable(PositiveInt),
-  executor_cpu_limit: nullable(PositiveInt),
+  executor_cpu: nullable(PositiveNumber),
+  executor_cpu_limit: nullable(PositiveNumber),
   executor_memory_mb: nullable(PositiveInt),
   executor_memory_limit_mb: nullable(PositiveInt),
+  redis_cpu: nullable(CpuRequest),
+  redis_cpu_limit: nullable(CpuLimit),
   redis_memory_mb: nullable(PositiveInt),
+  redis_memory_limit_mb: nullable(PositiveInt),
   labels: nullable(StringMap),
   annotations: nullable(StringMap),
   service_account_name: nullable(NonEmptyString),
@@ -302,16 +328,95 @@ export const Secrets = Schema.Array(Secret).check(
 export const maskSecrets = (secrets: ReadonlyArray<Secret>): Array<Secret> => secrets.map(({ name }) => ({ name, value: secretMask }))
 
 // ---------------------------------------------------------------------------------------------
+// The real LangSmith API's names (design.md section 11, docs/real-api.md): accepted on input
+// beside the spec's and turned into the spec's while decoding, so the server, the OpenAPI
+// document and the client all see one normalisation. Answers keep the spec's names.
+
+/** Real source names and the spec source each one means. `internal_docker` is a prebuilt image, as `external_container` is. */
+export const sourceAliases = { github: "gitrepo", external_docker: "external_container", internal_docker: "external_container" } as const
+
+/** The names the real API sends for the spec's sources (the client speaks these outward). */
+export const realSourceNames: Record<Source, "github" | "external_docker"> = { gitrepo: "github", external_container: "external_docker" }
+
+const aliasSource = (name: string): string => (sourceAliases as Record<string, string>)[name] ?? name
+
+/** A request's `source`: the spec's names or the real API's, decoded to the spec's. */
+const inputSourceNames = [...sources, "github", "external_docker", "internal_docker"] as const
+export const SourceInput = Schema.Literals(inputSourceNames).pipe(
+  Schema.decodeTo(
+    Source,
+    SchemaTransformation.transform<Source, (typeof inputSourceNames)[number]>({ decode: (name) => aliasSource(name) as Source, encode: (name) => name })
+  )
+)
+
+/**
+ * A `source` as answered. Slipway answers the spec's names; the real service may also answer
+ * `internal_source` (uploaded source tarballs), kept as is so the client still decodes its lists.
+ */
+export const answerSources = [...sources, "internal_source"] as const
+const answeredSourceNames = [...inputSourceNames, "internal_source"] as const
+export const SourceAnswer = Schema.Literals(answeredSourceNames).pipe(
+  Schema.decodeTo(
+    Schema.Literals(answerSources),
+    SchemaTransformation.transform<(typeof answerSources)[number], (typeof answeredSourceNames)[number]>({
+      decode: (name) => aliasSource(name) as (typeof answerSources)[number],
+      encode: (name) => name
+    })
+  )
+)
+
+/**
+ * SourceRevisionConfig as sent: `langgraph_config_path` (the real name) beside `graph_config_path`,
+ * and the real `source_tarball_path` (refused with a 400 before decoding when set, see
+ * realApi.ts). Decodes to the spec's SourceRevisionConfig.
+ */
+const SourceRevisionConfigWire = Schema.Struct({
+  ...SourceRevisionConfig.fields,
+  // The same grammar as graph_config_path, whatever it becomes.
+  langgraph_config_path: SourceRevisionConfig.fields.graph_config_path,
+  source_tarball_path: Schema.optionalKey(
+    Schema.NullOr(Schema.String).annotate({ description: "Real LangSmith API field: only null is accepted in a request (a value is a 400: Slipway has no source-tarball upload)" })
+  )
+})
+  .check(
+    objectCheck((config: { readonly graph_config_path?: string | null; readonly langgraph_config_path?: string | null }) =>
+      config.graph_config_path != null && config.langgraph_config_path != null && config.graph_config_path !== config.langgraph_config_path
+        ? [{ path: ["langgraph_config_path"], message: "langgraph_config_path and graph_config_path name the same field: send one, or the same value in both" }]
+        : []
+    )
+  )
+  // The component the OpenAPI document shows: what is accepted.
+  .annotate({ identifier: "SourceRevisionConfig" })
+
+export const SourceRevisionConfigInput = SourceRevisionConfigWire.pipe(
+  Schema.decodeTo(
+    Schema.toType(SourceRevisionConfig),
+    SchemaTransformation.transform({
+      decode: ({ langgraph_config_path, source_tarball_path: _, ...rest }: typeof SourceRevisionConfigWire.Type) =>
+        (rest.graph_config_path == null && langgraph_config_path != null ? { ...rest, graph_config_path: langgraph_config_path } : rest) as SourceRevisionConfig,
+      encode: (config: SourceRevisionConfig) => config
+    })
+  )
+)
+
+/** A reference to a Kubernetes Secret (real API, `external_docker` only); see docs/real-api.md for what Slipway does with it. */
+export const SecretReference = Schema.Struct({ name: CIdentifier, secret_name: NonEmptyString, secret_key: NonEmptyString }).annotate({
+  identifier: "SecretReference"
+})
+
+// ---------------------------------------------------------------------------------------------
 // Resources as answered (wire shapes)
 
 export const Deployment = Schema.Struct({
   name: Schema.String,
-  source: Source,
+  source: SourceAnswer,
   source_config: SourceConfig,
-  source_revision_config: SourceRevisionConfig,
+  source_revision_config: SourceRevisionConfigInput,
   /** Always masked (`secretMask`) in responses. */
   secrets: Schema.Array(Secret),
   id: Uuid,
+  /** The owning tenant (real API field); Slipway always answers it. */
+  tenant_id: Schema.optionalKey(Uuid),
   created_at: Timestamp,
   updated_at: Timestamp,
   status: DeploymentStatus,
@@ -326,26 +431,36 @@ export const Revision = Schema.Struct({
   created_at: Timestamp,
   updated_at: Timestamp,
   status: RevisionStatus,
-  source: Source,
+  source: SourceAnswer,
   /** The values of this revision (not of the deployment's latest one). */
-  source_revision_config: SourceRevisionConfig,
-  deployment_id: Uuid,
-  status_message: Schema.NullOr(Schema.String)
+  source_revision_config: SourceRevisionConfigInput,
+  // Not in the real API's Revision: optional so its answers decode too.
+  deployment_id: Schema.optionalKey(Uuid),
+  status_message: Schema.optionalKey(Schema.NullOr(Schema.String))
 }).annotate({ identifier: "Revision" })
 export type Revision = typeof Revision.Type
 
 export const ComputeConfig = Schema.Struct({
-  k8s_namespaces: Schema.Array(DnsLabel).check(
-    rule((namespaces: ReadonlyArray<string>) => namespaces.length > 0, "List should have at least 1 item", "too_short"),
-    objectCheck((namespaces: ReadonlyArray<string>) => duplicateNames(namespaces, (name) => name, (index) => [index], "namespace"))
+  // Nullable as in the real API: a listener may be registered before its namespaces are known.
+  k8s_namespaces: nullable(
+    Schema.Array(DnsLabel).check(
+      rule((namespaces: ReadonlyArray<string>) => namespaces.length > 0, "List should have at least 1 item", "too_short"),
+      objectCheck((namespaces: ReadonlyArray<string>) => duplicateNames(namespaces, (name) => name, (index) => [index], "namespace"))
+    )
   )
 }).annotate({ identifier: "ComputeConfig" })
+
+/** The real API's user-assigned id of the compute a listener runs on (e.g. the cluster name): unique per tenant. */
+export const ComputeId = NonEmptyString.check(rule((s: string) => s.length <= 255, "String should have at most 255 characters", "string_too_long"))
 
 export const ComputeType = Schema.Literal("k8s")
 
 export const Listener = Schema.Struct({
   id: Uuid,
   compute_type: ComputeType,
+  /** Defaults to the listener's id when not given on create. */
+  compute_id: Schema.optionalKey(Schema.String),
+  version: Schema.optionalKey(Schema.NullOr(Schema.String)),
   compute_config: ComputeConfig,
   created_at: Timestamp,
   updated_at: Timestamp
@@ -388,10 +503,12 @@ export const ListenerList = listOf(Listener)
 
 export const CreateDeployment = Schema.Struct({
   name: DeploymentName,
-  source: Source,
+  source: SourceInput,
   source_config: nullable(SourceConfig),
-  source_revision_config: nullable(SourceRevisionConfig),
+  source_revision_config: nullable(SourceRevisionConfigInput),
   secrets: nullable(Secrets),
+  /** Real API field; accepted and not stored (docs/real-api.md). */
+  secret_references: nullable(Schema.Array(SecretReference)),
   image_version: nullable(Schema.String)
 }).annotate({ identifier: "CreateDeployment" })
 export type CreateDeployment = typeof CreateDeployment.Type
@@ -403,17 +520,21 @@ export type CreateDeployment = typeof CreateDeployment.Type
  */
 export const PatchDeployment = Schema.Struct({
   name: nullable(Schema.String),
-  source: nullable(Source),
+  source: nullable(SourceInput),
+  /** Real API field: the source of the revision this PATCH creates; only the deployment's own source is accepted (400 otherwise). */
+  revision_source: nullable(SourceInput),
   source_config: nullable(SourceConfig),
-  source_revision_config: nullable(SourceRevisionConfig),
+  source_revision_config: nullable(SourceRevisionConfigInput),
   secrets: nullable(Secrets),
+  /** Real API field; accepted and not stored (docs/real-api.md). */
+  secret_references: nullable(Schema.Array(SecretReference)),
   image_version: nullable(Schema.String)
 }).annotate({ identifier: "PatchDeployment" })
 export type PatchDeployment = typeof PatchDeployment.Type
 
 /** `POST .../revisions`: always creates a revision from the latest one's values plus these. */
 export const CreateRevision = Schema.Struct({
-  source_revision_config: nullable(SourceRevisionConfig),
+  source_revision_config: nullable(SourceRevisionConfigInput),
   secrets: nullable(Secrets)
 }).annotate({ identifier: "CreateRevision" })
 export type CreateRevision = typeof CreateRevision.Type
@@ -421,12 +542,16 @@ export type CreateRevision = typeof CreateRevision.Type
 export const CreateListener = Schema.Struct({
   // Only one compute type exists, so it may be left out.
   compute_type: ComputeType.pipe(Schema.withDecodingDefaultKey(Effect.succeed("k8s" as const))),
+  /** Required by the real API; Slipway defaults it to the new listener's id. 409 when the tenant already has it. */
+  compute_id: nullable(ComputeId),
+  version: nullable(Schema.String),
   compute_config: ComputeConfig
 }).annotate({ identifier: "CreateListener" })
 export type CreateListener = typeof CreateListener.Type
 
 export const PatchListener = Schema.Struct({
   compute_type: nullable(ComputeType),
+  version: nullable(Schema.String),
   compute_config: nullable(ComputeConfig)
 }).annotate({ identifier: "PatchListener" })
 export type PatchListener = typeof PatchListener.Type

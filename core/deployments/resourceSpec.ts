@@ -61,7 +61,9 @@ const orderedPairs: ReadonlyArray<readonly [NumericField, NumericField]> = [
   ["executor_cpu", "executor_cpu_limit"],
   ["executor_memory_mb", "executor_memory_limit_mb"],
   ["db_cpu", "db_cpu_limit"],
-  ["db_memory_mb", "db_memory_limit_mb"]
+  ["db_memory_mb", "db_memory_limit_mb"],
+  ["redis_cpu", "redis_cpu_limit"],
+  ["redis_memory_mb", "redis_memory_limit_mb"]
 ]
 
 const describe = (spec: ResourceSpec, field: NumericField, value: number): string => {

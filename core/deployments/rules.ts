@@ -203,7 +203,7 @@ export const listenerIssues = (config: SourceConfig | null | undefined, listener
   if (!isSet(config?.listener_id)) return []
   if (!listener) return [issue(fieldLoc("source_config", "listener_id"), `Listener ${config.listener_id} not found`)]
   const namespace = config.listener_config?.k8s_namespace
-  const served = listener.compute_config.k8s_namespaces
+  const served = listener.compute_config.k8s_namespaces ?? []
   return isSet(namespace) && !served.includes(namespace)
     ? [
         issue(
@@ -384,17 +384,29 @@ export const planPatch = (current: StoredDeployment, patch: PatchDeployment): Re
   })
 }
 
+/** A git commit id as `repo_commit_sha` pins it: abbreviated (7+) or full SHA-1 / SHA-256 hex. */
+export const commitShaPattern = /^[0-9a-fA-F]{7,64}$/
+
 /**
  * Plans `POST /v2/deployments/{id}/revisions`: unlike PATCH it always creates a revision, from the
  * latest revision's values overridden by the body's, with the body's secrets (or the current ones).
+ * For gitrepo, `repo_commit_sha` (read-only elsewhere) pins the commit the revision builds: a CI
+ * run deploying the commit it was started for sends it, so a later commit always makes a new revision.
  */
 export const planRevision = (current: StoredDeployment, body: CreateRevision): Result.Result<NewRevision, ValidationError> => {
   const { source } = current
-  const revisionConfig = nextRevisionConfig(current.source_revision_config, body.source_revision_config)
+  // A gitrepo revision may be pinned to a commit (the commit a CI run was started for); otherwise the build resolves the ref.
+  const pinned = source === "gitrepo" ? body.source_revision_config?.repo_commit_sha : undefined
+  const { repo_commit_sha: _, ...sentConfig } = body.source_revision_config ?? {}
+  const rest: CreateRevision = source === "gitrepo" && body.source_revision_config ? { ...body, source_revision_config: sentConfig as SourceRevisionConfig } : body
+  const revisionConfig = { ...nextRevisionConfig(current.source_revision_config, rest.source_revision_config), ...(isSet(pinned) ? { repo_commit_sha: pinned.toLowerCase() } : {}) }
   const resolved = isSet(body.secrets) ? resolveSecrets(body.secrets, current.secrets) : { secrets: [...current.secrets], issues: [] }
   const issues = [
     ...wrongSourceIssues(source, body),
-    ...readOnlyIssues(source, body, current),
+    ...readOnlyIssues(source, rest, current),
+    ...(isSet(pinned) && !commitShaPattern.test(pinned)
+      ? [issue(fieldLoc("source_revision_config", "repo_commit_sha"), "repo_commit_sha must be a git commit id: 7 to 64 hexadecimal digits")]
+      : []),
     ...tagBuildOnPushIssues({ buildOnPush: current.source_config.build_on_push, repoRef: revisionConfig.repo_ref }, body),
     ...resolved.issues
   ]

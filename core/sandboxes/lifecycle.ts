@@ -26,6 +26,8 @@ export type BoxEvent =
   | { readonly _tag: "Start" }
   /** A caller deletes the box (or its pool). */
   | { readonly _tag: "Delete" }
+  /** The server restarted: a box that should run is brought up again (until the runtime reports it). */
+  | { readonly _tag: "Resume" }
 
 export interface BoxState {
   readonly status: BoxLifecycle
@@ -49,6 +51,8 @@ export const nextBoxState = (state: BoxState, event: BoxEvent): BoxState | null 
       return status === "stopped" || status === "failed" ? { status: "provisioning", status_message: null } : null
     case "Delete":
       return { status: "deleting", status_message: null }
+    case "Resume":
+      return wantsRunning(status) ? { status: "provisioning", status_message: "restarting after a server restart" } : null
   }
 }
 

@@ -109,23 +109,40 @@ export interface TemplateVolumes {
 export const checkBoxTemplate = <T>(templateName: string, template: T | undefined): Result.Result<T, TemplateNotFound> =>
   template === undefined ? Result.fail(new TemplateNotFound({ message: `template ${templateName} not found` })) : Result.succeed(template)
 
+/** A volume mounted by an existing sandbox, by name. */
+export interface VolumeAttachment {
+  readonly volume_name: string
+  readonly sandbox_name: string
+}
+
 /**
- * A pool needs an existing template that mounts no volumes: a volume attaches to one sandbox,
- * and a pool makes many identical sandboxes from the template.
+ * A volume attaches to a single sandbox: the one rule behind boxes and pools. Sandboxes made
+ * from a template that mounts volumes are refused when more than one would mount them (`"pool"`:
+ * a pool makes many identical sandboxes) or when an existing sandbox already mounts one of them
+ * (`attached`, read inside the caller's transaction).
  */
+export const checkVolumeAttachment = (
+  templateName: string,
+  template: TemplateVolumes,
+  creating: "box" | "pool",
+  attached: ReadonlyArray<VolumeAttachment>
+): Result.Result<void, SandboxValidationError> => {
+  if (template.volume_mounts.length === 0) return pass
+  const mounted = `template ${templateName} mounts volumes (${template.volume_mounts.map((mount) => mount.volume_name).join(", ")})`
+  const reason = "a volume attaches to a single sandbox"
+  if (creating === "pool") return Result.fail(new SandboxValidationError({ message: `${mounted} and cannot be used by a pool: ${reason}` }))
+  const taken = attached.find((attachment) => template.volume_mounts.some((mount) => mount.volume_name === attachment.volume_name))
+  return taken === undefined
+    ? pass
+    : Result.fail(new SandboxValidationError({ message: `${mounted} and volume ${taken.volume_name} is attached to sandbox ${taken.sandbox_name}: ${reason}` }))
+}
+
+/** A pool needs an existing template that mounts no volumes (`checkVolumeAttachment`). */
 export const checkPoolTemplate = <T extends TemplateVolumes>(
   templateName: string,
   template: T | undefined
 ): Result.Result<T, TemplateNotFound | SandboxValidationError> =>
-  Result.flatMap(checkBoxTemplate(templateName, template), (found) =>
-    found.volume_mounts.length === 0
-      ? Result.succeed(found)
-      : Result.fail(
-          new SandboxValidationError({
-            message: `template ${templateName} mounts volumes (${found.volume_mounts.map((mount) => mount.volume_name).join(", ")}) and cannot be used by a pool: a volume attaches to a single sandbox`
-          })
-        )
-  )
+  Result.flatMap(checkBoxTemplate(templateName, template), (found) => Result.map(checkVolumeAttachment(templateName, found, "pool", []), () => found))
 
 /** A template may only mount volumes that exist; the first missing one is named. */
 export const checkTemplateVolumes = (

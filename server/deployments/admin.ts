@@ -1,10 +1,12 @@
 /**
  * `npm run keys -- integration add --tenant <uuid> --owner <org> [--provider github]`: registers
  * a git-host integration for a tenant (a self-hosted server has no GitHub App to install) and
- * prints its id and generated webhook secret once. `integration list --tenant <uuid>` lists them.
+ * prints its id and generated webhook secret once. `integration list --tenant <uuid>` lists them,
+ * `integration remove <id> --tenant <uuid>` removes one.
  */
 import { randomBytes, randomUUID } from "node:crypto"
 import type { AdminCommand } from "../admin.ts"
+import { isUuid } from "../../core/index.ts"
 import { requireUuid } from "../cli.ts"
 import { makeSecretBox } from "./secrets.ts"
 
@@ -20,9 +22,11 @@ export const integrationCommand: AdminCommand = {
     "integration add --tenant <uuid> --owner <org> [--provider github]\n" +
     "                 register a git-host integration; prints its id and webhook secret once\n" +
     "  integration list --tenant <uuid>\n" +
-    "                 list a tenant's integrations (secrets are never shown again)",
+    "                 list a tenant's integrations (secrets are never shown again)\n" +
+    "  integration remove <id> --tenant <uuid>\n" +
+    "                 remove an integration: pushes signed with its secret are refused from then on",
   run: async ({ keys, deployments, run, config, values, positionals, fail }) => {
-    const action = positionals[0] ?? fail("integration needs add or list")
+    const action = positionals[0] ?? fail("integration needs add, list or remove")
     const tenantId = requireUuid("tenant", values.tenant, fail, `integration ${action} `)
     if ((await run(keys.tenantOrganization(tenantId))) === undefined) fail(`unknown tenant ${tenantId}: mint a key for it first (create --tenant)`)
     if (action === "list") {
@@ -31,7 +35,15 @@ export const integrationCommand: AdminCommand = {
       }
       return
     }
-    if (action !== "add") fail(`unknown integration action "${action}" (add or list)`)
+    if (action === "remove") {
+      const raw = positionals[1]
+      if (raw === undefined || !isUuid(raw)) fail(`integration remove needs the integration's id (a uuid)${raw === undefined ? "" : `, got "${raw}"`}`)
+      const id = raw!.toLowerCase()
+      if (!(await run(deployments.deleteIntegration(tenantId, id)))) fail(`tenant ${tenantId} has no integration ${id}`)
+      process.stdout.write(`removed integration ${id}\n`)
+      return
+    }
+    if (action !== "add") fail(`unknown integration action "${action}" (add, list or remove)`)
     const owner = typeof values.owner === "string" ? values.owner.trim() : fail("integration add needs --owner <org>")
     if (!ownerPattern.test(owner)) fail(`--owner must be a GitHub user or organization name, got "${owner}"`)
     const provider = typeof values.provider === "string" ? values.provider.toLowerCase() : "github"
@@ -45,7 +57,7 @@ export const integrationCommand: AdminCommand = {
       provider,
       owner,
       owner_key: ownerKey(owner),
-      webhook_secret: makeSecretBox(config.secretsKey).seal(secret),
+      webhook_secret: makeSecretBox(config.secretsKey, config.previousSecretsKeys).seal(secret),
       installed_at: new Date().toISOString()
     }))
     process.stderr.write(

@@ -7,10 +7,11 @@
  * deletions once the driver has torn a deployment down. Nothing is kept only in memory: at start
  * it hands the driver every unfinished revision and pending delete recorded in the store.
  */
-import { Context, Effect, FiberSet, Layer, Schedule } from "effect"
+import { Context, Effect, FiberSet, Layer, Option, Schedule } from "effect"
 import { activate, canAdvance, databaseReadyOf, deploymentStatus, isTerminal, type Secret } from "../../core/index.ts"
 import { ServerEnv } from "../module.ts"
 import { DeploymentStore, type DeploymentRecord, type RevisionRecord } from "../store/DeploymentStore.ts"
+import { RevisionLeases } from "../store/RevisionLeases.ts"
 import type { StoreError } from "../store/StoreError.ts"
 import { type DatabaseObservation, DeploymentDriver, type Observation, type RevisionWork } from "./Driver.ts"
 import { makeSecretBox } from "./secrets.ts"
@@ -36,8 +37,12 @@ export const makeDeploymentController = Effect.gen(function* () {
   const store = yield* DeploymentStore
   const driver = yield* DeploymentDriver
   const { log, config } = yield* ServerEnv
-  const box = makeSecretBox(config.secretsKey)
+  const box = makeSecretBox(config.secretsKey, config.previousSecretsKeys)
   const background = yield* FiberSet.make()
+  // Several replicas on one database (PostgreSQL): each drives only the revisions it leased.
+  const leases = Option.getOrUndefined(yield* Effect.serviceOption(RevisionLeases))
+  /** Revisions this replica leased and handed to its driver. */
+  const held = new Set<string>()
 
   const openSecrets = (sealed: ReadonlyArray<Secret>) => sealed.map(({ name, value }) => ({ name, value: box.open(value) }))
 
@@ -120,7 +125,15 @@ export const makeDeploymentController = Effect.gen(function* () {
           log.error("runtime step failed", { error: error.message })
           return batch.map(() => false)
         })
-      )
+      ),
+      // The driver drops what was not applied; with leases, give those up too, so the next claim
+      // (by any replica) resumes them from their stored state instead of renewing an idle lease.
+      Effect.tap((applied) => {
+        if (!leases) return Effect.void
+        const dropped = batch.flatMap((observation, index) => (!applied[index] && !("_tag" in observation) ? [observation.revisionId] : []))
+        for (const id of dropped) held.delete(id)
+        return dropped.length > 0 ? Effect.ignore(leases.release(dropped)) : Effect.void
+      })
     )
   )
 
@@ -147,6 +160,22 @@ export const makeDeploymentController = Effect.gen(function* () {
       return workOf(deployment, revision, secrets)
     })
 
+  /** Hands revisions (as stored) to the driver, reading each deployment once, each with its own secrets. */
+  const resume = (revisions: ReadonlyArray<RevisionRecord>) =>
+    Effect.gen(function* () {
+      const deployments = new Map<string, DeploymentRecord | undefined>()
+      for (const revision of revisions) {
+        const key = `${revision.tenant_id}/${revision.deployment_id}`
+        if (!deployments.has(key)) deployments.set(key, yield* store.deployment(revision.tenant_id, revision.deployment_id))
+        const deployment = deployments.get(key)
+        if (!deployment) continue
+        const secrets = (yield* store.revisionSecrets(revision.tenant_id, revision.id)) ?? deployment.secrets
+        yield* driver.apply(workOf(deployment, revision, secrets))
+      }
+    })
+
+  const startedAt = Date.now()
+
   // The active revision of every deployment serves again (a driver that runs something brings
   // it back or re-attaches), before unfinished revisions are resumed.
   const active = yield* Effect.orDie(store.activeRevisions())
@@ -158,24 +187,74 @@ export const makeDeploymentController = Effect.gen(function* () {
   yield* driver.serve(activeWork, { restore: true })
 
   // Resume what a previous process left unfinished (or was killed in the middle of).
-  const unfinished = yield* Effect.orDie(store.inProgressRevisions())
-  for (const revision of unfinished) {
-    const work = yield* Effect.orDie(storedWork(revision.tenant_id, revision.deployment_id, revision.id))
-    if (work) yield* driver.apply(work)
-  }
+  const unfinished = leases ? yield* Effect.orDie(leases.claim(10_000)) : yield* Effect.orDie(store.inProgressRevisions())
+  for (const revision of unfinished) held.add(revision.id)
+  yield* Effect.orDie(resume(unfinished))
   const pending = yield* Effect.orDie(store.pendingDeletes())
-  for (const item of pending) yield* FiberSet.run(background, finishDelete(item.tenant_id, item.id, item.updated_at))
+  const deleting = new Set<string>()
+  const runDelete = (tenantId: string, deploymentId: string, since: string) =>
+    deleting.has(deploymentId)
+      ? Effect.void
+      : Effect.asVoid(
+          FiberSet.run(
+            background,
+            Effect.ensuring(
+              Effect.suspend(() => (deleting.add(deploymentId), finishDelete(tenantId, deploymentId, since))),
+              Effect.sync(() => deleting.delete(deploymentId))
+            )
+          )
+        )
+  for (const item of pending) yield* runDelete(item.tenant_id, item.id, item.updated_at)
   if (unfinished.length + pending.length > 0) log.info("runtime resumed", { revisions: unfinished.length, deletes: pending.length, driver: driver.name })
 
+  if (leases) {
+    // Every third of a lease: renew ours (a revision taken over meanwhile is stopped here), then
+    // claim what nobody holds: new revisions of any replica, and those of replicas that died.
+    // Deletes a dead replica left are finished by whoever sees them a lease later.
+    const every = Math.max(50, Math.floor(leases.leaseMs / 3))
+    const round = Effect.gen(function* () {
+      const mine = [...held]
+      const kept = new Set(yield* leases.renew(mine))
+      for (const id of mine) {
+        if (kept.has(id)) continue
+        held.delete(id)
+        yield* driver.stop(id)
+      }
+      const claimed = yield* leases.claim(512)
+      for (const revision of claimed) held.add(revision.id)
+      yield* Effect.onError(resume(claimed), () =>
+        Effect.suspend(() => {
+          // Not handed to the driver: let the next round (of any replica) claim them again.
+          for (const revision of claimed) held.delete(revision.id)
+          return Effect.ignore(leases.release(claimed.map((revision) => revision.id)))
+        })
+      )
+      if (claimed.length > 0) log.info("revisions claimed", { revisions: claimed.length, owner: leases.owner })
+      const staleBefore = new Date(Date.now() - leases.leaseMs).toISOString()
+      if (Date.now() - startedAt > leases.leaseMs) {
+        for (const item of yield* store.pendingDeletes()) if (item.updated_at < staleBefore) yield* runDelete(item.tenant_id, item.id, item.updated_at)
+      }
+    }).pipe(Effect.catch((error) => Effect.sync(() => log.warn("lease round failed", { error: error.message }))))
+    yield* FiberSet.run(background, Effect.forever(Effect.andThen(Effect.sleep(every), round)))
+    // On shutdown, give the leases up so another replica takes the work at once.
+    yield* Effect.addFinalizer(() => Effect.ignore(leases.release([...held])))
+  }
+
   return DeploymentController.of({
-    revisionCreated: (deployment, revision, secrets) => driver.apply(workOf(deployment, revision, secrets)),
-    revisionsStopped: (revisionIds) => Effect.forEach(revisionIds, (id) => driver.stop(id), { discard: true }),
+    revisionCreated: (deployment, revision, secrets) =>
+      leases
+        ? Effect.flatMap(
+            Effect.orElseSucceed(leases.claimOne(revision.tenant_id, revision.id), () => false),
+            (mine) => (mine ? (held.add(revision.id), driver.apply(workOf(deployment, revision, secrets))) : Effect.void)
+          )
+        : driver.apply(workOf(deployment, revision, secrets)),
+    revisionsStopped: (revisionIds) => Effect.forEach(revisionIds, (id) => (held.delete(id), driver.stop(id)), { discard: true }),
     revisionActivated: (tenantId, deploymentId, revisionId) =>
       storedWork(tenantId, deploymentId, revisionId).pipe(
         Effect.flatMap((work) => (work ? driver.serve([work], { restore: false }) : Effect.void)),
         Effect.catch((error) => Effect.sync(() => log.error("redeploy could not be started", { revision_id: revisionId, error: error.message })))
       ),
-    deleteRequested: (tenantId, deploymentId, since) => Effect.asVoid(FiberSet.run(background, finishDelete(tenantId, deploymentId, since)))
+    deleteRequested: runDelete
   })
 })
 

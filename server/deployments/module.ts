@@ -12,6 +12,7 @@ import { deploymentRoutes } from "./routes/deployments.ts"
 import { integrationRoutes } from "./routes/integrations.ts"
 import { listenerRoutes } from "./routes/listeners.ts"
 import { logRoutes } from "./routes/logs.ts"
+import { realApiRoutes } from "./routes/realApi.ts"
 import { revisionRoutes } from "./routes/revisions.ts"
 import { makeDeploymentWrites } from "./shared.ts"
 
@@ -30,13 +31,14 @@ export const deploymentsModule: ServerModule = {
   layer: DeploymentControllerLive.pipe(Layer.provide(DriverLive), Layer.provideMerge(DeploymentServingLive)),
   routes: Effect.gen(function* () {
     const writes = yield* makeDeploymentWrites
-    return [
+    const spec = [
       ...(yield* deploymentRoutes(writes)),
       ...(yield* revisionRoutes(writes)),
       ...(yield* listenerRoutes(writes)),
       ...(yield* integrationRoutes(writes)),
       ...(yield* logRoutes(writes))
     ]
+    return [...spec, ...(yield* realApiRoutes(writes, spec))]
   }),
   http: deploymentHttp
 }

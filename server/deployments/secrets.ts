@@ -1,8 +1,8 @@
 /**
- * Secret values at rest. With SLIPWAY_SECRETS_KEY set, values are sealed with AES-256-GCM
- * (random 96-bit nonce, 128-bit tag) and stored as `enc:v1:<base64 nonce|tag|ciphertext>`;
- * without it they are stored as given (the database file is then the secret). Values written
- * before a key was configured stay readable. Nothing here logs.
+ * Secret values at rest, sealed with AES-256-GCM (random 96-bit nonce, 128-bit tag) and stored
+ * as `enc:v1:<base64 nonce|tag|ciphertext>`. The key is SLIPWAY_SECRETS_KEY or, by default, one
+ * generated beside the database (server/secretsKey.ts). Plaintext values written by versions
+ * that did not encrypt by default stay readable until `secrets rotate` seals them. Nothing here logs.
  */
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto"
 
@@ -23,8 +23,18 @@ export interface SecretBox {
   readonly encrypted: boolean
 }
 
-export const makeSecretBox = (secretsKey: string | undefined): SecretBox => {
+/**
+ * Seals with `secretsKey`; opens with it or, failing authentication, with one of `previous`
+ * (keys of an unfinished rotation). Without a key, values are stored as given.
+ */
+export const makeSecretBox = (secretsKey: string | undefined, previous: ReadonlyArray<string> = []): SecretBox => {
   const key = secretsKey ? deriveKey(secretsKey) : undefined
+  const openWith = (candidate: Buffer, raw: Buffer) => {
+    const decipher = createDecipheriv("aes-256-gcm", candidate, raw.subarray(0, 12))
+    decipher.setAuthTag(raw.subarray(12, 28))
+    return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString("utf8")
+  }
+  const keys = key ? [key, ...previous.map(deriveKey)] : []
   return {
     encrypted: key !== undefined,
     seal: (value) => {
@@ -36,11 +46,19 @@ export const makeSecretBox = (secretsKey: string | undefined): SecretBox => {
     },
     open: (stored) => {
       if (!stored.startsWith(PREFIX)) return stored
-      if (!key) throw new Error("a stored secret is encrypted but SLIPWAY_SECRETS_KEY is not set")
+      if (!key) throw new Error("a stored secret is encrypted but no secrets key is configured")
       const raw = Buffer.from(stored.slice(PREFIX.length), "base64")
-      const decipher = createDecipheriv("aes-256-gcm", key, raw.subarray(0, 12))
-      decipher.setAuthTag(raw.subarray(12, 28))
-      return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString("utf8")
+      for (const [index, candidate] of keys.entries()) {
+        try {
+          return openWith(candidate, raw)
+        } catch (error) {
+          if (index === keys.length - 1) throw new Error(`a stored secret does not open with the configured secrets key: ${(error as Error).message}`)
+        }
+      }
+      throw new Error("unreachable")
     }
   }
 }
+
+/** Whether a stored value is sealed (as opposed to plaintext written before encryption was on). */
+export const isSealed = (stored: string): boolean => stored.startsWith(PREFIX)

@@ -33,6 +33,7 @@ export const toDeployment = (record: DeploymentRecord) => ({
   source_revision_config: record.source_revision_config,
   secrets: record.secrets.map(({ name }) => ({ name, value: secretMask })),
   id: record.id,
+  tenant_id: record.tenant_id,
   created_at: record.created_at,
   updated_at: record.updated_at,
   status: record.status,
@@ -55,6 +56,8 @@ export const toRevision = (record: RevisionRecord) => ({
 export const toListener = (record: ListenerRecord): Listener => ({
   id: record.id,
   compute_type: record.compute_type,
+  compute_id: record.compute_id,
+  version: record.version,
   compute_config: record.compute_config,
   created_at: record.created_at,
   updated_at: record.updated_at
@@ -82,7 +85,7 @@ export const makeDeploymentWrites = Effect.gen(function* () {
   const store = yield* DeploymentStore
   const controller = yield* DeploymentController
   const { config } = yield* ServerEnv
-  const box = makeSecretBox(config.secretsKey)
+  const box = makeSecretBox(config.secretsKey, config.previousSecretsKeys)
 
   const sealSecrets = (secrets: ReadonlyArray<Secret>): ReadonlyArray<Secret> => secrets.map(({ name, value }) => ({ name, value: box.seal(value) }))
 

@@ -27,6 +27,16 @@ import { makeRouter } from "./router.ts"
 
 export const MAX_BODY_BYTES = 1024 * 1024
 
+/** The control plane's path prefix on self-hosted LangSmith: `/api-host/v2/deployments` is `/v2/deployments`. */
+export const apiHostPrefix = "/api-host/"
+
+/**
+ * Endpoints without an API key (the push webhook, checked by its signature over the whole body)
+ * read at most this much: before the signature is checked the caller is anyone, so what it can
+ * make the server hold stays small. GitHub push payloads are far below it.
+ */
+export const UNAUTHENTICATED_MAX_BODY_BYTES = 256 * 1024
+
 /**
  * Bodies nested deeper than this are refused (422). Free-form objects in the schemas accept any
  * depth, but JSON.stringify overflows the stack on deep input and SQLite's JSON functions stop
@@ -56,13 +66,18 @@ export interface RequestContext {
   readonly rawBody: Buffer
 }
 
-/** A handler may answer something other than JSON (the /docs page). */
+/** A handler may answer something other than JSON (the /docs page, the console's files), with its own status and headers. */
 export class RawResponse {
   readonly contentType: string
-  readonly body: string
-  constructor(contentType: string, body: string) {
+  readonly body: string | Uint8Array
+  /** Overrides the endpoint's success status (a redirect, 304 Not Modified). */
+  readonly status: number | undefined
+  readonly headers: Readonly<Record<string, string>> | undefined
+  constructor(contentType: string, body: string | Uint8Array, options?: { readonly status?: number; readonly headers?: Readonly<Record<string, string>> }) {
     this.contentType = contentType
     this.body = body
+    this.status = options?.status
+    this.headers = options?.headers
   }
 }
 
@@ -81,6 +96,8 @@ export interface AppOptions {
   readonly routes: ReadonlyArray<Route>
   readonly authenticate: (key: string | undefined, tenant: string | undefined) => Effect.Effect<AuthContext, ApiError | StoreError>
   readonly log: Logger
+  /** Body limit of endpoints without `auth` (default `UNAUTHENTICATED_MAX_BODY_BYTES`). */
+  readonly unauthenticatedMaxBody?: number
 }
 
 interface CompiledRoute {
@@ -95,9 +112,9 @@ const compile = ({ endpoint, handler }: Route): CompiledRoute => ({
   endpoint,
   handler,
   decodeParams: endpoint.params && decodeWithIssues(endpoint.params, ["path"]),
-  // Unknown query parameters are ignored, as FastAPI does.
+  // Unknown query parameters and body fields are ignored, as FastAPI (and the real API) does.
   decodeQuery: endpoint.query && decodeWithIssues(endpoint.query, ["query"], { excess: "ignore" }),
-  decodeBody: endpoint.body && decodeWithIssues(endpoint.body, ["body"])
+  decodeBody: endpoint.body && decodeWithIssues(endpoint.body, ["body"], { excess: "ignore" })
 })
 
 /** The API key of a request: `X-Api-Key`, or `Authorization: Bearer`. */
@@ -112,18 +129,18 @@ export const apiKeyOf = (headers: IncomingHttpHeaders): string | undefined => {
   return undefined
 }
 
-const readBody = (request: IncomingMessage): Effect.Effect<Buffer, PayloadTooLarge> =>
+const readBody = (request: IncomingMessage, limit: number): Effect.Effect<Buffer, PayloadTooLarge> =>
   Effect.flatMap(
     Effect.callback<Buffer | PayloadTooLarge, never>((resume) => {
-      readBodyInto(request, (body) => resume(Effect.succeed(body)), (error) => resume(Effect.die(error)))
+      readBodyInto(request, limit, (body) => resume(Effect.succeed(body)), (error) => resume(Effect.die(error)))
     }),
     (body) => (body instanceof PayloadTooLarge ? Effect.fail(body) : Effect.succeed(body))
   )
 
-const readBodyInto = (request: IncomingMessage, resolve: (body: Buffer | PayloadTooLarge) => void, reject: (error: unknown) => void): void => {
+const readBodyInto = (request: IncomingMessage, limit: number, resolve: (body: Buffer | PayloadTooLarge) => void, reject: (error: unknown) => void): void => {
   {
     const declared = Number(request.headers["content-length"] ?? 0)
-    if (declared > MAX_BODY_BYTES) {
+    if (declared > limit) {
       request.resume()
       return resolve(new PayloadTooLarge({ message: "Request body too large" }))
     }
@@ -131,7 +148,7 @@ const readBodyInto = (request: IncomingMessage, resolve: (body: Buffer | Payload
     let size = 0
     request.on("data", (chunk: Buffer) => {
       size += chunk.length
-      if (size > MAX_BODY_BYTES) {
+      if (size > limit) {
         chunks.length = 0
         request.removeAllListeners("data")
         request.resume()
@@ -145,9 +162,13 @@ const readBodyInto = (request: IncomingMessage, resolve: (body: Buffer | Payload
 
 const isJsonContentType = (value: string | undefined) => value === undefined || /^application\/([\w.+-]+\+)?json\b/i.test(value.trim())
 
-const queryObject = (search: string): Record<string, string> => {
-  const out: Record<string, string> = {}
-  for (const [key, value] of new URLSearchParams(search)) if (!(key in out)) out[key] = value
+/** The first value of each key; keys in `arrays` (FastAPI list parameters) keep every value, in order. */
+const queryObject = (search: string, arrays: ReadonlyArray<string> = []): Record<string, string | Array<string>> => {
+  const out: Record<string, string | Array<string>> = {}
+  for (const [key, value] of new URLSearchParams(search)) {
+    if (arrays.includes(key)) ((out[key] ??= []) as Array<string>).push(value)
+    else if (!(key in out)) out[key] = value
+  }
   return out
 }
 
@@ -173,6 +194,9 @@ const decodeBody = (route: CompiledRoute, raw: Buffer, contentType: string | und
   if (raw.length > 2 * MAX_JSON_DEPTH && parsed !== null && typeof parsed === "object" && nestedDeeperThan(parsed, MAX_JSON_DEPTH)) {
     return Result.fail(ValidationError.single(["body"], `JSON nested too deeply (more than ${MAX_JSON_DEPTH} levels)`, "value_error"))
   }
+  // A feature the endpoint knows but cannot offer (e.g. the real API's source tarballs): a 400 naming it.
+  const refusal = route.endpoint.refuse?.(parsed)
+  if (refusal) return Result.fail(refusal)
   return Result.mapError(route.decodeBody(parsed), (issues) => new ValidationError({ issues }))
 }
 
@@ -188,7 +212,7 @@ const decodeRequest = (route: CompiledRoute, params: Record<string, string>, sea
     return result.success
   }
   const decodedParams = take(route.decodeParams?.(params), params)
-  const decodedQuery = take(route.decodeQuery?.(queryObject(search)), {})
+  const decodedQuery = take(route.decodeQuery?.(queryObject(search, route.endpoint.queryArrays)), {})
   const body = decodeBody(route, raw, contentType)
   if (Result.isFailure(body)) {
     if (body.failure._tag !== "ValidationError") return Result.fail(body.failure)
@@ -211,20 +235,27 @@ const runHandler = <A, E>(effect: Effect.Effect<A, E>): Exit.Exit<A, E> | Promis
 export const makeApp = (options: AppOptions) => {
   const router = makeRouter(options.routes.map(compile).map((route) => ({ endpoint: route.endpoint, handler: route })))
   const { log } = options
+  const unauthenticatedLimit = Math.min(options.unauthenticatedMaxBody ?? UNAUTHENTICATED_MAX_BODY_BYTES, MAX_BODY_BYTES)
 
-  const send = (response: ServerResponse, status: number, body: unknown, requestId: string, extraHeaders?: Record<string, string>) => {
-    if (response.headersSent) return
+  /** Answers; returns the status sent (a `RawResponse` may set its own). */
+  const send = (response: ServerResponse, status: number, body: unknown, requestId: string, extraHeaders?: Record<string, string>): number => {
+    if (response.headersSent) return status
     const headers: Record<string, string> = { "x-request-id": requestId, ...extraHeaders }
-    if (status === 204 || body === undefined) {
-      response.writeHead(status, headers).end()
-      return
-    }
     const raw = body instanceof RawResponse
+    if (raw) {
+      status = body.status ?? status
+      Object.assign(headers, body.headers)
+    }
+    if (status === 204 || status === 304 || body === undefined) {
+      response.writeHead(status, headers).end()
+      return status
+    }
     const text = raw ? body.body : JSON.stringify(body)
     headers["content-type"] = raw ? body.contentType : "application/json"
     // A known length spares the chunked framing (and the client's parsing of it).
     headers["content-length"] = String(Buffer.byteLength(text))
     response.writeHead(status, headers).end(text)
+    return status
   }
 
   const sendError = (response: ServerResponse, error: ApiError, requestId: string, headers?: Record<string, string>) => {
@@ -249,7 +280,8 @@ export const makeApp = (options: AppOptions) => {
         request.resume()
         return run(request, requestId, route, params, search, auth, emptyBody)
       }
-      return Effect.flatMap(readBody(request), (raw) => run(request, requestId, route, params, search, auth, raw))
+      const limit = route.endpoint.auth ? MAX_BODY_BYTES : unauthenticatedLimit
+      return Effect.flatMap(readBody(request, limit), (raw) => run(request, requestId, route, params, search, auth, raw))
     }).pipe(Effect.tapError(() => Effect.sync(() => request.resume())))
   }
 
@@ -271,8 +303,7 @@ export const makeApp = (options: AppOptions) => {
   /** Answers the outcome of a request's program; stays synchronous unless the program suspended. */
   const respond = (response: ServerResponse, requestId: string, route: CompiledRoute, exit: Exit.Exit<unknown, ApiError | StoreError>): number => {
     if (Exit.isSuccess(exit)) {
-      send(response, route.endpoint.status, route.endpoint.status === 204 ? undefined : exit.value, requestId)
-      return route.endpoint.status
+      return send(response, route.endpoint.status, route.endpoint.status === 204 ? undefined : exit.value, requestId)
     }
     const failure = Cause.findErrorOption(exit.cause)
     if (failure._tag === "Some") {
@@ -289,8 +320,12 @@ export const makeApp = (options: AppOptions) => {
     const search = queryStart === -1 ? "" : url.slice(queryStart + 1)
     const method = request.method ?? "GET"
 
-    const match = router.match(method === "HEAD" ? "GET" : method, path)
-    if (match._tag === "NotFound") return sendError(response, new NotFound({ message: "Not Found" }), requestId)
+    // Self-hosted LangSmith serves the control plane under /api-host (docs/real-api.md): the same routes.
+    const hosted = path.startsWith(apiHostPrefix)
+    const match = router.match(method === "HEAD" ? "GET" : method, hosted ? path.slice(apiHostPrefix.length - 1) : path)
+    if (match._tag === "NotFound" || (hosted && match._tag === "Found" && match.endpoint.area === "sandbox")) {
+      return sendError(response, new NotFound({ message: "Not Found" }), requestId)
+    }
     if (match._tag === "MethodNotAllowed") {
       return sendError(response, new MethodNotAllowed({ message: "Method Not Allowed" }), requestId, { allow: match.allowed.join(", ") })
     }

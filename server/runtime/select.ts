@@ -6,7 +6,7 @@
  */
 import { Effect } from "effect"
 import { ServerEnv } from "../module.ts"
-import { localRuntimeUnavailable } from "./local/LocalHost.ts"
+import { localRuntimeUnavailable, runtimeRoot } from "./local/LocalHost.ts"
 
 export interface RuntimeChoice {
   readonly name: "local" | "simulated"
@@ -20,7 +20,7 @@ export const chooseRuntime = Effect.gen(function* () {
   const known = cache.get(env)
   if (known) return known
   const { config, log } = env
-  const unavailable = config.runtime === "simulated" ? null : localRuntimeUnavailable()
+  const unavailable = config.runtime === "simulated" ? null : localRuntimeUnavailable(runtimeRoot(config.databasePath))
   let choice: RuntimeChoice
   if (config.runtime === "simulated") choice = { name: "simulated", reason: "SLIPWAY_RUNTIME=simulated" }
   else if (unavailable === null) choice = { name: "local", reason: config.runtime === "local" ? "SLIPWAY_RUNTIME=local" : "bwrap, skopeo and umoci are present" }

@@ -89,10 +89,12 @@ export const makeSandboxController = Effect.gen(function* () {
       yield* driver.start(work)
     })
 
-  // Bring back what the store says should run.
+  // Bring back what the store says should run: provisioning until the driver reports it up again.
   const boxes = yield* Effect.orDie(store.allSandboxes())
   const running = boxes.filter((box) => wantsRunning(box.status))
-  yield* Effect.orDie(Effect.forEach(running, start, { discard: true }))
+  yield* Effect.orDie(
+    Effect.forEach(running, (box) => Effect.flatMap(apply(box.tenant_id, box.id, { _tag: "Resume" }), (resumed) => start(resumed ?? box)), { discard: true })
+  )
   if (running.length > 0) log.info("sandboxes resumed", { sandboxes: running.length, driver: driver.name })
 
   return SandboxController.of({

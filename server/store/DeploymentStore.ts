@@ -61,6 +61,9 @@ export interface ListenerRecord {
   readonly id: string
   readonly tenant_id: string
   readonly compute_type: "k8s"
+  /** Unique per tenant (the real API's field); the listener's id unless the client named it. */
+  readonly compute_id: string
+  readonly version: string | null
   readonly compute_config: typeof ComputeConfig.Type
   readonly created_at: string
   readonly updated_at: string
@@ -114,8 +117,13 @@ export class DeploymentStore extends Context.Service<
     readonly setDeploymentStatus: (tenantId: string, id: string, status: DeploymentStatus, now: string) => Op<boolean>
     readonly deleteDeployment: (tenantId: string, id: string) => Op<boolean>
     readonly listDeployments: (tenantId: string, filter: DeploymentFilter, page: Page) => Op<ReadonlyArray<DeploymentRecord>>
-    /** `gitrepo` deployments with build_on_push whose repo_ref is `ref` or `branch`: the core decides which match. */
-    readonly pushTargets: (tenantId: string, ref: string, branch: string) => Op<ReadonlyArray<DeploymentRecord>>
+    /**
+     * `gitrepo` deployments with build_on_push bound to `integrationId` (their
+     * `source_config.integration_id`) whose repo_ref is `ref` or `branch`: the core decides which match.
+     */
+    readonly pushTargets: (tenantId: string, integrationId: string, ref: string, branch: string) => Op<ReadonlyArray<DeploymentRecord>>
+    /** Whether a revision of the deployment already built `commitSha` for `repoRef` (whatever became of it). */
+    readonly commitBuilt: (tenantId: string, deploymentId: string, commitSha: string, repoRef: string) => Op<boolean>
     /** System scan: deployments marked AWAITING_DELETE (any tenant). */
     readonly pendingDeletes: () => Op<ReadonlyArray<{ readonly tenant_id: string; readonly id: string; readonly updated_at: string }>>
 
@@ -143,9 +151,12 @@ export class DeploymentStore extends Context.Service<
     readonly activeRevisions: () => Op<ReadonlyArray<{ readonly tenant_id: string; readonly deployment_id: string; readonly revision_id: string }>>
 
     readonly listTracingProjects: (tenantId: string, name: string | null, page: Page) => Op<ReadonlyArray<TracingProjectRecord>>
+    /** Deletes a deployment's tracing projects (`delete_tracing_project=true`); answers how many. */
+    readonly deleteTracingProjects: (tenantId: string, deploymentId: string) => Op<number>
 
     readonly listener: (tenantId: string, id: string) => Op<ListenerRecord | undefined>
-    readonly insertListener: (listener: ListenerRecord) => Op<void>
+    /** A `compute_id` the tenant already uses fails with `Conflict`. */
+    readonly insertListener: (listener: ListenerRecord) => Op<void, Conflict>
     readonly updateListener: (listener: ListenerRecord) => Op<boolean>
     readonly deleteListener: (tenantId: string, id: string) => Op<boolean>
     readonly listListeners: (tenantId: string, page: Page) => Op<ReadonlyArray<ListenerRecord>>
@@ -158,5 +169,24 @@ export class DeploymentStore extends Context.Service<
     /** System lookup for the webhook: the signature checked afterwards decides the tenant. */
     readonly integrationsByOwner: (provider: string, ownerKey: string) => Op<ReadonlyArray<IntegrationRecord>>
     readonly integrationByOwner: (tenantId: string, provider: string, ownerKey: string) => Op<IntegrationRecord | undefined>
+    /** The repositories (url and ref) of the tenant's deployments built through an integration, oldest first. */
+    readonly repositoriesOfIntegration: (tenantId: string, integrationId: string) => Op<ReadonlyArray<{ readonly repo_url: string; readonly repo_ref: string | null }>>
+    /** Removes the integration (and the deliveries remembered for it); false when the tenant has none of that id. */
+    readonly deleteIntegration: (tenantId: string, id: string) => Op<boolean>
+    /**
+     * Remembers a webhook delivery id of an integration until `expiresAt`: true the first time,
+     * false while an unexpired entry of the same id exists (a redelivery or a replay). Entries
+     * expired at `receivedAt` are pruned.
+     */
+    readonly rememberDelivery: (integrationId: string, deliveryId: string, receivedAt: string, expiresAt: string) => Op<boolean>
+    /** Drops deliveries expired at `now`; answers how many. */
+    readonly pruneDeliveries: (now: string) => Op<number>
+
+    /**
+     * Rewrites every sealed value the store holds (deployments' and revisions' secret values,
+     * integrations' webhook secrets) through `reseal`, in one transaction: a throw rolls all of
+     * it back. Answers how many values were rewritten. Used by key rotation.
+     */
+    readonly resealSecrets: (reseal: (stored: string) => string) => Op<{ readonly secretValues: number; readonly webhookSecrets: number }>
   }
 >()("slipway/DeploymentStore") {}

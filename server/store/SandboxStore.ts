@@ -102,6 +102,8 @@ export class SandboxStore extends Context.Service<
     readonly deleteVolume: (id: string) => Op<void>
     /** Names of the templates that mount the volume. */
     readonly templatesMounting: (volumeId: string) => Op<ReadonlyArray<string>>
+    /** The sandboxes (of any template) that mount any of these volumes, oldest first: a volume attaches to one sandbox. */
+    readonly volumesAttached: (volumeIds: ReadonlyArray<string>) => Op<ReadonlyArray<{ readonly volume_name: string; readonly sandbox_name: string }>>
 
     readonly templateByName: (tenantId: string, name: string) => Op<TemplateRecord | undefined>
     readonly templateById: (id: string) => Op<TemplateRecord | undefined>

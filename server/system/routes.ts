@@ -3,6 +3,7 @@ import { Effect } from "effect"
 import { Api, makeOpenApiDocument } from "../../core/index.ts"
 import { RawResponse } from "../http/app.ts"
 import { implement, ServerEnv, type ServerModule } from "../module.ts"
+import { consoleRoutes } from "./console.ts"
 import { renderDocs } from "./docs.ts"
 
 export const openApiDocument = (serverUrl?: string) =>
@@ -15,14 +16,15 @@ export const openApiDocument = (serverUrl?: string) =>
 
 export const systemModule: ServerModule = {
   name: "system",
-  routes: Effect.map(ServerEnv, ({ publicUrl }) => {
+  routes: Effect.map(ServerEnv, ({ publicUrl, log }) => {
     // Built once: the description is static for the life of the process.
     const document = openApiDocument(publicUrl)
     const html = new RawResponse("text/html; charset=utf-8", renderDocs(document))
     return [
       implement(Api.health, () => Effect.succeed({ status: "ok" as const })),
       implement(Api.openApi, () => Effect.succeed(document)),
-      implement(Api.docs, () => Effect.succeed(html))
+      implement(Api.docs, () => Effect.succeed(html)),
+      ...consoleRoutes({ log })
     ]
   })
 }

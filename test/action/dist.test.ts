@@ -1,7 +1,7 @@
 /**
  * check-dist: the committed bundle must be what `npm run build:action` makes from the current
  * sources. The bundle is built from lib/ (tsc's output, which `npm test` refreshes first through
- * `pretest`); this check bundles lib/action/main.js again with the same ncc options into a
+ * `pretest`); this check bundles lib/action/index.js again with the same ncc options into a
  * temporary directory and compares byte for byte. It does not write lib/ itself, since other
  * test files read it concurrently; when lib/ is older than a source it says so instead.
  */
@@ -31,13 +31,13 @@ const staleOutputs = () =>
 describe("dist/", () => {
   it("build:action runs the same commands as this check", () => {
     const scripts = JSON.parse(readFileSync(join(root, "package.json"), "utf8")).scripts
-    expect(scripts["build:action"]).toBe("tsc -p action/tsconfig.json && ncc build lib/action/main.js --minify -o dist --license licenses.txt")
+    expect(scripts["build:action"]).toBe("tsc -p action/tsconfig.json && ncc build lib/action/index.js --minify -o dist --license licenses.txt")
   })
 
   it("is up to date with the sources (otherwise run `npm run build:action` and commit dist/)", { timeout: 180_000 }, () => {
     const stale = staleOutputs().map((source) => relative(root, source))
     expect(stale, "lib/ is older than these sources: run `npm run build` (npm test does) before this check").toEqual([])
-    execFileSync(join(root, "node_modules/.bin/ncc"), ["build", "lib/action/main.js", "--minify", "-o", out, "--license", "licenses.txt"], {
+    execFileSync(join(root, "node_modules/.bin/ncc"), ["build", "lib/action/index.js", "--minify", "-o", out, "--license", "licenses.txt"], {
       cwd: root,
       stdio: "pipe"
     })

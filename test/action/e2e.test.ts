@@ -3,92 +3,18 @@
  * with INPUT_* variables (hyphens kept, upper-cased), GITHUB_OUTPUT and GITHUB_STEP_SUMMARY
  * files, against a real Slipway server started here.
  */
-import { spawn } from "node:child_process"
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { secretsAnnotation } from "../../action/plan.ts"
+import { secretsAnnotation } from "../../core/deploy/plan.ts"
 import { startTestServer, type TestServer } from "../support/server.ts"
-
-const bundle = join(import.meta.dirname, "../../dist/index.js")
-const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
-
-interface ActionRun {
-  readonly code: number | null
-  readonly stdout: string
-  readonly stderr: string
-  readonly outputs: Record<string, string>
-  readonly summary: string
-}
-
-/** Reads the `name<<delimiter` blocks @actions/core appends to GITHUB_OUTPUT. */
-const parseOutputFile = (text: string): Record<string, string> => {
-  const outputs: Record<string, string> = {}
-  const lines = text.split("\n")
-  for (let index = 0; index < lines.length; index++) {
-    const match = /^([^<]+)<<(.+)$/.exec(lines[index]!)
-    if (!match) continue
-    const value: Array<string> = []
-    while (++index < lines.length && lines[index] !== match[2]) value.push(lines[index]!)
-    outputs[match[1]!] = value.join("\n")
-  }
-  return outputs
-}
+import { type ActionRun, runBundle, uuid } from "./runner.ts"
 
 let server: TestServer
 let workDir: string
-let runCount = 0
 
-const runAction = (inputs: Record<string, string>, env: Record<string, string> = {}): Promise<ActionRun> => {
-  const id = ++runCount
-  const outputFile = join(workDir, `output-${id}`)
-  const summaryFile = join(workDir, `summary-${id}`)
-  writeFileSync(outputFile, "")
-  writeFileSync(summaryFile, "")
-  const inputEnv = Object.fromEntries(Object.entries(inputs).map(([name, value]) => [`INPUT_${name.toUpperCase()}`, value]))
-  const child = spawn(process.execPath, [bundle], {
-    cwd: workDir,
-    env: {
-      PATH: process.env.PATH ?? "",
-      GITHUB_ACTIONS: "true",
-      GITHUB_OUTPUT: outputFile,
-      GITHUB_STEP_SUMMARY: summaryFile,
-      GITHUB_REPOSITORY: "acme/Shop_API",
-      GITHUB_REF: "refs/heads/main",
-      GITHUB_SHA: "0123456789abcdef0123456789abcdef01234567",
-      GITHUB_SERVER_URL: "https://github.com",
-      GITHUB_RUN_ID: "42",
-      GITHUB_EVENT_NAME: "push",
-      GITHUB_WORKSPACE: workDir,
-      // Debug logging on: even then no request or response body may be printed.
-      RUNNER_DEBUG: "1",
-      // What the runner sets for every input from action.yml defaults.
-      INPUT_WAIT: "true",
-      INPUT_TIMEOUT: "15m",
-      "INPUT_POLL-INTERVAL": "50ms",
-      ...inputEnv,
-      ...env
-    },
-    stdio: ["ignore", "pipe", "pipe"]
-  })
-  let stdout = ""
-  let stderr = ""
-  child.stdout.on("data", (chunk) => (stdout += chunk))
-  child.stderr.on("data", (chunk) => (stderr += chunk))
-  return new Promise((resolve, reject) => {
-    child.on("error", reject)
-    child.on("close", (code) =>
-      resolve({
-        code,
-        stdout,
-        stderr,
-        outputs: parseOutputFile(readFileSync(outputFile, "utf8")),
-        summary: readFileSync(summaryFile, "utf8")
-      })
-    )
-  })
-}
+const runAction = (inputs: Record<string, string>, env: Record<string, string> = {}): Promise<ActionRun> => runBundle(workDir, inputs, env)
 
 const secretValues = ["hunter2-db-password", "tok-9f8e7d6c"]
 const secretsInput = `DB_PASSWORD=${secretValues[0]}\nAPI_TOKEN=${secretValues[1]}`
@@ -261,7 +187,7 @@ describe("the bundled action against a real server", () => {
   it("a 422 from the API becomes an annotation naming the input", async () => {
     const run = await runAction({ ...base(), name: "bad-spec", "resource-spec": '{"cpu": 0}' })
     expect(run.code).toBe(1)
-    expect(run.stdout).toMatch(/::error title=Slipway%3A input resource-spec::resource-spec \(at cpu\): Input should be greater than or equal to 1 \[API: body\.source_config\.resource_spec\.cpu/)
+    expect(run.stdout).toMatch(/::error title=Slipway%3A input resource-spec::resource-spec \(at cpu\): Input should be greater than or equal to 0.1 \[API: body\.source_config\.resource_spec\.cpu/)
     expect(await deploymentsNamed("bad-spec")).toEqual([])
     expectNothingLeaked(run)
   })

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest"
 import { fromErrorResponse } from "../../core/api/errors.ts"
 import { TransportError } from "../../core/client/errors.ts"
-import { describeError, inputForLoc } from "../../action/errors.ts"
+import { describeError, inputForLoc } from "../../core/deploy/errors.ts"
 import { formatElapsed, renderSummary } from "../../action/summary.ts"
 
 const inputs = {

@@ -1,5 +1,5 @@
 /** Parsed inputs of an external_container run, as the action's tests start from. */
-import type { Inputs } from "../../action/inputs.ts"
+import type { Inputs } from "../../core/deploy/inputs.ts"
 
 export const externalInputs = (overrides: Partial<Inputs> = {}): Inputs => ({
   apiUrl: "https://slipway.example.com",
@@ -18,6 +18,7 @@ export const externalInputs = (overrides: Partial<Inputs> = {}): Inputs => ({
   secrets: undefined,
   resourceSpec: undefined,
   redeployRevisionId: undefined,
+  commitSha: undefined,
   wait: true,
   timeoutMs: 900_000,
   pollIntervalMs: 5000,

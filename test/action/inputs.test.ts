@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { parse as parseYaml } from "yaml"
+import { githubInputNames } from "../../action/main.ts"
 import {
   defaults,
   inputNames,
@@ -12,7 +13,7 @@ import {
   parseSecrets,
   refFromContext,
   type RunContext
-} from "../../action/inputs.ts"
+} from "../../core/deploy/inputs.ts"
 
 const context: RunContext = { repository: "Acme/My_Service.js", ref: "refs/heads/main", headRef: undefined }
 const base = { "api-url": "https://slipway.example.com", "api-key": "slw_key", "image-uri": "registry.example.com/app:1" }
@@ -33,7 +34,7 @@ describe("action.yml", () => {
   const manifest = parseYaml(readFileSync(join(import.meta.dirname, "../../action.yml"), "utf8"))
 
   it("declares exactly the inputs the code reads, each with a description", () => {
-    expect(Object.keys(manifest.inputs)).toEqual([...inputNames])
+    expect(Object.keys(manifest.inputs)).toEqual([...inputNames, ...githubInputNames])
     for (const name of inputNames) expect(manifest.inputs[name].description.length).toBeGreaterThan(10)
   })
 
@@ -126,6 +127,14 @@ describe("parseInputs", () => {
     expect(errors.find((error) => error.input === "source")!.message).toContain("external_container or gitrepo")
   })
 
+  it("takes the LangSmith API's source names too", () => {
+    expect(inputsOf({ ...base, source: "external_docker" }).source).toBe("external_container")
+    expect(inputsOf({ ...base, source: "internal_docker" }).source).toBe("external_container")
+    const github = { ...base, "image-uri": "", source: "github", "repo-url": "https://github.com/a/b", "repo-ref": "main", "graph-config-path": "langgraph.json" }
+    expect(inputsOf(github).source).toBe("gitrepo")
+    expect(errorsOf({ ...base, source: "internal_source" }).find((error) => error.input === "source")!.message).toContain("github")
+  })
+
   it("refuses inputs of the other source", () => {
     const errors = errorsOf({ ...base, source: "gitrepo", "repo-url": "https://github.com/a/b", "resource-spec": "cpu: 1" })
     expect(errors.map((error) => error.input).sort()).toEqual(["image-uri", "resource-spec"])
@@ -204,5 +213,27 @@ describe("parseResourceSpec and parseDuration", () => {
     expect(parseDuration("1.5s")).toBe(1500)
     expect(parseDuration("15 minutes")).toBeUndefined()
     expect(parseDuration("")).toBeUndefined()
+  })
+})
+
+describe("commit-sha", () => {
+  const git = { "api-url": "https://s.example.com", "api-key": "k", "repo-url": "https://github.com/acme/agent", "graph-config-path": "g.json" }
+  const sha = "c".repeat(40)
+  it("is the pushed commit when repo-ref is the pushed ref, the PR head on pull requests, else unset", () => {
+    expect(inputsOf(git, { repository: "acme/agent", ref: "refs/heads/main", headRef: undefined, sha }).commitSha).toBe(sha)
+    expect(inputsOf({ ...git, "repo-ref": "main" }, { repository: "acme/agent", ref: "refs/heads/main", headRef: undefined, sha }).commitSha).toBe(sha)
+    expect(inputsOf({ ...git, "repo-ref": "release" }, { repository: "acme/agent", ref: "refs/heads/main", headRef: undefined, sha }).commitSha).toBeUndefined()
+    expect(inputsOf(git, { repository: "acme/agent", ref: "refs/pull/7/merge", headRef: "feature", sha, headSha: "d".repeat(40) }).commitSha).toBe("d".repeat(40))
+    expect(inputsOf(git, { repository: "acme/agent", ref: "refs/pull/7/merge", headRef: "feature", sha }).commitSha).toBeUndefined()
+    expect(inputsOf({ ...git, "commit-sha": "ABCDEF1" }, { repository: "acme/agent", ref: undefined, headRef: undefined }).commitSha).toBe("abcdef1")
+    expect(inputsOf({ "api-url": "https://s.example.com", "api-key": "k", "image-uri": "x:1" }, { repository: "acme/agent", ref: "refs/heads/main", headRef: undefined, sha }).commitSha).toBeUndefined()
+  })
+
+  it("must be hex and applies to gitrepo only", () => {
+    expect(parse({ ...git, "commit-sha": "--upload-pack=x" }, { repository: "acme/agent", ref: undefined, headRef: undefined })).toMatchObject({ ok: false, errors: [{ input: "commit-sha" }] })
+    expect(parse({ "api-url": "https://s.example.com", "api-key": "k", "image-uri": "x:1", "commit-sha": "abcdef1" }, { repository: "acme/agent", ref: undefined, headRef: undefined })).toMatchObject({
+      ok: false,
+      errors: [{ input: "commit-sha", message: "applies to source gitrepo only, but source is external_container" }]
+    })
   })
 })

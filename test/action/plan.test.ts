@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest"
-import type { Inputs } from "../../action/inputs.ts"
+import type { Inputs } from "../../core/deploy/inputs.ts"
 import { externalInputs } from "./fixtures.ts"
-import { type DeploymentView, plan, secretsAnnotation, secretsFingerprint } from "../../action/plan.ts"
+import { type DeploymentView, plan, secretsAnnotation, secretsFingerprint } from "../../core/deploy/plan.ts"
 
 const key = "slw_key"
 const external: Inputs = externalInputs({ apiKey: key })
@@ -220,5 +220,63 @@ describe("plan: redeploy", () => {
 
   it("is a no-op when the revision is already active", () => {
     expect(plan({ ...external, redeployRevisionId: REV2 }, deployment())).toMatchObject({ kind: "noop", revisionId: REV2 })
+  })
+})
+
+describe("plan: what serves decides (issue 16)", () => {
+  const REV3 = "aaaaaaaa-0000-4000-8000-000000000003"
+  it("redeploys the latest revision when it matches the inputs but another one is active (rolled back)", () => {
+    const rolledBack = deployment({ latest_revision_id: REV2, active_revision_id: REV1 })
+    expect(plan(external, rolledBack, { latestRevisionStatus: "DEPLOYED" })).toMatchObject({ kind: "redeploy", revisionId: REV2, ignored: [] })
+    // Still in progress: wait for it, nothing to redeploy.
+    expect(plan(external, rolledBack, { latestRevisionStatus: "DEPLOYING" })).toMatchObject({ kind: "noop", revisionId: REV2 })
+    // The same inputs with the latest active: a no-op.
+    expect(plan(external, deployment(), { latestRevisionStatus: "DEPLOYED" })).toMatchObject({ kind: "noop" })
+  })
+
+  it("retries a superseded latest revision like a failed one", () => {
+    for (const status of ["SKIPPED", "INTERRUPTED", "BUILD_FAILED"]) {
+      expect(plan(external, deployment({ active_revision_id: REV1 }), { latestRevisionStatus: status })).toMatchObject({
+        kind: "patch",
+        body: { source_revision_config: { image_uri: "registry/app:2" } },
+        createsRevision: true
+      })
+    }
+  })
+
+  const commit = "b".repeat(40)
+  it("gitrepo: a new commit creates a revision pinned to it; the latest revision's own commit is a no-op", () => {
+    expect(plan({ ...gitInputs, commitSha: commit }, gitDeployment, { latestRevisionStatus: "DEPLOYED", latestCommitSha: "a".repeat(40) })).toEqual({
+      kind: "revision",
+      body: { source_revision_config: { repo_commit_sha: commit } },
+      changes: [`commit: ${"a".repeat(40)} → ${commit}`]
+    })
+    expect(plan({ ...gitInputs, commitSha: commit }, gitDeployment, { latestRevisionStatus: "DEPLOYED", latestCommitSha: commit })).toMatchObject({ kind: "noop" })
+    // Without a known commit (a workflow for another ref), nothing changes.
+    expect(plan(gitInputs, gitDeployment, { latestRevisionStatus: "DEPLOYED", latestCommitSha: null })).toMatchObject({ kind: "noop" })
+  })
+
+  it("gitrepo: changed revision fields go into the pinned revision; build-on-push is applied in place around it", () => {
+    expect(plan({ ...gitInputs, commitSha: commit, repoRef: "release", buildOnPush: true }, gitDeployment, { latestCommitSha: commit })).toEqual({
+      kind: "revision",
+      body: { source_revision_config: { repo_ref: "release", repo_commit_sha: commit } },
+      inPlace: { source_config: { build_on_push: true } },
+      inPlaceAfter: true,
+      changes: ["repo-ref: main → release", "build-on-push: false → true"]
+    })
+  })
+
+  it("gitrepo with build-on-push already on: waits for the webhook's revision of the commit", () => {
+    const onPush = { ...gitDeployment, source_config: { ...gitDeployment.source_config, build_on_push: true } }
+    expect(plan({ ...gitInputs, commitSha: commit }, onPush, { latestRevisionStatus: "DEPLOYED", latestCommitSha: REV3 })).toMatchObject({
+      kind: "await-push",
+      commitSha: commit,
+      fallback: { source_revision_config: { repo_commit_sha: commit } }
+    })
+    // Turning it off in this run: the run builds the commit itself.
+    expect(plan({ ...gitInputs, commitSha: commit, buildOnPush: false }, onPush, { latestRevisionStatus: "DEPLOYED", latestCommitSha: REV3 })).toMatchObject({
+      kind: "revision",
+      inPlace: { source_config: { build_on_push: false } }
+    })
   })
 })

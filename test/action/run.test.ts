@@ -2,10 +2,10 @@
 import { Cause, Effect, Exit } from "effect"
 import { describe, expect, it } from "vitest"
 import { fromErrorResponse } from "../../core/api/errors.ts"
-import type { Inputs } from "../../action/inputs.ts"
+import type { Inputs } from "../../core/deploy/inputs.ts"
 import { externalInputs } from "./fixtures.ts"
-import type { DeploymentView } from "../../action/plan.ts"
-import { ActionFailure, type ActionClient, findDeployment, run } from "../../action/run.ts"
+import type { DeploymentView } from "../../core/deploy/plan.ts"
+import { DeployFailure, type DeployClient, findDeployment, run } from "../../core/deploy/run.ts"
 
 const inputs: Inputs = externalInputs({ apiUrl: "https://slipway.example.com/", apiKey: "k", timeoutMs: 5000, pollIntervalMs: 10 })
 
@@ -23,7 +23,7 @@ const deployment = (name: string, overrides: Partial<DeploymentView> = {}): Depl
 
 const unexpected = () => Effect.die(new Error("unexpected call"))
 
-const fakeClient = (overrides: Partial<ActionClient>): ActionClient & { calls: Array<string> } => {
+const fakeClient = (overrides: Partial<DeployClient>): DeployClient & { calls: Array<string> } => {
   const calls: Array<string> = []
   const track =
     <I, A>(name: string, fn: ((input: I) => Effect.Effect<A, any>) | undefined) =>
@@ -39,14 +39,14 @@ const fakeClient = (overrides: Partial<ActionClient>): ActionClient & { calls: A
     updateDeployment: track("updateDeployment", overrides.updateDeployment),
     getRevision: track("getRevision", overrides.getRevision),
     redeployRevision: track("redeployRevision", overrides.redeployRevision)
-  } as ActionClient & { calls: Array<string> }
+  } as DeployClient & { calls: Array<string> }
 }
 
 const silent = { info: () => {}, notice: () => {}, warning: () => {}, debug: () => {} }
-const runWith = (client: ActionClient, given: Inputs = inputs) => Effect.runPromiseExit(run(given, { client, log: silent, now: Date.now }))
-const failureOf = (exit: Exit.Exit<unknown, ActionFailure>): ActionFailure => {
+const runWith = (client: DeployClient, given: Inputs = inputs) => Effect.runPromiseExit(run(given, { client, log: silent, now: Date.now }))
+const failureOf = (exit: Exit.Exit<unknown, DeployFailure>): DeployFailure => {
   if (Exit.isSuccess(exit)) throw new Error("expected a failure")
-  return Cause.squash(exit.cause) as ActionFailure
+  return Cause.squash(exit.cause) as DeployFailure
 }
 
 describe("findDeployment", () => {

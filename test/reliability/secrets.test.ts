@@ -7,6 +7,7 @@
  */
 import { execFile } from "node:child_process"
 import { createHmac } from "node:crypto"
+import { existsSync, readFileSync, statSync } from "node:fs"
 import { join } from "node:path"
 import { promisify } from "node:util"
 import { afterAll, describe, expect, it } from "vitest"
@@ -84,7 +85,7 @@ describe("secret values", () => {
     const pushed = await child.request("POST", "/v1/integrations/gitrepo/webhook", {
       key: null,
       raw: push,
-      headers: { "content-type": "application/json", "x-github-event": "push", "x-hub-signature-256": `sha256=${createHmac("sha256", webhookSecret).update(push).digest("hex")}` }
+      headers: { "content-type": "application/json", "x-github-event": "push", "x-github-delivery": crypto.randomUUID(), "x-hub-signature-256": `sha256=${createHmac("sha256", webhookSecret).update(push).digest("hex")}` }
     })
     expect(pushed.status, JSON.stringify(pushed.body)).toBe(202)
     answers.push(pushed.body)
@@ -117,5 +118,87 @@ describe("secret values", () => {
     }
     // The names are stored (the scan sees the right bytes).
     expect(bytes.includes(Buffer.from("SECRET_0", "utf8"))).toBe(true)
+  })
+
+  it("are encrypted by default without SLIPWAY_SECRETS_KEY (never plaintext in the file or its WAL), and survive a key rotation", async () => {
+    const plain = tempDatabasePath("slipway-secrets-default")
+    const keysTool = async (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
+      await promisify(execFile)(process.execPath, ["server/keys.ts", ...args], {
+        cwd: join(import.meta.dirname, "../.."),
+        env: { ...process.env, DATABASE_PATH: plain.path, SLIPWAY_SECRETS_KEY: "", ...env },
+        encoding: "utf8"
+      })
+    let server: ChildServer | undefined
+    try {
+      server = await spawnServer({ databasePath: plain.path, env: { SLIPWAY_SECRETS_KEY: "" } })
+      const keyFile = `${plain.path}.secrets-key`
+      expect(statSync(keyFile).mode & 0o777).toBe(0o600)
+      const firstKey = readFileSync(keyFile, "utf8").trim()
+      const values = secretValues.slice(0, 4).map((value) => `default-${value}`)
+      const { stdout } = await keysTool(["integration", "add", "--tenant", DEFAULT_TENANT_ID, "--owner", "dflt"])
+      const integration = JSON.parse(stdout.trim()) as { integration_id: string; webhook_secret: string }
+      const created = await server.request("POST", "/v2/deployments", {
+        body: {
+          name: `default-${run}`,
+          source: "gitrepo",
+          source_config: { integration_id: integration.integration_id, repo_url: "https://github.com/dflt/r", deployment_type: "dev", build_on_push: true },
+          source_revision_config: { repo_ref: "main", graph_config_path: "langgraph.json" },
+          secrets: values.map((value, j) => ({ name: `SECRET_${j}`, value }))
+        }
+      })
+      expect(created.status, JSON.stringify(created.body)).toBe(201)
+      const push = (after: string) =>
+        JSON.stringify({ ref: "refs/heads/main", after, repository: { clone_url: "https://github.com/dflt/r.git", html_url: "https://github.com/dflt/r", full_name: "dflt/r", owner: { login: "dflt" } } })
+      const deliver = (target: ChildServer, body: string) =>
+        target.request("POST", "/v1/integrations/gitrepo/webhook", {
+          key: null,
+          raw: body,
+          headers: {
+            "content-type": "application/json",
+            "x-github-event": "push",
+            "x-github-delivery": crypto.randomUUID(),
+            "x-hub-signature-256": `sha256=${createHmac("sha256", integration.webhook_secret).update(body).digest("hex")}`
+          }
+        })
+      expect((await deliver(server, push("1".repeat(40)))).status).toBe(202)
+
+      // Killed: the WAL keeps everything written.
+      await stopChild(server, "SIGKILL")
+      const output = server.output()
+      server = undefined
+      const scan = () => databaseBytes(plain.path)
+      for (const value of [...values, integration.webhook_secret]) {
+        for (const form of forms(value)) expect(scan().includes(Buffer.from(form, "utf8")), `database contains ${form}`).toBe(false)
+      }
+      expect(scan().includes(Buffer.from("SECRET_0", "utf8"))).toBe(true)
+      expect(output).not.toContain(firstKey)
+
+      // Rotation: a new key file, every value re-sealed, and everything still opens.
+      const rotated = await keysTool(["secrets", "rotate"])
+      expect(JSON.parse(rotated.stdout.trim())).toMatchObject({ rotated: true, secret_values: expect.any(Number), webhook_secrets: 1 })
+      expect(JSON.parse(rotated.stdout.trim()).secret_values).toBeGreaterThanOrEqual(8)
+      const secondKey = readFileSync(keyFile, "utf8").trim()
+      expect(secondKey).toMatch(/^[0-9a-f]{64}$/)
+      expect(secondKey).not.toBe(firstKey)
+      expect(statSync(keyFile).mode & 0o777).toBe(0o600)
+      expect(existsSync(`${keyFile}.next`)).toBe(false)
+      expect(rotated.stderr + rotated.stdout).not.toContain(secondKey)
+
+      server = await spawnServer({ databasePath: plain.path, env: { SLIPWAY_SECRETS_KEY: "" } })
+      // The webhook secret opens with the new key (the push is verified), and so do the secret values (a masked PATCH reads them).
+      expect((await deliver(server, push("2".repeat(40)))).status).toBe(202)
+      const patched = await server.request("PATCH", `/v2/deployments/${created.body.id}`, {
+        body: { secrets: [...created.body.secrets, { name: "AFTER_ROTATION", value: "x" }] }
+      })
+      expect(patched.status, JSON.stringify(patched.body)).toBe(200)
+      await stopChild(server, "SIGKILL")
+      server = undefined
+      for (const value of [...values, integration.webhook_secret]) {
+        for (const form of forms(value)) expect(scan().includes(Buffer.from(form, "utf8")), `database contains ${form}`).toBe(false)
+      }
+    } finally {
+      await stopChild(server)
+      plain.remove()
+    }
   })
 })

@@ -163,11 +163,13 @@ describe("a key of another tenant never sees or touches tenant A's items", () =>
         ["/v2/deployments", { name: "a-deployment", source: "external_container", source_revision_config: { image_uri: "b/app:1" } }]
       ] as const) {
         const response = await t.request("POST", path, { key, body })
-        expect(response.status, `${who} ${path}: ${JSON.stringify(response.body)}`).toBe(201)
+        // A volume's name is unique within the organization (spec): only another organization may reuse it.
+        const sameOrganization = key === keyC && path === "/v2/sandboxes/volumes"
+        expect(response.status, `${who} ${path}: ${JSON.stringify(response.body)}`).toBe(sameOrganization ? 409 : 201)
         expect(markers).not.toContain(response.body.id)
       }
       // And deleting by those names removes B's own, never A's.
-      expect((await t.request("DELETE", "/v2/sandboxes/volumes/a-volume", { key })).status).toBe(204)
+      expect((await t.request("DELETE", "/v2/sandboxes/volumes/a-volume", { key })).status).toBe(key === keyC ? 404 : 204)
       expect((await t.request("DELETE", "/v2/sandboxes/templates/a-template", { key })).status).toBe(204)
     }
   })

@@ -74,8 +74,67 @@ describe("the dataplane's tenancy", () => {
       body: JSON.stringify({ command: "echo pwned", timeout: 10, shell: "/bin/sh" })
     })
     expect(foreign.status).toBe(404)
-    expect((await foreign.json()).detail.error).toBe("NotFound")
+    expect(((await foreign.json()) as { detail: { error: string } }).detail.error).toBe("NotFound")
     const anonymous = await fetch(`${box.dataplane_url}/execute`, { method: "POST", body: "{}", headers: { "content-type": "application/json" } })
     expect(anonymous.status).toBe(401)
+  })
+})
+
+describe("volumes, stop and start through the API", () => {
+  const run = async (box: { dataplane_url: string }, command: string) => {
+    const response = await fetch(`${box.dataplane_url}/execute`, {
+      method: "POST",
+      headers: { "x-api-key": t.key, "content-type": "application/json" },
+      body: JSON.stringify({ command, timeout: 60, shell: "/bin/sh" })
+    })
+    expect(response.status).toBe(200)
+    return (await response.json()) as { stdout: string; stderr: string; exit_code: number }
+  }
+
+  it("a volume is a filesystem of its size: a write past it fails with ENOSPC in the box, and succeeds after a resize", async () => {
+    expect((await t.request("POST", "/v2/sandboxes/volumes", { body: { name: "data", size: "256Mi" } })).status).toBe(201)
+    expect(
+      (await t.request("POST", "/v2/sandboxes/templates", {
+        body: { name: "with-data", image: "python:3.12-slim", resources: { cpu: "500m", memory: "256Mi" }, volume_mounts: [{ volume_name: "data", mount_path: "/data" }] }
+      })).status
+    ).toBe(201)
+    const box = (await t.request("POST", "/v2/sandboxes/boxes", { body: { template_name: "with-data", name: "vol-box", wait_for_ready: true, timeout: 120 } })).body
+    expect(box.status).toBe("ready")
+    const tooBig = await run(box, "dd if=/dev/zero of=/data/big bs=1M count=300 2>&1; echo rc=$?")
+    expect(tooBig.stdout).toMatch(/No space left on device/)
+    await run(box, "rm -f /data/big; sync")
+    expect((await t.request("PATCH", "/v2/sandboxes/volumes/data", { body: { size: "1Gi" } })).body.size).toBe("1Gi")
+    const fits = await run(box, "dd if=/dev/zero of=/data/big bs=1M count=300 2>&1 >/dev/null; echo rc=$?; echo kept > /data/marker")
+    expect(fits.stdout).toMatch(/rc=0/)
+  })
+
+  it("stop ends the box's processes and keeps its files; start brings it back with them", async () => {
+    const box = (await t.request("GET", "/v2/sandboxes/boxes/vol-box")).body
+    await run(box, "echo layer > /home/user/kept.txt")
+    const stopped = await t.request("POST", "/v2/sandboxes/boxes/vol-box/stop")
+    expect(stopped.status).toBe(200)
+    expect(stopped.body.status).toBe("stopped")
+    const started = await t.request("POST", "/v2/sandboxes/boxes/vol-box/start")
+    expect(started.body.status).toMatch(/provisioning|ready/)
+    for (let attempt = 0; attempt < 100; attempt++) {
+      if ((await t.request("GET", "/v2/sandboxes/boxes/vol-box/status")).body.status === "ready") break
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    expect((await run(box, "cat /home/user/kept.txt /data/marker")).stdout).toBe("layer\nkept\n")
+  })
+
+  it("deleting a box ends its processes and frees its disk", async () => {
+    const box = (await t.request("POST", "/v2/sandboxes/boxes", { body: { template_name: "py", name: "short-lived", wait_for_ready: true, timeout: 120 } })).body
+    await run(box, "sleep 300 & echo started")
+    expect((await t.request("DELETE", "/v2/sandboxes/boxes/short-lived")).status).toBe(204)
+    for (let attempt = 0; attempt < 100; attempt++) {
+      const response = await fetch(`${box.dataplane_url}/execute`, { method: "POST", headers: { "x-api-key": t.key, "content-type": "application/json" }, body: "{}" })
+      if (response.status === 404) break
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    const { existsSync } = await import("node:fs")
+    const { join, dirname } = await import("node:path")
+    for (let attempt = 0; attempt < 100 && existsSync(join(dirname(t.databasePath), "runtime", "boxes", box.id)); attempt++) await new Promise((resolve) => setTimeout(resolve, 100))
+    expect(existsSync(join(dirname(t.databasePath), "runtime", "boxes", box.id))).toBe(false)
   })
 })

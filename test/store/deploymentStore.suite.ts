@@ -170,12 +170,24 @@ export const deploymentStoreSuite = (backend: string, stores: Layer.Layer<Deploy
       })
     )
 
-    it.effect("keeps listeners per tenant and names the deployments that use one", () =>
+    it.effect("keeps listeners per tenant (compute_id unique per tenant) and names the deployments that use one", () =>
       Effect.gen(function* () {
         const store = yield* DeploymentStore
         const [tenantId, stranger] = [yield* tenant, yield* tenant]
-        const listener = { id: randomUUID(), tenant_id: tenantId, compute_type: "k8s" as const, compute_config: { k8s_namespaces: ["prod", "dev"] }, created_at: at(), updated_at: at() }
+        const listener = {
+          id: randomUUID(),
+          tenant_id: tenantId,
+          compute_type: "k8s" as const,
+          compute_id: unique("cluster"),
+          version: "1.2.3",
+          compute_config: { k8s_namespaces: ["prod", "dev"] },
+          created_at: at(),
+          updated_at: at()
+        }
         yield* store.insertListener(listener)
+        const twin = yield* Effect.flip(store.insertListener({ ...listener, id: randomUUID() }))
+        expect(twin._tag).toBe("Conflict")
+        yield* store.insertListener({ ...listener, id: randomUUID(), tenant_id: stranger })
         expect(yield* store.listener(tenantId, listener.id)).toEqual(listener)
         expect(yield* store.listener(stranger, listener.id)).toBeUndefined()
         const { deployment, revision } = deploymentWithRevision(tenantId, {
@@ -187,6 +199,7 @@ export const deploymentStoreSuite = (backend: string, stores: Layer.Layer<Deploy
         expect((yield* store.listListeners(tenantId, { limit: 10, offset: 0 })).map((item) => item.compute_config)).toEqual([{ k8s_namespaces: ["prod"] }])
         expect(yield* store.deleteListener(stranger, listener.id)).toBe(false)
         expect(yield* store.deleteListener(tenantId, listener.id)).toBe(true)
+        expect(yield* store.repositoriesOfIntegration(tenantId, randomUUID())).toEqual([])
       })
     )
 
@@ -204,6 +217,126 @@ export const deploymentStoreSuite = (backend: string, stores: Layer.Layer<Deploy
         expect(yield* store.integration(b, first.id)).toBeUndefined()
         expect(new Set((yield* store.integrationsByOwner("github", owner)).map((item) => item.id))).toEqual(new Set([first.id, second.id]))
         expect(yield* store.integrationByOwner(a, "github", owner)).toEqual(first)
+      })
+    )
+
+    it.effect("remembers a webhook delivery per integration until it expires, and prunes expired ones", () =>
+      Effect.gen(function* () {
+        const store = yield* DeploymentStore
+        const tenantId = yield* tenant
+        const integration = { id: randomUUID(), tenant_id: tenantId, provider: "github", owner: unique("o"), owner_key: unique("o"), webhook_secret: "sealed", installed_at: at() }
+        const other = { ...integration, id: randomUUID(), owner: unique("p"), owner_key: unique("p") }
+        yield* store.insertIntegration(integration)
+        yield* store.insertIntegration(other)
+        const delivery = randomUUID()
+        const day = 24 * 60 * 60 * 1000
+        expect(yield* store.rememberDelivery(integration.id, delivery, at(0), at(7 * day))).toBe(true)
+        expect(yield* store.rememberDelivery(integration.id, delivery, at(1_000), at(7 * day + 1_000))).toBe(false)
+        expect(yield* store.rememberDelivery(integration.id, delivery, at(7 * day - 1), at(14 * day))).toBe(false)
+        // Another integration's deliveries are its own.
+        expect(yield* store.rememberDelivery(other.id, delivery, at(1_000), at(7 * day))).toBe(true)
+        // Once expired, the id is forgotten: it is pruned and may be received again.
+        expect(yield* store.rememberDelivery(integration.id, delivery, at(7 * day), at(14 * day))).toBe(true)
+        expect(yield* store.rememberDelivery(integration.id, randomUUID(), at(0), at(day))).toBe(true)
+        expect(yield* store.pruneDeliveries(at(2 * day))).toBeGreaterThanOrEqual(1)
+        expect(yield* store.rememberDelivery(integration.id, delivery, at(8 * day), at(15 * day))).toBe(false)
+        // Removing the integration forgets its deliveries with it.
+        expect(yield* store.deleteIntegration(tenantId, other.id)).toBe(true)
+        expect(yield* store.deleteIntegration(tenantId, other.id)).toBe(false)
+        expect(yield* store.integration(tenantId, other.id)).toBeUndefined()
+      })
+    )
+
+    it.effect("removes an integration only in its own tenant", () =>
+      Effect.gen(function* () {
+        const store = yield* DeploymentStore
+        const [owner, stranger] = [yield* tenant, yield* tenant]
+        const integration = { id: randomUUID(), tenant_id: owner, provider: "github", owner: unique("r"), owner_key: unique("r"), webhook_secret: "sealed", installed_at: at() }
+        yield* store.insertIntegration(integration)
+        expect(yield* store.deleteIntegration(stranger, integration.id)).toBe(false)
+        expect(yield* store.integration(owner, integration.id)).toEqual(integration)
+        expect(yield* store.deleteIntegration(owner, integration.id)).toBe(true)
+        expect(yield* store.integrationsByOwner("github", integration.owner_key)).toEqual([])
+      })
+    )
+
+    it.effect("finds push targets only among the deployments bound to the signing integration, and knows which commits a deployment built", () =>
+      Effect.gen(function* () {
+        const store = yield* DeploymentStore
+        const tenantId = yield* tenant
+        const [bound, unbound] = [randomUUID(), randomUUID()]
+        const gitrepo = (integrationId: string | null) =>
+          deploymentWithRevision(tenantId, {
+            source: "gitrepo",
+            source_config: { integration_id: integrationId, repo_url: "https://github.com/acme/agent", build_on_push: true },
+            source_revision_config: { repo_ref: "main", graph_config_path: "langgraph.json" }
+          })
+        const mine = gitrepo(bound)
+        const theirs = gitrepo(unbound)
+        const none = gitrepo(null)
+        for (const { deployment, revision } of [mine, theirs, none]) yield* store.createDeployment(deployment, revision, randomUUID())
+        expect((yield* store.pushTargets(tenantId, bound, "refs/heads/main", "main")).map((record) => record.id)).toEqual([mine.deployment.id])
+        expect((yield* store.pushTargets(tenantId, bound.toUpperCase(), "refs/heads/main", "main")).map((record) => record.id)).toEqual([mine.deployment.id])
+        expect(yield* store.pushTargets(tenantId, bound, "refs/heads/dev", "dev")).toEqual([])
+
+        const sha = "c0ffee".padEnd(40, "0")
+        expect(yield* store.commitBuilt(tenantId, mine.deployment.id, sha, "main")).toBe(false)
+        const built = revisionFor(mine.deployment, 2, {
+          source_revision_config: { repo_ref: "main", graph_config_path: "langgraph.json", repo_commit_sha: sha },
+          status: "BUILD_FAILED"
+        })
+        yield* store.insertRevision(built)
+        // Whatever became of that revision, the commit was built for that ref.
+        expect(yield* store.commitBuilt(tenantId, mine.deployment.id, sha, "main")).toBe(true)
+        expect(yield* store.commitBuilt(tenantId, mine.deployment.id, sha, "dev")).toBe(false)
+        expect(yield* store.commitBuilt(tenantId, theirs.deployment.id, sha, "main")).toBe(false)
+        const stranger = yield* tenant
+        expect(yield* store.commitBuilt(stranger, mine.deployment.id, sha, "main")).toBe(false)
+      })
+    )
+
+    it.effect("answers an empty page for any offset past the end, however large", () =>
+      Effect.gen(function* () {
+        const store = yield* DeploymentStore
+        const tenantId = yield* tenant
+        const { deployment, revision } = deploymentWithRevision(tenantId)
+        yield* store.createDeployment(deployment, revision, randomUUID())
+        const filter = { nameContains: null, statuses: null, imageVersion: null, deploymentType: null, ids: null }
+        for (const offset of [5_000, 2 ** 53 + 2, 9.2e18, 2 ** 63, 2 ** 64, 1e300]) {
+          const page = { limit: 10, offset }
+          expect(yield* store.listDeployments(tenantId, filter, page)).toEqual([])
+          expect(yield* store.listRevisions(tenantId, deployment.id, null, page)).toEqual([])
+          expect(yield* store.listTracingProjects(tenantId, null, page)).toEqual([])
+          expect(yield* store.listListeners(tenantId, page)).toEqual([])
+        }
+      })
+    )
+
+    it.effect("reseals every stored sealed value in one transaction, and rolls all of it back when one fails", () =>
+      Effect.gen(function* () {
+        const store = yield* DeploymentStore
+        const tenantId = yield* tenant
+        const { deployment, revision } = deploymentWithRevision(tenantId, { secrets: [{ name: "A", value: "sealed-a" }, { name: "B", value: "sealed-b" }] })
+        yield* store.createDeployment(deployment, { ...revision, secrets: deployment.secrets }, randomUUID())
+        const integration = { id: randomUUID(), tenant_id: tenantId, provider: "github", owner: unique("s"), owner_key: unique("s"), webhook_secret: "sealed-w", installed_at: at() }
+        yield* store.insertIntegration(integration)
+
+        // The store holds other tests' values too: a failing reseal must leave every one as it was.
+        const refused = yield* Effect.flip(
+          store.resealSecrets((stored) => {
+            if (stored === "sealed-w") throw new Error("cannot open")
+            return `re:${stored}`
+          })
+        )
+        expect(refused._tag).toBe("StoreError")
+        expect((yield* store.deployment(tenantId, deployment.id))?.secrets).toEqual(deployment.secrets)
+        expect((yield* store.integration(tenantId, integration.id))?.webhook_secret).toBe("sealed-w")
+
+        const counts = yield* store.resealSecrets((stored) => `re:${stored}`)
+        expect(counts.secretValues).toBeGreaterThanOrEqual(4)
+        expect(counts.webhookSecrets).toBeGreaterThanOrEqual(1)
+        expect((yield* store.deployment(tenantId, deployment.id))?.secrets).toEqual([{ name: "A", value: "re:sealed-a" }, { name: "B", value: "re:sealed-b" }])
+        expect((yield* store.integration(tenantId, integration.id))?.webhook_secret).toBe("re:sealed-w")
       })
     )
   })

@@ -170,4 +170,66 @@ export const sandboxStoreSuite = (backend: string, stores: Layer.Layer<SandboxSt
         expect(yield* page(4999)).toEqual([])
       })
     )
+
+    it.effect("keeps a volume name unique within the organization: tenants of one organization cannot share it, tenants of another can", () =>
+      Effect.gen(function* () {
+        const store = yield* SandboxStore
+        const keys = yield* KeyStore
+        const { organizationId, tenantId } = yield* organization
+        const sibling = randomUUID()
+        yield* keys.ensureTenant(sibling, organizationId)
+        const stranger = yield* organization
+        const name = unique("data")
+        yield* store.insertVolume(volume(tenantId, organizationId, 1n, name))
+        const clash = yield* Effect.flip(store.insertVolume(volume(sibling, organizationId, 1n, name)))
+        expect(clash._tag).toBe("SandboxConflict")
+        expect(yield* store.volumeByName(sibling, name)).toBeUndefined()
+        // A rename into a name the organization uses is refused the same way.
+        const other = volume(sibling, organizationId, 1n)
+        yield* store.insertVolume(other)
+        expect((yield* Effect.flip(store.updateVolume(other, { ...other, name, updated_at: at(1) })))._tag).toBe("SandboxConflict")
+        // Another organization's tenant may use it.
+        const theirs = volume(stranger.tenantId, stranger.organizationId, 1n, name)
+        yield* store.insertVolume(theirs)
+        expect(yield* store.volumeByName(stranger.tenantId, name)).toEqual(theirs)
+      })
+    )
+
+    it.effect("answers an empty page for any offset past the end, however large", () =>
+      Effect.gen(function* () {
+        const store = yield* SandboxStore
+        const { organizationId, tenantId } = yield* organization
+        yield* store.insertVolume(volume(tenantId, organizationId, 1n))
+        for (const offset of [5_000, 2 ** 53 + 2, 9.2e18, 2 ** 63, 2 ** 64, 1e300]) {
+          const page = { limit: 10, offset }
+          expect(yield* store.listVolumes(tenantId, page)).toEqual([])
+          expect(yield* store.listTemplates(tenantId, page)).toEqual([])
+          expect(yield* store.listPools(tenantId, page)).toEqual([])
+          expect(yield* store.listSandboxes(tenantId, page)).toEqual([])
+        }
+      })
+    )
+
+    it.effect("names the sandboxes that mount a volume, through any template", () =>
+      Effect.gen(function* () {
+        const store = yield* SandboxStore
+        const { organizationId, tenantId } = yield* organization
+        const [data, spare] = [volume(tenantId, organizationId, 1n), volume(tenantId, organizationId, 1n)]
+        yield* store.insertVolume(data)
+        yield* store.insertVolume(spare)
+        const first = template(tenantId, [{ volume_id: data.id, mount_path: "/data" }])
+        const second = template(tenantId, [{ volume_id: data.id, mount_path: "/mnt" }])
+        yield* store.insertTemplate(first)
+        yield* store.insertTemplate(second)
+        expect(yield* store.volumesAttached([data.id, spare.id])).toEqual([])
+        expect(yield* store.volumesAttached([])).toEqual([])
+        const boxName = unique("box")
+        const id = randomUUID()
+        yield* store.insertSandbox({ id, tenant_id: tenantId, name: boxName, template_id: second.id, pool_id: null, status: "provisioning", status_message: null, created_at: at(), updated_at: at() })
+        expect(yield* store.volumesAttached([data.id])).toEqual([{ volume_name: data.name, sandbox_name: boxName }])
+        expect(yield* store.volumesAttached([spare.id])).toEqual([])
+        yield* store.deleteSandbox(id)
+        expect(yield* store.volumesAttached([data.id])).toEqual([])
+      })
+    )
   })

@@ -3,6 +3,7 @@ import { randomUUID } from "node:crypto"
 import { Effect, Result } from "effect"
 import {
   Api,
+  checkRevisionSource,
   controlPage,
   databaseReadyOf,
   deploymentStatus,
@@ -17,6 +18,7 @@ import {
 import { implement, now, ServerEnv } from "../../module.ts"
 import { chooseRuntime } from "../../runtime/select.ts"
 import type { DeploymentRecord, NewRevision } from "../../store/DeploymentStore.ts"
+import { integrationIssues } from "../integrationBinding.ts"
 import { deploymentNotFound, type DeploymentWrites, toDeployment, toListener } from "../shared.ts"
 
 export const deploymentRoutes = (writes: DeploymentWrites) =>
@@ -34,7 +36,10 @@ export const deploymentRoutes = (writes: DeploymentWrites) =>
       implement(Api.createDeployment, ({ body }, { auth }) =>
         Effect.gen(function* () {
           const plan = planCreate(body, { publicUrl })
-          const listenerProblems = listenerIssues(body.source_config, yield* listenerOf(auth.tenantId, body.source_config?.listener_id))
+          const listenerProblems = [
+            ...listenerIssues(body.source_config, yield* listenerOf(auth.tenantId, body.source_config?.listener_id)),
+            ...(yield* integrationIssues(store, auth.tenantId, body.source_config))
+          ]
           if (Result.isFailure(plan) || listenerProblems.length > 0) {
             return yield* new ValidationError({ issues: [...(Result.isFailure(plan) ? plan.failure.issues : []), ...listenerProblems] })
           }
@@ -106,6 +111,7 @@ export const deploymentRoutes = (writes: DeploymentWrites) =>
             Effect.gen(function* () {
               const deployment = yield* mustGetDeployment(auth.tenantId, params.deployment_id)
               yield* refuseIfDeleting(deployment)
+              yield* Effect.fromResult(checkRevisionSource(deployment.source, body.revision_source))
               const plan = yield* Effect.fromResult(planPatch(storedOf(deployment), body))
               if (plan.newRevision) {
                 return yield* writeNewRevision({
@@ -132,11 +138,12 @@ export const deploymentRoutes = (writes: DeploymentWrites) =>
         })
       ),
 
-      implement(Api.deleteDeployment, ({ params }, { auth }) =>
+      implement(Api.deleteDeployment, ({ params, query }, { auth }) =>
         Effect.gen(function* () {
           const deleting = yield* store.transaction(
             Effect.gen(function* () {
               const deployment = yield* mustGetDeployment(auth.tenantId, params.deployment_id)
+              if (query.delete_tracing_project === true) yield* store.deleteTracingProjects(auth.tenantId, deployment.id)
               if (deployment.status === "AWAITING_DELETE") return undefined
               const at = now()
               const stopped = yield* supersedeUnfinished(auth.tenantId, deployment.id, at)

@@ -1,10 +1,16 @@
 /** `/v1/integrations/gitrepo`: the tenant's git-host integrations, and the push webhook they sign. */
 import { Effect, Result } from "effect"
-import { Api, decodeWithIssues, PushEvent, revisionForPush, type StoredDeployment, Unauthorized, ValidationError } from "../../../core/index.ts"
-import { implement, ServerEnv } from "../../module.ts"
+import { Api, Conflict, decodeWithIssues, PushEvent, revisionForPush, type StoredDeployment, Unauthorized, ValidationError } from "../../../core/index.ts"
+import { implement, now, ServerEnv } from "../../module.ts"
 import { ownerKey } from "../admin.ts"
 import type { DeploymentWrites } from "../shared.ts"
 import { verifySignature } from "../webhook.ts"
+
+/** How long a delivery id is remembered (GitHub lets a delivery be redelivered for a few days). */
+export const WEBHOOK_DELIVERY_TTL_MS = 7 * 24 * 60 * 60 * 1000
+
+/** GitHub's delivery ids are uuids; anything id-like of sane length is accepted. */
+const deliveryPattern = /^[A-Za-z0-9._-]{1,128}$/
 
 export const integrationRoutes = (writes: DeploymentWrites) =>
   Effect.gen(function* () {
@@ -31,31 +37,47 @@ export const integrationRoutes = (writes: DeploymentWrites) =>
           const candidates = typeof owner === "string" ? yield* store.integrationsByOwner("github", ownerKey(owner)) : []
           const integration = candidates.find((candidate) => verifySignature(box.open(candidate.webhook_secret), rawBody, signature))
           if (!integration) return yield* new Unauthorized({ message: "Invalid webhook signature" })
+          // The signature covers the body only: the delivery id refuses a redelivery of the same
+          // request, and the commit check below refuses a replayed push under any delivery id.
+          const deliveryId = headers["x-github-delivery"]
+          if (typeof deliveryId !== "string" || !deliveryPattern.test(deliveryId)) {
+            return yield* ValidationError.single(["header", "x-github-delivery"], "Field required: the delivery's unique id (GitHub sends it with every delivery)", "missing")
+          }
           const event = headers["x-github-event"]
-          if (event === "ping") return { revision_ids: [] }
-          if (event !== "push") return yield* ValidationError.single(["header", "x-github-event"], "Input should be 'push' or 'ping'", "literal_error")
-          const push = yield* Effect.fromResult(Result.mapError(decodePush(body), (issues) => new ValidationError({ issues })))
+          if (event !== "push" && event !== "ping") return yield* ValidationError.single(["header", "x-github-event"], "Input should be 'push' or 'ping'", "literal_error")
+          const push = event === "push" ? yield* Effect.fromResult(Result.mapError(decodePush(body), (issues) => new ValidationError({ issues }))) : undefined
           const tenantId = integration.tenant_id
-          const branch = push.ref.startsWith("refs/heads/") ? push.ref.slice("refs/heads/".length) : push.ref
+          const receivedAt = now()
+          const expiresAt = new Date(Date.parse(receivedAt) + WEBHOOK_DELIVERY_TTL_MS).toISOString()
           const created = yield* store.transaction(
-            Effect.flatMap(store.pushTargets(tenantId, push.ref, branch), (targets) =>
-              Effect.forEach(targets, (deployment) => {
-                // The deployment's secrets travel sealed: no need to open them to copy them.
-                const stored: StoredDeployment = storedOf({ ...deployment, secrets: [] })
-                const next = revisionForPush(stored, push)
-                if (!next) return Effect.succeed([])
-                return Effect.map(
-                  writeNewRevision({
+            Effect.gen(function* () {
+              if (!(yield* store.rememberDelivery(integration.id, deliveryId, receivedAt, expiresAt))) {
+                return yield* new Conflict({ message: `Delivery ${deliveryId} was already received` })
+              }
+              if (!push) return []
+              const branch = push.ref.startsWith("refs/heads/") ? push.ref.slice("refs/heads/".length) : push.ref
+              const targets = yield* store.pushTargets(tenantId, integration.id, push.ref, branch)
+              return yield* Effect.forEach(targets, (deployment) =>
+                Effect.gen(function* () {
+                  // The deployment's secrets travel sealed: no need to open them to copy them.
+                  const stored: StoredDeployment = storedOf({ ...deployment, secrets: [] })
+                  const next = revisionForPush(stored, push)
+                  if (!next) return []
+                  // A commit this deployment already built for this ref is never built again: a
+                  // replayed old push cannot pin the deployment back to an old commit.
+                  const ref = next.source_revision_config.repo_ref
+                  if (typeof ref === "string" && (yield* store.commitBuilt(tenantId, deployment.id, push.after, ref))) return []
+                  const written = yield* writeNewRevision({
                     deployment,
                     sourceConfig: stored.source_config,
                     sourceRevisionConfig: next.source_revision_config,
                     secrets: deployment.secrets,
                     imageVersion: deployment.image_version
-                  }),
-                  (written) => [written]
-                )
-              })
-            )
+                  })
+                  return [written]
+                })
+              )
+            })
           )
           const writtenAll = created.flat()
           yield* Effect.forEach(writtenAll, announce, { discard: true })

@@ -21,10 +21,13 @@ export const listenerRoutes = ({ store }: DeploymentWrites) =>
 
       implement(Api.createListener, ({ body }, { auth }) => {
         const at = now()
+        const id = randomUUID()
         const listener: ListenerRecord = {
-          id: randomUUID(),
+          id,
           tenant_id: auth.tenantId,
           compute_type: body.compute_type,
+          compute_id: body.compute_id ?? id,
+          version: body.version ?? null,
           compute_config: body.compute_config,
           created_at: at,
           updated_at: at
@@ -46,7 +49,7 @@ export const listenerRoutes = ({ store }: DeploymentWrites) =>
                 message: `Namespace '${stranded[0]!.namespace}' is still used by deployment '${stranded[0]!.name}' on listener ${listener.id}`
               })
             }
-            const updated: ListenerRecord = { ...listener, compute_type: body.compute_type ?? listener.compute_type, compute_config: computeConfig, updated_at: now() }
+            const updated: ListenerRecord = { ...listener, compute_type: body.compute_type ?? listener.compute_type, version: body.version ?? listener.version, compute_config: computeConfig, updated_at: now() }
             yield* store.updateListener(updated)
             return toListener(updated)
           })

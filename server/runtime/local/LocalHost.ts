@@ -4,10 +4,12 @@
  * server's data directory (`<dir of the database>/runtime/`). Deployments and sandboxes each
  * have a driver over it; neither owns it.
  */
+import { existsSync } from "node:fs"
 import { dirname, join, resolve } from "node:path"
 import { Context, Effect, Layer } from "effect"
 import { ServerEnv } from "../../module.ts"
 import { type BoxRunner, makeBoxRunner, type RunningBox } from "./boxes.ts"
+import { unsearchableAncestor } from "./host.ts"
 import { type ImageStore, imageStoreOptionsFromEnv, makeImageStore } from "./images.ts"
 import { hostTools, hostToolsSummary, missingToolsMessage } from "./tools.ts"
 import { makeVolumeStore, type VolumeStore } from "./volumes.ts"
@@ -24,10 +26,17 @@ export class LocalHost extends Context.Service<
   }
 >()("slipway/LocalHost") {}
 
-/** The tools the local runtime needs, or why it cannot run here (null when it can). */
-export const localRuntimeUnavailable = (): string | null => {
+/** Why the local runtime cannot run here with its state under `root`, or null when it can. */
+export const localRuntimeUnavailable = (root: string): string | null => {
+  if (process.platform !== "linux") return "the local runtime needs Linux"
   if (process.getuid?.() !== 0) return "the local runtime needs root (mounts, cgroups, user namespaces)"
-  return missingToolsMessage(hostTools(), ["bwrap", "skopeo", "umoci", "nsenter", "busybox", "mkfs.btrfs"])
+  const missing = missingToolsMessage(hostTools(), ["bwrap", "skopeo", "umoci", "nsenter", "busybox", "mkfs.btrfs"])
+  if (missing) return missing
+  // Boxes run as unprivileged uids that must reach their state: every ancestor needs o+x.
+  let existing = resolve(root)
+  while (!existsSync(existing)) existing = dirname(existing)
+  const blocked = unsearchableAncestor(join(existing, "child"))
+  return blocked ? `${blocked} is not searchable by others (chmod o+x ${blocked}, or put the database elsewhere)` : null
 }
 
 /** Where the local runtime keeps its state: beside the database file (or in a temp dir for `:memory:`). */

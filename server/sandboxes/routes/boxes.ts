@@ -1,7 +1,7 @@
 /** `/v2/sandboxes/boxes`: sandboxes, their status, and start/stop. */
 import { randomUUID } from "node:crypto"
 import { Effect } from "effect"
-import { Api, checkBoxTemplate, Pagination, sandboxPage } from "../../../core/index.ts"
+import { Api, checkBoxTemplate, checkVolumeAttachment, Pagination, sandboxPage } from "../../../core/index.ts"
 import { implement, now } from "../../module.ts"
 import { found, type SandboxShared, taken } from "../shared.ts"
 
@@ -15,6 +15,9 @@ export const boxRoutes = ({ store, controller, sandboxJson, freeSandboxName, lau
         const box = yield* store.transaction(
           Effect.gen(function* () {
             const template = yield* Effect.fromResult(checkBoxTemplate(body.template_name, yield* store.templateByName(tenantId, body.template_name)))
+            // The rule pools follow too: a volume attaches to a single sandbox.
+            const attached = template.mounts.length === 0 ? [] : yield* store.volumesAttached(template.mounts.map((mount) => mount.volume_id))
+            yield* Effect.fromResult(checkVolumeAttachment(template.name, { volume_mounts: template.mounts }, "box", attached))
             if (body.name !== undefined && (yield* store.sandboxNameTaken(tenantId, body.name))) return yield* taken("sandbox", body.name)
             const name = body.name ?? (yield* freeSandboxName(tenantId, template.name))
             const at = now()

@@ -13,6 +13,7 @@ import { type Db, sqliteTransactional } from "./database.ts"
 import { type DeploymentRow, type ListenerRow, makeDeploymentRepository, type RevisionRow, type RevisionView } from "./deploymentRepository.ts"
 import type { StoreError } from "../StoreError.ts"
 import { isUniqueViolation, op, toStoreError } from "./errors.ts"
+import { sqlPage } from "./page.ts"
 import { SqliteDatabase } from "./SqliteDatabase.ts"
 
 const toDeploymentRecord = (row: DeploymentRow): DeploymentRecord => ({
@@ -100,9 +101,10 @@ export const makeSqliteDeploymentStore = (db: Db): DeploymentStore["Service"] =>
     setDeploymentState: (tenantId, id, status, activeRevisionId, now) => op(() => repo.setDeploymentState(tenantId, id, status, activeRevisionId, now)),
     setDeploymentStatus: (tenantId, id, status, now) => op(() => repo.setDeploymentStatus(tenantId, id, status, now)),
     deleteDeployment: (tenantId, id) => op(() => repo.deleteDeployment(tenantId, id)),
-    listDeployments: (tenantId, filter, page) =>
-      op(() =>
-        repo
+    listDeployments: (tenantId, filter, requested) =>
+      op(() => {
+        const page = sqlPage(requested)
+        return repo
           .listDeployments(
             tenantId,
             {
@@ -116,8 +118,9 @@ export const makeSqliteDeploymentStore = (db: Db): DeploymentStore["Service"] =>
             page.offset
           )
           .map(toDeploymentRecord)
-      ),
-    pushTargets: (tenantId, ref, branch) => op(() => repo.pushTargets(tenantId, ref, branch).map(toDeploymentRecord)),
+      }),
+    pushTargets: (tenantId, integrationId, ref, branch) => op(() => repo.pushTargets(tenantId, integrationId, ref, branch).map(toDeploymentRecord)),
+    commitBuilt: (tenantId, deploymentId, commitSha, repoRef) => op(() => repo.commitBuilt(tenantId, deploymentId, commitSha, repoRef)),
     pendingDeletes: () => op(() => repo.pendingDeletes()),
 
     revision: (tenantId, deploymentId, id) =>
@@ -127,7 +130,7 @@ export const makeSqliteDeploymentStore = (db: Db): DeploymentStore["Service"] =>
       }),
     insertRevision: (revision) => op(() => repo.insertRevision(toRevisionRow(revision))),
     listRevisions: (tenantId, deploymentId, statuses, page) =>
-      op(() => repo.listRevisions(tenantId, deploymentId, jsonList(statuses), page.limit, page.offset).map(toRevisionRecord)),
+      op(() => repo.listRevisions(tenantId, deploymentId, jsonList(statuses), page.limit, sqlPage(page).offset).map(toRevisionRecord)),
     unfinishedRevisions: (tenantId, deploymentId) =>
       op(() => repo.unfinishedRevisions(tenantId, deploymentId) as Array<{ id: string; status: RevisionStatus }>),
     setRevisionStatus: (tenantId, id, status, message, deployedAt, now) => op(() => repo.setRevisionStatus(tenantId, id, status, message, deployedAt, now)),
@@ -141,24 +144,42 @@ export const makeSqliteDeploymentStore = (db: Db): DeploymentStore["Service"] =>
       }),
     activeRevisions: () => op(() => repo.activeRevisions()),
 
-    listTracingProjects: (tenantId, name, page) => op(() => repo.listTracingProjects(tenantId, name, page.limit, page.offset)),
+    listTracingProjects: (tenantId, name, page) => op(() => repo.listTracingProjects(tenantId, name, page.limit, sqlPage(page).offset)),
+    deleteTracingProjects: (tenantId, deploymentId) => op(() => repo.deleteTracingProjects(tenantId, deploymentId)),
 
     listener: (tenantId, id) =>
       op(() => {
         const row = repo.listener(tenantId, id)
         return row && toListenerRecord(row)
       }),
-    insertListener: (listener) => op(() => repo.insertListener(toListenerRow(listener))),
+    insertListener: (listener) =>
+      Effect.suspend((): Effect.Effect<void, Conflict | StoreError> => {
+        try {
+          repo.insertListener(toListenerRow(listener))
+          return Effect.void
+        } catch (error) {
+          // UNIQUE (tenant_id, compute_id): the real API's 409.
+          if (isUniqueViolation(error, "compute_id")) {
+            return Effect.fail(new Conflict({ message: `Listener for tenant ${listener.tenant_id} and compute ID '${listener.compute_id}' already exists` }))
+          }
+          return Effect.fail(toStoreError(error))
+        }
+      }),
     updateListener: (listener) => op(() => repo.updateListener(toListenerRow(listener))),
     deleteListener: (tenantId, id) => op(() => repo.deleteListener(tenantId, id)),
-    listListeners: (tenantId, page) => op(() => repo.listListeners(tenantId, page.limit, page.offset).map(toListenerRecord)),
+    listListeners: (tenantId, page) => op(() => repo.listListeners(tenantId, page.limit, sqlPage(page).offset).map(toListenerRecord)),
     listenerUsers: (tenantId, id) => op(() => repo.listenerUsers(tenantId, id)),
 
     insertIntegration: (integration: IntegrationRecord) => op(() => repo.insertIntegration(integration)),
     integrations: (tenantId) => op(() => repo.integrations(tenantId)),
     integration: (tenantId, id) => op(() => repo.integration(tenantId, id)),
     integrationsByOwner: (provider, ownerKey) => op(() => repo.integrationsByOwner(provider, ownerKey)),
-    integrationByOwner: (tenantId, provider, ownerKey) => op(() => repo.integrationByOwner(tenantId, provider, ownerKey))
+    integrationByOwner: (tenantId, provider, ownerKey) => op(() => repo.integrationByOwner(tenantId, provider, ownerKey)),
+    repositoriesOfIntegration: (tenantId, integrationId) => op(() => repo.repositoriesOfIntegration(tenantId, integrationId)),
+    deleteIntegration: (tenantId, id) => op(() => repo.deleteIntegration(tenantId, id)),
+    rememberDelivery: (integrationId, deliveryId, receivedAt, expiresAt) => op(() => repo.rememberDelivery(integrationId, deliveryId, receivedAt, expiresAt)),
+    pruneDeliveries: (now) => op(() => repo.pruneDeliveries(now)),
+    resealSecrets: (reseal) => op(() => repo.resealSecrets(reseal))
   }
 }
 

@@ -6,6 +6,7 @@ import type { StoreError } from "../StoreError.ts"
 import { type Db, sqliteTransactional } from "./database.ts"
 import { isUniqueViolation, op, toStoreError } from "./errors.ts"
 import { makeSandboxRepository, type TemplateRow, type TemplateView as TemplateViewRow } from "./sandboxRepository.ts"
+import { sqlPage } from "./page.ts"
 import { SqliteDatabase } from "./SqliteDatabase.ts"
 
 const toTemplateView = (row: TemplateViewRow): TemplateView => ({
@@ -49,11 +50,12 @@ export const makeSqliteSandboxStore = (db: Db): SandboxStore["Service"] => {
     organizationUsage: (organizationId) => op(() => repo.organizationUsage(organizationId)),
 
     volumeByName: (tenantId, name) => op(() => repo.volumeByName(tenantId, name)),
-    listVolumes: (tenantId, page) => op(() => repo.listVolumes(tenantId, page)),
+    listVolumes: (tenantId, page) => op(() => repo.listVolumes(tenantId, sqlPage(page))),
     insertVolume: (volume) => naming("volume", volume.name, () => repo.insertVolume(volume)),
     updateVolume: (before, after) => naming("volume", after.name, () => repo.updateVolume(before, after)),
     deleteVolume: (id) => op(() => repo.deleteVolume(id)),
     templatesMounting: (volumeId) => op(() => repo.templatesMounting(volumeId)),
+    volumesAttached: (volumeIds) => op(() => repo.volumesAttached(volumeIds)),
 
     templateByName: (tenantId, name) =>
       op(() => {
@@ -65,7 +67,7 @@ export const makeSqliteSandboxStore = (db: Db): SandboxStore["Service"] => {
         const row = repo.templateById(id)
         return row && toTemplateRecord(row)
       }),
-    listTemplates: (tenantId, page) => op(() => repo.listTemplates(tenantId, page).map(toTemplateView)),
+    listTemplates: (tenantId, page) => op(() => repo.listTemplates(tenantId, sqlPage(page)).map(toTemplateView)),
     insertTemplate: (template) =>
       naming("template", template.name, () =>
         repo.insertTemplate({ ...template, proxy_config: template.proxy_config === null ? null : JSON.stringify(template.proxy_config) })
@@ -75,7 +77,7 @@ export const makeSqliteSandboxStore = (db: Db): SandboxStore["Service"] => {
     templateUsage: (templateId) => op(() => repo.templateUsage(templateId)),
 
     poolByName: (tenantId, name) => op(() => repo.poolByName(tenantId, name)),
-    listPools: (tenantId, page) => op(() => repo.listPools(tenantId, page)),
+    listPools: (tenantId, page) => op(() => repo.listPools(tenantId, sqlPage(page))),
     insertPool: (pool) => naming("pool", pool.name, () => repo.insertPool(pool)),
     updatePool: (before, after) => naming("pool", after.name, () => repo.updatePool(before, after)),
     deletePool: (id) => op(() => repo.deletePool(id)),
@@ -84,7 +86,7 @@ export const makeSqliteSandboxStore = (db: Db): SandboxStore["Service"] => {
     sandboxByName: (tenantId, name) => op(() => repo.sandboxByName(tenantId, name)),
     sandboxById: (tenantId, id) => op(() => repo.sandboxById(tenantId, id)),
     sandboxNameTaken: (tenantId, name) => op(() => repo.sandboxNameTaken(tenantId, name)),
-    listSandboxes: (tenantId, page) => op(() => repo.listSandboxes(tenantId, page)),
+    listSandboxes: (tenantId, page) => op(() => repo.listSandboxes(tenantId, sqlPage(page))),
     insertSandbox: (sandbox) => naming("sandbox", sandbox.name, () => repo.insertSandbox(sandbox)),
     renameSandbox: (sandbox, name, now) => naming("sandbox", name, () => repo.renameSandbox(sandbox.id, name, now)),
     deleteSandbox: (id) => op(() => repo.deleteSandbox(id)),

@@ -62,18 +62,28 @@ export const immediate = (db: Db): Transaction => transactionsOf(db).immediate
 /** `BEGIN DEFERRED`: several reads that see one state of the database. */
 export const deferred = (db: Db): Transaction => transactionsOf(db).deferred
 
+/**
+ * Applies the migrations not applied yet. Whether one is applied is read INSIDE its
+ * `BEGIN IMMEDIATE` transaction: several processes starting at once on a fresh file queue on the
+ * write lock, and each one that gets it after another's migration sees it applied and skips it
+ * (read outside the lock, 1–3 of 6 concurrent first starts failed on "table ... already exists").
+ */
 export const migrate = (db: Db, migrations: ReadonlyArray<Migration>): ReadonlyArray<string> => {
   db.exec("CREATE TABLE IF NOT EXISTS schema_migrations (id TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
-  const applied = new Set(db.prepare("SELECT id FROM schema_migrations").pluck().all() as Array<string>)
+  const isApplied = db.prepare("SELECT 1 FROM schema_migrations WHERE id = ?").pluck()
   const record = db.prepare("INSERT INTO schema_migrations (id, applied_at) VALUES (?, ?)")
-  const pending = [...migrations].sort((a, b) => a.id.localeCompare(b.id)).filter((migration) => !applied.has(migration.id))
-  for (const migration of pending) {
+  // Outside the lock only to skip what is surely applied (an applied migration stays applied).
+  const known = new Set(db.prepare("SELECT id FROM schema_migrations").pluck().all() as Array<string>)
+  const applied: Array<string> = []
+  for (const migration of [...migrations].sort((a, b) => a.id.localeCompare(b.id)).filter((migration) => !known.has(migration.id))) {
     immediate(db)(() => {
+      if (isApplied.get(migration.id) !== undefined) return
       db.exec(migration.sql)
       record.run(migration.id, new Date().toISOString())
+      applied.push(migration.id)
     })
   }
-  return pending.map((migration) => migration.id)
+  return applied
 }
 
 /** Flushes the WAL into the main file and closes; used on graceful shutdown. */

@@ -96,5 +96,39 @@ export const deploymentMigrations: ReadonlyArray<Migration> = [
       CREATE INDEX revisions_unfinished ON revisions(tenant_id, deployment_id, seq)
         WHERE status NOT IN ('DEPLOYED', 'CREATE_FAILED', 'BUILD_FAILED', 'DEPLOY_FAILED', 'SKIPPED', 'INTERRUPTED', 'UNKNOWN');
     `
+  },
+  {
+    // The real API's listener fields (docs/real-api.md): compute_id, the user's name for the
+    // compute (unique per tenant; existing listeners get their own id) and version.
+    id: "102_listener_compute_id",
+    sql: `
+      ALTER TABLE listeners ADD COLUMN compute_id TEXT;
+      ALTER TABLE listeners ADD COLUMN version TEXT;
+      UPDATE listeners SET compute_id = id WHERE compute_id IS NULL;
+      CREATE UNIQUE INDEX listeners_compute_id ON listeners(tenant_id, compute_id);
+    `
+  },
+  {
+    // Push webhooks: deliveries already received (a redelivered or replayed X-GitHub-Delivery is
+    // refused) until they expire; the commit and ref each revision built (a replayed push of a
+    // commit already built makes no new revision); and the integration a deployment is bound to
+    // (a push only touches the deployments of the integration that signed it).
+    id: "103_webhook_replay_and_integration_binding",
+    sql: `
+      CREATE TABLE webhook_deliveries (
+        integration_id TEXT NOT NULL REFERENCES integrations(id) ON DELETE CASCADE,
+        delivery_id TEXT NOT NULL,
+        received_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL,
+        PRIMARY KEY (integration_id, delivery_id)
+      );
+      CREATE INDEX webhook_deliveries_by_expiry ON webhook_deliveries(expires_at);
+
+      ALTER TABLE revisions ADD COLUMN repo_ref TEXT GENERATED ALWAYS AS (json_extract(source_revision_config, '$.repo_ref')) VIRTUAL;
+      ALTER TABLE revisions ADD COLUMN repo_commit_sha TEXT GENERATED ALWAYS AS (json_extract(source_revision_config, '$.repo_commit_sha')) VIRTUAL;
+      CREATE INDEX revisions_by_commit ON revisions(deployment_id, repo_commit_sha) WHERE repo_commit_sha IS NOT NULL;
+
+      ALTER TABLE deployments ADD COLUMN integration_id TEXT GENERATED ALWAYS AS (json_extract(source_config, '$.integration_id')) VIRTUAL;
+    `
   }
 ]

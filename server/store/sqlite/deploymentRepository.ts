@@ -52,6 +52,9 @@ export interface ListenerRow {
   readonly id: string
   readonly tenant_id: string
   readonly compute_type: string
+  /** Unique per tenant (real API field); the listener's id unless the client named it. */
+  readonly compute_id: string
+  readonly version: string | null
   /** JSON text. */
   readonly compute_config: string
   readonly created_at: string
@@ -128,8 +131,24 @@ export const makeDeploymentRepository = (db: Db) => {
   )
   const pushTargets = db.prepare(
     `SELECT ${deploymentColumns} FROM deployments
-     WHERE tenant_id = ? AND source = 'gitrepo' AND build_on_push = 1 AND status != 'AWAITING_DELETE' AND repo_ref IN (?, ?)`
+     WHERE tenant_id = ? AND lower(integration_id) = lower(?) AND source = 'gitrepo' AND build_on_push = 1 AND status != 'AWAITING_DELETE' AND repo_ref IN (?, ?)`
   )
+  const commitBuilt = db
+    .prepare("SELECT 1 FROM revisions WHERE tenant_id = ? AND deployment_id = ? AND repo_commit_sha = ? AND repo_ref = ? LIMIT 1")
+    .pluck()
+  // Portable SQL (PostgreSQL has the same ON CONFLICT ... DO NOTHING).
+  const rememberDelivery = db.prepare(
+    "INSERT INTO webhook_deliveries (integration_id, delivery_id, received_at, expires_at) VALUES (?, ?, ?, ?) ON CONFLICT (integration_id, delivery_id) DO NOTHING"
+  )
+  const pruneDeliveries = db.prepare("DELETE FROM webhook_deliveries WHERE expires_at <= ?")
+  const deliverySeen = db.prepare("SELECT 1 FROM webhook_deliveries WHERE integration_id = ? AND delivery_id = ? AND expires_at > ?").pluck()
+  const deleteIntegration = db.prepare("DELETE FROM integrations WHERE tenant_id = ? AND id = ?")
+  const allDeploymentSecrets = db.prepare("SELECT id, secrets FROM deployments")
+  const setDeploymentSecrets = db.prepare("UPDATE deployments SET secrets = ? WHERE id = ?")
+  const allRevisionSecrets = db.prepare("SELECT id, secrets FROM revisions")
+  const setRevisionSecrets = db.prepare("UPDATE revisions SET secrets = ? WHERE id = ?")
+  const allWebhookSecrets = db.prepare("SELECT id, webhook_secret FROM integrations")
+  const setWebhookSecret = db.prepare("UPDATE integrations SET webhook_secret = ? WHERE id = ?")
   const pendingDeletes = db.prepare("SELECT tenant_id, id, updated_at FROM deployments WHERE status = 'AWAITING_DELETE'")
 
   // Revisions
@@ -164,19 +183,20 @@ export const makeDeploymentRepository = (db: Db) => {
     `INSERT INTO tracing_projects (id, tenant_id, name, deployment_id, created_at) VALUES (?, ?, ?, ?, ?)
      ON CONFLICT (tenant_id, name) DO UPDATE SET deployment_id = excluded.deployment_id`
   )
+  const deleteTracingProjects = db.prepare("DELETE FROM tracing_projects WHERE tenant_id = ? AND deployment_id = ?")
   const listTracingProjects = db.prepare(
     `SELECT id, tenant_id, name, deployment_id, created_at FROM tracing_projects
      WHERE tenant_id = @tenant_id AND (@name IS NULL OR name = @name) ORDER BY created_at DESC, id DESC LIMIT @limit OFFSET @offset`
   )
 
   // Listeners
-  const listenerColumns = "id, tenant_id, compute_type, compute_config, created_at, updated_at"
+  const listenerColumns = "id, tenant_id, compute_type, compute_id, version, compute_config, created_at, updated_at"
   const listenerById = db.prepare(`SELECT ${listenerColumns} FROM listeners WHERE tenant_id = ? AND id = ?`)
   const insertListener = db.prepare(
-    `INSERT INTO listeners (${listenerColumns}) VALUES (@id, @tenant_id, @compute_type, @compute_config, @created_at, @updated_at)`
+    `INSERT INTO listeners (${listenerColumns}) VALUES (@id, @tenant_id, @compute_type, @compute_id, @version, @compute_config, @created_at, @updated_at)`
   )
   const updateListener = db.prepare(
-    "UPDATE listeners SET compute_type = @compute_type, compute_config = @compute_config, updated_at = @updated_at WHERE tenant_id = @tenant_id AND id = @id"
+    "UPDATE listeners SET compute_type = @compute_type, version = @version, compute_config = @compute_config, updated_at = @updated_at WHERE tenant_id = @tenant_id AND id = @id"
   )
   const deleteListener = db.prepare("DELETE FROM listeners WHERE tenant_id = ? AND id = ?")
   const listListeners = db.prepare(`SELECT ${listenerColumns} FROM listeners WHERE tenant_id = ? ORDER BY created_at, id LIMIT ? OFFSET ?`)
@@ -193,6 +213,11 @@ export const makeDeploymentRepository = (db: Db) => {
   const integrationsOfTenant = db.prepare(`SELECT ${integrationColumns} FROM integrations WHERE tenant_id = ? ORDER BY installed_at, id`)
   const integrationById = db.prepare(`SELECT ${integrationColumns} FROM integrations WHERE tenant_id = ? AND id = ?`)
   const integrationsByOwner = db.prepare(`SELECT ${integrationColumns} FROM integrations WHERE provider = ? AND owner_key = ?`)
+  const repositoriesOfIntegration = db.prepare(
+    `SELECT repo_url, repo_ref FROM deployments
+     WHERE tenant_id = ? AND lower(json_extract(source_config, '$.integration_id')) = ? AND repo_url IS NOT NULL
+     ORDER BY created_at, id`
+  )
   const integrationByOwnerOfTenant = db.prepare(
     `SELECT ${integrationColumns} FROM integrations WHERE tenant_id = ? AND provider = ? AND owner_key = ?`
   )
@@ -222,7 +247,36 @@ export const makeDeploymentRepository = (db: Db) => {
         offset
       }) as Array<DeploymentRow>,
     /** Candidates for a push to `ref` (a full ref, or its branch name): the core decides which match. */
-    pushTargets: (tenantId: string, ref: string, branch: string) => pushTargets.all(tenantId, ref, branch) as Array<DeploymentRow>,
+    pushTargets: (tenantId: string, integrationId: string, ref: string, branch: string) =>
+      pushTargets.all(tenantId, integrationId, ref, branch) as Array<DeploymentRow>,
+    commitBuilt: (tenantId: string, deploymentId: string, commitSha: string, repoRef: string) =>
+      commitBuilt.get(tenantId, deploymentId, commitSha, repoRef) !== undefined,
+    /** True when the delivery is new; an expired entry of the same id is replaced. */
+    rememberDelivery: (integrationId: string, deliveryId: string, receivedAt: string, expiresAt: string) => {
+      if (deliverySeen.get(integrationId, deliveryId, receivedAt) !== undefined) return false
+      pruneDeliveries.run(receivedAt)
+      return rememberDelivery.run(integrationId, deliveryId, receivedAt, expiresAt).changes === 1
+    },
+    pruneDeliveries: (now: string) => pruneDeliveries.run(now).changes,
+    deleteIntegration: (tenantId: string, id: string) => deleteIntegration.run(tenantId, id).changes > 0,
+    /** Every sealed value through `reseal`, in one IMMEDIATE transaction (a throw rolls back). */
+    resealSecrets: (reseal: (stored: string) => string) =>
+      immediate(db)(() => {
+        let secretValues = 0
+        const resealList = (text: string) => {
+          const secrets = JSON.parse(text) as Array<{ name: string; value: string }>
+          secretValues += secrets.length
+          return JSON.stringify(secrets.map(({ name, value }) => ({ name, value: reseal(value) })))
+        }
+        for (const row of allDeploymentSecrets.all() as Array<{ id: string; secrets: string }>) setDeploymentSecrets.run(resealList(row.secrets), row.id)
+        for (const row of allRevisionSecrets.all() as Array<{ id: string; secrets: string }>) setRevisionSecrets.run(resealList(row.secrets), row.id)
+        let webhookSecrets = 0
+        for (const row of allWebhookSecrets.all() as Array<{ id: string; webhook_secret: string }>) {
+          setWebhookSecret.run(reseal(row.webhook_secret), row.id)
+          webhookSecrets++
+        }
+        return { secretValues, webhookSecrets }
+      }),
     pendingDeletes: () => pendingDeletes.all() as Array<{ tenant_id: string; id: string; updated_at: string }>,
 
     revision: (tenantId: string, deploymentId: string, id: string) => revisionById.get(tenantId, deploymentId, id) as RevisionView | undefined,
@@ -242,6 +296,8 @@ export const makeDeploymentRepository = (db: Db) => {
 
     upsertTracingProject: (id: string, tenantId: string, name: string, deploymentId: string, now: string) =>
       void upsertTracingProject.run(id, tenantId, name, deploymentId, now),
+    /** `delete_tracing_project=true` on a deployment delete (real API). */
+    deleteTracingProjects: (tenantId: string, deploymentId: string) => deleteTracingProjects.run(tenantId, deploymentId).changes,
     listTracingProjects: (tenantId: string, name: string | null, limit: number, offset: number) =>
       listTracingProjects.all({ tenant_id: tenantId, name, limit, offset }) as Array<TracingProjectRow>,
 
@@ -257,6 +313,8 @@ export const makeDeploymentRepository = (db: Db) => {
     integrations: (tenantId: string) => integrationsOfTenant.all(tenantId) as Array<IntegrationRow>,
     integration: (tenantId: string, id: string) => integrationById.get(tenantId, id) as IntegrationRow | undefined,
     integrationsByOwner: (provider: string, ownerKey: string) => integrationsByOwner.all(provider, ownerKey) as Array<IntegrationRow>,
+    repositoriesOfIntegration: (tenantId: string, integrationId: string) =>
+      repositoriesOfIntegration.all(tenantId, integrationId.toLowerCase()) as Array<{ repo_url: string; repo_ref: string | null }>,
     integrationByOwner: (tenantId: string, provider: string, ownerKey: string) =>
       integrationByOwnerOfTenant.get(tenantId, provider, ownerKey) as IntegrationRow | undefined
   }

@@ -1,6 +1,7 @@
 /**
  * Schema of the sandbox area (migration ids 200–299). Every table carries `tenant_id` and every
- * name is unique per tenant within its kind. Rows point at each other by id, never by name, so
+ * name is unique per tenant within its kind, except volume names, which the spec makes unique
+ * within the organization (migration 220). Rows point at each other by id, never by name, so
  * a rename never breaks a reference (a template's mounts follow a renamed volume, a sandbox
  * follows a renamed template).
  *
@@ -118,6 +119,22 @@ export const sandboxMigrations: ReadonlyArray<Migration> = [
       CREATE INDEX sandboxes_by_tenant ON sandboxes(tenant_id);
       CREATE INDEX sandboxes_by_template ON sandboxes(template_id);
       CREATE INDEX sandboxes_by_pool ON sandboxes(pool_id);
+    `
+  },
+  {
+    // The spec: a volume's name is unique within the organization, not only within the tenant.
+    // Volumes that already share a name across tenants of one organization keep the oldest's
+    // name; the others get their id's first 8 characters appended (still a DNS label: at most
+    // 54 + 1 + 8 characters). Templates mount volumes by id, so nothing breaks.
+    id: "220_volume_names_per_organization",
+    sql: `
+      UPDATE sandbox_volumes SET name = substr(name, 1, 54) || '-' || substr(id, 1, 8)
+      WHERE EXISTS (
+        SELECT 1 FROM sandbox_volumes older
+        WHERE older.organization_id = sandbox_volumes.organization_id AND older.name = sandbox_volumes.name AND older.seq < sandbox_volumes.seq
+      );
+      DROP INDEX sandbox_volumes_name;
+      CREATE UNIQUE INDEX sandbox_volumes_name_in_organization ON sandbox_volumes(organization_id, name);
     `
   }
 ]

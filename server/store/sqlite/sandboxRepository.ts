@@ -152,6 +152,14 @@ export const makeSandboxRepository = (db: Db) => {
     `SELECT DISTINCT t.name FROM sandbox_template_mounts m JOIN sandbox_templates t ON t.id = m.template_id
      WHERE m.volume_id = ? ORDER BY t.name`
   )
+  const volumesAttached = prepareNumbers<{ volume_name: string; sandbox_name: string }>(
+    `SELECT mv.name AS volume_name, s.name AS sandbox_name
+     FROM sandbox_template_mounts m
+     JOIN sandboxes s ON s.template_id = m.template_id
+     JOIN sandbox_volumes mv ON mv.id = m.volume_id
+     WHERE m.volume_id IN (SELECT value FROM json_each(?))
+     ORDER BY s.seq`
+  )
 
   // Templates
   const templateByName = prepare<TemplateRow>(`SELECT ${templateColumns} FROM sandbox_templates t WHERE t.tenant_id = ? AND t.name = ?`)
@@ -237,6 +245,7 @@ export const makeSandboxRepository = (db: Db) => {
     },
     deleteVolume: (id: string) => void deleteVolume.run(id),
     templatesMounting: (volumeId: string): Array<string> => templatesMounting.all(volumeId).map((row) => row.name),
+    volumesAttached: (volumeIds: ReadonlyArray<string>) => (volumeIds.length === 0 ? [] : volumesAttached.all(JSON.stringify(volumeIds))),
 
     // Templates
     templateByName: (tenantId: string, name: string) => templateByName.get(tenantId, name),

@@ -28,7 +28,11 @@ describe("control-plane endpoint table", () => {
         "DELETE /v2/listeners/{listener_id} 204",
         "GET /v1/integrations/gitrepo/install 200",
         "POST /v1/integrations/gitrepo/webhook 202",
-        "GET /v1/sessions 200"
+        "GET /v1/sessions 200",
+        // The real LangSmith API's, beside the spec's (docs/real-api.md).
+        "DELETE /v2/deployments 200",
+        "GET /v1/integrations/github/install 200",
+        "GET /v1/integrations/github/{integration_id}/repos 200"
       ].sort()
     )
   })

@@ -52,10 +52,14 @@ describe("CreateDeployment: top-level fields", () => {
     ["", "string_too_short"],
     ["a".repeat(64), "string_too_long"],
     ["My-Agent", "string_pattern_mismatch"],
-    ["my_agent", "string_pattern_mismatch"],
+    ["my.agent", "string_pattern_mismatch"],
     ["my agent", "string_pattern_mismatch"]
   ])("rejects the deployment name %j (%s)", (name, type) => {
     expect(where(bodyIssues(CreateDeployment, { ...external(null), name }))).toStrictEqual([{ loc: ["body", "name"], type }])
+  })
+
+  it("accepts underscores in names, as the real API's documented example does (my_deployment)", () => {
+    expect(decodeBody(CreateDeployment, { ...external(null), name: "my_deployment" }).name).toBe("my_deployment")
   })
 
   it("accepts names of 1 and 63 characters of [a-z0-9-]", () => {
@@ -171,12 +175,22 @@ describe("ResourceSpec", () => {
   })
 
   it("reads integers pydantic-style and refuses zero or negative amounts", () => {
-    expect(where(bodyIssues(CreateDeployment, external({ cpu: 1.5, memory_mb: "512", max_scale: -1, db_storage_gi: 0, db_cpu: 0 })))).toStrictEqual([
+    expect(where(bodyIssues(CreateDeployment, external({ min_scale: 1.5, memory_mb: "512", max_scale: -1, db_storage_gi: 0, db_cpu: 0 })))).toStrictEqual([
+      { loc: [...specLoc, "min_scale"], type: "int_from_float" },
       { loc: [...specLoc, "max_scale"], type: "greater_than_equal" },
-      { loc: [...specLoc, "cpu"], type: "int_from_float" },
       { loc: [...specLoc, "memory_mb"], type: "int_type" },
       { loc: [...specLoc, "db_cpu"], type: "greater_than" },
       { loc: [...specLoc, "db_storage_gi"], type: "greater_than_equal" }
+    ])
+  })
+
+  it("takes fractional CPU within the real API's bounds (requests 0.1-8, limits 0.1-16), redis included", () => {
+    const spec = decodeBody(CreateDeployment, external({ cpu: 0.5, cpu_limit: 16, queue_cpu: 0.1, redis_cpu: 0.25, redis_cpu_limit: 1, redis_memory_limit_mb: 512 })).source_config?.resource_spec
+    expect(spec).toMatchObject({ cpu: 0.5, cpu_limit: 16, queue_cpu: 0.1, redis_cpu: 0.25, redis_cpu_limit: 1, redis_memory_limit_mb: 512 })
+    expect(where(bodyIssues(CreateDeployment, external({ cpu: 0.05, cpu_limit: 16.5, redis_cpu: 9 })))).toStrictEqual([
+      { loc: [...specLoc, "cpu"], type: "greater_than_equal" },
+      { loc: [...specLoc, "cpu_limit"], type: "less_than_equal" },
+      { loc: [...specLoc, "redis_cpu"], type: "less_than_equal" }
     ])
   })
 

@@ -391,6 +391,19 @@ describe("planRevision (POST .../revisions)", () => {
   })
 })
 
+describe("planRevision pins a gitrepo commit", () => {
+  it("stores a hex repo_commit_sha (lowercased) on the new revision, and refuses anything else", () => {
+    const planned = ruleValue(planRevision(storedGit, decodeBody(CreateRevision, { source_revision_config: { repo_commit_sha: "ABCDEF0123456789abcdef0123456789abcdef01" } })))
+    expect(planned.source_revision_config).toMatchObject({ repo_ref: "main", repo_commit_sha: "abcdef0123456789abcdef0123456789abcdef01" })
+    expect(ruleValue(planRevision(storedGit, decodeBody(CreateRevision, {}))).source_revision_config.repo_commit_sha).toBeNull()
+    for (const bad of ["zzz", "abc", "--upload-pack=x", "a".repeat(65)]) {
+      expect(where(ruleIssues(planRevision(storedGit, decodeBody(CreateRevision, { source_revision_config: { repo_commit_sha: bad } }))))).toStrictEqual([
+        { loc: ["body", "source_revision_config", "repo_commit_sha"], type: "value_error" }
+      ])
+    }
+  })
+})
+
 describe("push webhook", () => {
   const push = (ref: string, overrides: Record<string, unknown> = {}) =>
     decodeBody(PushEvent, {

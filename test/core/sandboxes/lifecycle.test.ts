@@ -28,11 +28,17 @@ describe("box lifecycle", () => {
   })
 
   it("delete applies from every state but deleting, and nothing applies once deleting", () => {
-    const events: Array<BoxEvent> = [{ _tag: "Provisioned" }, { _tag: "Failed", message: "x" }, { _tag: "Stop" }, { _tag: "Start" }, { _tag: "Delete" }]
+    const events: Array<BoxEvent> = [{ _tag: "Provisioned" }, { _tag: "Failed", message: "x" }, { _tag: "Stop" }, { _tag: "Start" }, { _tag: "Delete" }, { _tag: "Resume" }]
     for (const status of boxLifecycles) {
       if (status === "deleting") for (const event of events) expect(nextBoxState(at(status), event)).toBeNull()
       else expect(nextBoxState(at(status), { _tag: "Delete" })).toEqual(at("deleting"))
     }
+  })
+
+  it("a resume after a restart makes a box that should run provisioning again, and leaves the others", () => {
+    expect(nextBoxState(at("ready"), { _tag: "Resume" })).toEqual(at("provisioning", "restarting after a server restart"))
+    expect(nextBoxState(at("stopped"), { _tag: "Resume" })).toBeNull()
+    expect(nextBoxState(at("failed", "x"), { _tag: "Resume" })).toBeNull()
   })
 
   it("wants processes running only while provisioning or ready", () => {

@@ -1,7 +1,9 @@
 import Database from "better-sqlite3"
 import { describe, expect, it } from "vitest"
 import { makeLogger } from "../../../server/log.ts"
-import { startTestServer } from "../../support/server.ts"
+import { readFileSync, statSync } from "node:fs"
+import { startServer } from "../../../server/index.ts"
+import { makeRequester, startTestServer, tempDatabasePath, TEST_KEY } from "../../support/server.ts"
 import { containerBody, uniqueName, waitForRevision } from "./helpers.ts"
 
 const SECRET = "sk-live-do-not-leak-4242"
@@ -50,15 +52,41 @@ describe("secrets", () => {
     }
   })
 
-  it("are stored as given without a key (the value round-trips through a masked PATCH)", async () => {
-    const t = await startTestServer({ secretsKey: undefined })
+  it("are sealed by default without SLIPWAY_SECRETS_KEY: a key generated beside the database (0600), logged once without the key, kept across restarts", async () => {
+    const database = tempDatabasePath("slipway-default-key")
+    const lines: Array<string> = []
+    const start = () =>
+      startServer({ port: 0, databasePath: database.path, apiKey: TEST_KEY, secretsKey: undefined, logger: makeLogger("info", (line) => void lines.push(line)) })
     try {
-      const created = (await t.request("POST", "/v2/deployments", { body: containerBody(uniqueName(), { secrets: [{ name: "API_KEY", value: SECRET }] }) })).body
-      await t.request("PATCH", `/v2/deployments/${created.id}`, { body: { secrets: created.secrets } })
-      const stored = allText(t.databasePath)
-      expect(stored.deployments.map((text) => JSON.parse(text))).toEqual([[{ name: "API_KEY", value: SECRET }]])
+      let server = await start()
+      const keyFile = `${database.path}.secrets-key`
+      expect(statSync(keyFile).mode & 0o777).toBe(0o600)
+      const key = readFileSync(keyFile, "utf8").trim()
+      expect(key).toMatch(/^[0-9a-f]{64}$/)
+      const request = makeRequester(server.url, TEST_KEY)
+      const created = (await request("POST", "/v2/deployments", { body: containerBody(uniqueName(), { secrets: [{ name: "API_KEY", value: SECRET }] }) })).body
+      expect((await request("PATCH", `/v2/deployments/${created.id}`, { body: { secrets: created.secrets } })).status).toBe(200)
+      const stored = allText(database.path)
+      for (const text of [...stored.deployments, ...stored.revisions]) {
+        expect(text).not.toContain(SECRET)
+        for (const secret of JSON.parse(text)) expect(secret.value).toMatch(/^enc:v1:/)
+      }
+      await server.close()
+
+      // The same key is used again: the stored value still opens (a masked PATCH reads it).
+      server = await start()
+      expect(readFileSync(keyFile, "utf8").trim()).toBe(key)
+      const again = await makeRequester(server.url, TEST_KEY)("PATCH", `/v2/deployments/${created.id}`, {
+        body: { secrets: [{ name: "API_KEY", value: "********" }, { name: "MORE", value: "m" }] }
+      })
+      expect(again.status, JSON.stringify(again.body)).toBe(200)
+      await server.close()
+      const announced = lines.filter((line) => line.includes("encrypts secrets at rest"))
+      expect(announced).toHaveLength(1)
+      expect(announced[0]).toContain(keyFile)
+      expect(lines.join("\n")).not.toContain(key)
     } finally {
-      await t.close()
+      database.remove()
     }
   })
 })

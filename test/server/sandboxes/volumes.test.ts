@@ -248,3 +248,22 @@ describe("storage quota", () => {
     }
   })
 })
+
+describe("volume names", () => {
+  it("are unique within the organization (409 for a second tenant of it), while another organization may use the same name", async () => {
+    const organization = freshOrganization()
+    const siblingTenant = randomUUID()
+    const sibling = sandboxApi(t.request, { key: t.keyFor(siblingTenant, organization.organizationId) })
+    const stranger = freshOrganization()
+    const name = unique("data")
+    expect((await organization.api.createVolume(name, "1Gi")).status).toBe(201)
+    const clash = await sibling.createVolume(name, "1Gi")
+    expect(clash.status).toBe(409)
+    expect(JSON.stringify(clash.body)).toContain(name)
+    // A rename onto the organization's name is refused too.
+    const other = unique("other")
+    expect((await sibling.createVolume(other, "1Gi")).status).toBe(201)
+    expect((await sibling.call("PATCH", `/volumes/${other}`, { name })).status).toBe(409)
+    expect((await stranger.api.createVolume(name, "1Gi")).status).toBe(201)
+  })
+})

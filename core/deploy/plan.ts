@@ -56,16 +56,48 @@ export type Plan =
       /** Human-readable list of what changes, e.g. `image-uri: a → b`. Never a secret value. */
       readonly changes: ReadonlyArray<string>
     }
-  | { readonly kind: "redeploy"; readonly revisionId: string; readonly ignored: ReadonlyArray<InputName> }
+  | {
+      readonly kind: "redeploy"
+      readonly revisionId: string
+      readonly ignored: ReadonlyArray<InputName>
+      /** Why, when the plan chose it (the latest revision matches the inputs but is not the active one). */
+      readonly reason?: string
+      /** In-place fields (PATCH without a revision) to apply first. */
+      readonly inPlace?: Json
+    }
+  | {
+      /** gitrepo with a commit: `POST …/revisions` pinned to it (after or before an in-place PATCH). */
+      readonly kind: "revision"
+      readonly body: Json
+      readonly inPlace?: Json
+      /** Apply `inPlace` after the revision (when it enables build-on-push, which a tag ref would refuse). */
+      readonly inPlaceAfter?: boolean
+      readonly changes: ReadonlyArray<string>
+    }
+  | {
+      /**
+       * gitrepo with build-on-push: the push webhook builds this commit; wait for the revision it
+       * creates, or (when none appears in time) create `fallback` as a "revision" plan would.
+       */
+      readonly kind: "await-push"
+      readonly commitSha: string
+      readonly fallback: Json
+      readonly inPlace?: Json
+      readonly changes: ReadonlyArray<string>
+    }
   | { readonly kind: "noop"; readonly reason: string; readonly revisionId: string | null }
   | { readonly kind: "invalid"; readonly errors: ReadonlyArray<InputError> }
 
 export interface PlanContext {
   /** Status of the deployment's latest revision, when known: a failed one is retried by an identical run. */
   readonly latestRevisionStatus?: string | undefined
+  /** The commit the latest revision is pinned to or was built from (gitrepo), when known. */
+  readonly latestCommitSha?: string | null | undefined
 }
 
 const failedStatuses = new Set(["CREATE_FAILED", "BUILD_FAILED", "DEPLOY_FAILED"])
+/** Nothing will move these any further, and they do not serve: an identical run makes a new revision. */
+const retriedStatuses = new Set([...failedStatuses, "SKIPPED", "INTERRUPTED", "UNKNOWN"])
 
 /** HMAC-SHA256 over the secrets sorted by name; the same set in any order gives the same value. */
 export const secretsFingerprint = (secrets: ReadonlyArray<Secret>, key: string): string => {
@@ -250,27 +282,70 @@ const planUpdate = (inputs: Inputs, current: DeploymentView, context: PlanContex
     changes.push(`build-on-push: ${current.source_config.build_on_push ?? false} → ${inputs.buildOnPush}`)
   }
 
+  const createsRevision =
+    Object.keys(revisionConfig).length > 0 || body.secrets !== undefined || sourceConfig.resource_spec !== undefined
+  // A gitrepo run for a known commit creates its revisions with POST …/revisions, pinned to that commit.
+  const commit = external ? undefined : inputs.commitSha
+  const inPlace: Json | undefined = !external && sourceConfig.build_on_push !== undefined ? { source_config: { build_on_push: sourceConfig.build_on_push } } : undefined
+  const inPlaceAfter = sourceConfig.build_on_push === true
+  const pinned = (config: Json, secrets: unknown): Json => ({
+    source_revision_config: { ...config, repo_commit_sha: commit },
+    ...(secrets === undefined ? {} : { secrets })
+  })
+
+  if (commit !== undefined && createsRevision) {
+    const latestCommit = context.latestCommitSha ?? undefined
+    if (latestCommit !== commit) changes.push(`commit: ${short(latestCommit)} → ${commit}`)
+    return { kind: "revision", body: pinned(revisionConfig, body.secrets), ...(inPlace ? { inPlace, inPlaceAfter } : {}), changes }
+  }
+  if (commit !== undefined && (context.latestCommitSha ?? undefined) !== commit && current.latest_revision_id !== null) {
+    changes.push(`commit: ${short(context.latestCommitSha)} → ${commit}`)
+    const fallback = pinned({}, undefined)
+    // With build-on-push already on, the push that started this run is built by the webhook.
+    if (current.source_config.build_on_push === true && inputs.buildOnPush !== false) {
+      return { kind: "await-push", commitSha: commit, fallback, ...(inPlace ? { inPlace } : {}), changes }
+    }
+    return { kind: "revision", body: fallback, ...(inPlace ? { inPlace, inPlaceAfter } : {}), changes }
+  }
+
   if (Object.keys(revisionConfig).length > 0) body.source_revision_config = revisionConfig
   if (Object.keys(sourceConfig).length > 0) body.source_config = sourceConfig
-  const createsRevision =
-    body.source_revision_config !== undefined || body.secrets !== undefined || (body.source_config as Json | undefined)?.resource_spec !== undefined
 
-  if (Object.keys(body).length === 0) {
+  if (!createsRevision) {
+    // The configuration matches the latest revision: what serves decides.
     const status = context.latestRevisionStatus
-    if (status !== undefined && failedStatuses.has(status) && current.latest_revision_id !== null) {
+    const latest = current.latest_revision_id
+    if (status !== undefined && retriedStatuses.has(status) && latest !== null) {
       // An identical re-run after a failed revision retries it: re-sending a revision field makes a new revision.
       const retry: Json = external ? { image_uri: currentRevision.image_uri } : { repo_ref: currentRevision.repo_ref }
+      const reason = `retry: the latest revision ${latest} ended in ${status}`
+      if (commit !== undefined) return { kind: "revision", body: pinned({}, undefined), ...(inPlace ? { inPlace, inPlaceAfter } : {}), changes: [...changes, reason] }
       return {
         kind: "patch",
-        body: { source_revision_config: retry },
+        body: { ...body, source_revision_config: retry },
         createsRevision: true,
-        changes: [`retry: the latest revision ${current.latest_revision_id} ended in ${status}`]
+        changes: [...changes, reason]
       }
     }
-    return {
-      kind: "noop",
-      reason: `deployment ${current.name} already matches the inputs; no revision created`,
-      revisionId: current.latest_revision_id
+    if (status === "DEPLOYED" && latest !== null && current.active_revision_id !== latest) {
+      // Rolled back: the inputs match the latest revision, but another one serves. Serve the latest again.
+      return {
+        kind: "redeploy",
+        revisionId: latest,
+        ignored: [],
+        reason: `the latest revision ${latest} matches the inputs but ${current.active_revision_id ?? "no revision"} is active`,
+        ...(Object.keys(body).length > 0 ? { inPlace: body } : {})
+      }
+    }
+    if (Object.keys(body).length === 0) {
+      return {
+        kind: "noop",
+        reason:
+          commit !== undefined
+            ? `deployment ${current.name} already matches the inputs and its latest revision ${latest ?? "(none)"} is of commit ${commit}; no revision created`
+            : `deployment ${current.name} already matches the inputs; no revision created`,
+        revisionId: latest
+      }
     }
   }
   if (changes.length === 0) changes.push("resource-spec: secrets fingerprint annotation")

@@ -1,5 +1,6 @@
 /**
- * Reads and validates the action's inputs. Pure: it takes a `getInput` function (the runner's
+ * Reads and validates the inputs of a deploy (the GitHub Action's inputs, and the same names as
+ * flags of `slipway deploy`). Pure: it takes a `getInput` function (the runner's
  * `core.getInput`, or a record in tests) and the workflow context, and returns either typed
  * `Inputs` or every input error at once, each naming the offending input. Nothing here makes a
  * request, so bad inputs fail the step before the API is ever called.
@@ -8,9 +9,18 @@
  * secrets, the line or entry number.
  */
 import { parse as parseYaml } from "yaml"
-import { isUuid } from "../core/api/common.ts"
+import { isUuid } from "../api/common.ts"
 
 export type Source = "external_container" | "gitrepo"
+
+/** The `source` input: the spec's names, or the real LangSmith API's (docs/real-api.md). */
+export const sourceNames: Readonly<Record<string, Source>> = {
+  external_container: "external_container",
+  gitrepo: "gitrepo",
+  external_docker: "external_container",
+  internal_docker: "external_container",
+  github: "gitrepo"
+}
 
 export interface Secret {
   readonly name: string
@@ -36,6 +46,11 @@ export interface Inputs {
   readonly secrets: ReadonlyArray<Secret> | undefined
   readonly resourceSpec: Readonly<Record<string, unknown>> | undefined
   readonly redeployRevisionId: string | undefined
+  /**
+   * gitrepo: the commit this run deploys (the `commit-sha` input, or the pushed commit when
+   * repo-ref is the pushed ref). A revision of another commit is never taken for it.
+   */
+  readonly commitSha: string | undefined
   readonly wait: boolean
   readonly timeoutMs: number
   readonly pollIntervalMs: number
@@ -49,6 +64,10 @@ export interface RunContext {
   readonly ref: string | undefined
   /** The PR's source branch on pull_request events (GITHUB_HEAD_REF). */
   readonly headRef: string | undefined
+  /** The commit the run was started for (GITHUB_SHA); on pull_request events a merge commit, so unused there. */
+  readonly sha?: string | undefined
+  /** pull_request events: the head commit of the source branch (from the event payload). */
+  readonly headSha?: string | undefined
 }
 
 export interface InputError {
@@ -79,6 +98,7 @@ export const inputNames = [
   "secrets",
   "resource-spec",
   "redeploy-revision-id",
+  "commit-sha",
   "wait",
   "timeout",
   "poll-interval"
@@ -112,6 +132,11 @@ export const refFromContext = (context: RunContext): string | undefined => {
 }
 
 const durationUnits: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }
+
+/** The commit the context's ref points at: the PR head on pull_request events, else GITHUB_SHA. */
+export const commitFromContext = (context: RunContext): string | undefined => (context.headRef ? context.headSha : context.sha) || undefined
+
+const commitPattern = /^[0-9a-fA-F]{7,64}$/
 
 /** `900` (seconds), `900s`, `15m`, `1h30m`, `250ms` → milliseconds; undefined when malformed. */
 export const parseDuration = (text: string): number | undefined => {
@@ -199,7 +224,8 @@ const sourceOnly: ReadonlyArray<readonly [InputName, Source]> = [
   ["repo-ref", "gitrepo"],
   ["graph-config-path", "gitrepo"],
   ["integration-id", "gitrepo"],
-  ["build-on-push", "gitrepo"]
+  ["build-on-push", "gitrepo"],
+  ["commit-sha", "gitrepo"]
 ]
 
 export const parseInputs = (getInput: GetInput, context: RunContext): ParseResult => {
@@ -251,10 +277,10 @@ export const parseInputs = (getInput: GetInput, context: RunContext): ParseResul
   if (sourceText === undefined) {
     if (raw("image-uri") !== undefined && raw("repo-url") === undefined) source = "external_container"
     else if (raw("repo-url") !== undefined && raw("image-uri") === undefined) source = "gitrepo"
-  } else if (sourceText === "external_container" || sourceText === "gitrepo") {
-    source = sourceText
+  } else if (sourceText in sourceNames) {
+    source = sourceNames[sourceText]
   } else {
-    fail("source", `must be external_container or gitrepo, got ${JSON.stringify(sourceText)}`)
+    fail("source", `must be external_container or gitrepo (or the LangSmith names external_docker, internal_docker, github), got ${JSON.stringify(sourceText)}`)
   }
   if (source !== undefined) {
     for (const [input, owner] of sourceOnly) {
@@ -292,6 +318,15 @@ export const parseInputs = (getInput: GetInput, context: RunContext): ParseResul
     else fail("resource-spec", parsed.error)
   }
 
+  // The pushed commit is what this run deploys only when repo-ref is the pushed ref.
+  const explicitCommit = raw("commit-sha")
+  if (explicitCommit !== undefined && !commitPattern.test(explicitCommit)) fail("commit-sha", `must be a git commit id (7 to 64 hexadecimal digits), got ${JSON.stringify(explicitCommit)}`)
+  const contextCommit = commitFromContext(context)
+  const commitSha =
+    source !== "gitrepo"
+      ? undefined
+      : (explicitCommit ?? (repoRef !== undefined && repoRef === refFromContext(context) && contextCommit && commitPattern.test(contextCommit) ? contextCommit : undefined))?.toLowerCase()
+
   const redeployRevisionId = uuid("redeploy-revision-id")
   const wait = boolean("wait", defaults.wait) ?? true
   const timeoutMs = duration("timeout", defaults.timeout, 1000)
@@ -317,6 +352,7 @@ export const parseInputs = (getInput: GetInput, context: RunContext): ParseResul
       secrets,
       resourceSpec,
       redeployRevisionId,
+      commitSha,
       wait,
       timeoutMs,
       pollIntervalMs

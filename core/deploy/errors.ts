@@ -2,7 +2,7 @@
  * Turns what went wrong into annotations a user can act on: API errors name the input that
  * caused them (a 422 `loc` such as `["body","source_revision_config","image_uri"]` becomes the
  * input `image-uri`), transport errors name `api-url`, auth errors `api-key` / `tenant-id`.
- * Pure: main.ts prints them with core.error.
+ * Pure: the action prints them with core.error, the CLI on stderr.
  */
 import type { InputError, InputName, Inputs } from "./inputs.ts"
 

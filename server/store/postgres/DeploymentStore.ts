@@ -1,0 +1,356 @@
+/** The PostgreSQL backend of `DeploymentStore`: the SQLite statements in Postgres, rows to records and back. */
+import { Effect, Layer } from "effect"
+import { Conflict, type DeploymentStatus, type RevisionStatus, type Secret, type Source } from "../../../core/index.ts"
+import {
+  type DeploymentRecord,
+  DeploymentStore,
+  type IntegrationRecord,
+  type ListenerRecord,
+  type RevisionRecord,
+  type TracingProjectRecord
+} from "../DeploymentStore.ts"
+import { PostgresDatabase, type PgStoreKit } from "./PostgresDatabase.ts"
+
+const FINAL = "'DEPLOYED', 'CREATE_FAILED', 'BUILD_FAILED', 'DEPLOY_FAILED', 'SKIPPED', 'INTERRUPTED', 'UNKNOWN'"
+
+const deploymentColumns =
+  "id, tenant_id, name, source, source_config, source_revision_config, secrets, image_version, status, latest_revision_id, active_revision_id, revision_seq, created_at, updated_at"
+const revisionViewColumns = "id, tenant_id, deployment_id, seq, source, status, status_message, source_revision_config, deployed_at, created_at, updated_at"
+const listenerColumns = "id, tenant_id, compute_type, compute_id, version, compute_config, created_at, updated_at"
+const integrationColumns = "id, tenant_id, provider, owner, owner_key, webhook_secret, installed_at"
+
+interface DeploymentRow {
+  readonly id: string
+  readonly tenant_id: string
+  readonly name: string
+  readonly source: string
+  readonly source_config: string
+  readonly source_revision_config: string
+  readonly secrets: string
+  readonly image_version: string | null
+  readonly status: string
+  readonly latest_revision_id: string | null
+  readonly active_revision_id: string | null
+  readonly revision_seq: number
+  readonly created_at: string
+  readonly updated_at: string
+}
+
+interface RevisionRow {
+  readonly id: string
+  readonly tenant_id: string
+  readonly deployment_id: string
+  readonly seq: number
+  readonly source: string
+  readonly status: string
+  readonly status_message: string | null
+  readonly source_revision_config: string
+  readonly deployed_at: string | null
+  readonly created_at: string
+  readonly updated_at: string
+}
+
+interface ListenerRow {
+  readonly id: string
+  readonly tenant_id: string
+  readonly compute_type: string
+  readonly compute_id: string
+  readonly version: string | null
+  readonly compute_config: string
+  readonly created_at: string
+  readonly updated_at: string
+}
+
+const toDeploymentRecord = (row: DeploymentRow): DeploymentRecord => ({
+  id: row.id,
+  tenant_id: row.tenant_id,
+  name: row.name,
+  source: row.source as Source,
+  source_config: JSON.parse(row.source_config),
+  source_revision_config: JSON.parse(row.source_revision_config),
+  secrets: JSON.parse(row.secrets) as Array<Secret>,
+  image_version: row.image_version,
+  status: row.status as DeploymentStatus,
+  latest_revision_id: row.latest_revision_id,
+  active_revision_id: row.active_revision_id,
+  revision_seq: row.revision_seq,
+  created_at: row.created_at,
+  updated_at: row.updated_at
+})
+
+const toRevisionRecord = (row: RevisionRow): RevisionRecord => ({
+  id: row.id,
+  tenant_id: row.tenant_id,
+  deployment_id: row.deployment_id,
+  seq: row.seq,
+  source: row.source as Source,
+  status: row.status as RevisionStatus,
+  status_message: row.status_message,
+  source_revision_config: JSON.parse(row.source_revision_config),
+  deployed_at: row.deployed_at,
+  created_at: row.created_at,
+  updated_at: row.updated_at
+})
+
+const toListenerRecord = (row: ListenerRow): ListenerRecord => ({
+  ...row,
+  compute_type: row.compute_type as "k8s",
+  compute_config: JSON.parse(row.compute_config)
+})
+
+const deploymentParams = (d: DeploymentRecord) => [
+  d.id,
+  d.tenant_id,
+  d.name,
+  d.source,
+  JSON.stringify(d.source_config),
+  JSON.stringify(d.source_revision_config),
+  JSON.stringify(d.secrets),
+  d.image_version,
+  d.status,
+  d.latest_revision_id,
+  d.active_revision_id,
+  d.revision_seq,
+  d.created_at,
+  d.updated_at
+]
+
+const insertDeploymentSql = `INSERT INTO deployments (${deploymentColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`
+const insertRevisionSql = `INSERT INTO revisions (id, tenant_id, deployment_id, seq, source, status, status_message, source_revision_config, secrets, deployed_at, created_at, updated_at)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
+
+const listDeploymentsSql = `SELECT ${deploymentColumns} FROM deployments
+  WHERE tenant_id = $1
+    AND ($2::text IS NULL OR strpos(name, lower($2::text)) > 0)
+    AND ($3::text[] IS NULL OR status = ANY($3::text[]))
+    AND ($4::text IS NULL OR image_version = $4::text)
+    AND ($5::text IS NULL OR deployment_type = $5::text)
+    AND ($6::text[] IS NULL OR id = ANY($6::text[]))
+  ORDER BY created_at DESC, id DESC
+  LIMIT $7 OFFSET $8`
+
+export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["Service"] => {
+  const { query, one, execute, executeNaming, transaction } = kit
+  const insertRevision = (revision: Parameters<DeploymentStore["Service"]["insertRevision"]>[0]) =>
+    execute(insertRevisionSql, [
+      revision.id,
+      revision.tenant_id,
+      revision.deployment_id,
+      revision.seq,
+      revision.source,
+      revision.status,
+      revision.status_message,
+      JSON.stringify(revision.source_revision_config),
+      JSON.stringify(revision.secrets),
+      revision.deployed_at,
+      revision.created_at,
+      revision.updated_at
+    ])
+  return {
+    transaction,
+
+    deployment: (tenantId, id) =>
+      Effect.map(one<DeploymentRow>(`SELECT ${deploymentColumns} FROM deployments WHERE tenant_id = $1 AND id = $2`, [tenantId, id]), (row) => row && toDeploymentRecord(row)),
+    createDeployment: (deployment, revision, tracingProjectId) =>
+      transaction(
+        Effect.gen(function* () {
+          // UNIQUE (tenant_id, name) decides, also between replicas.
+          yield* executeNaming(insertDeploymentSql, deploymentParams(deployment), () => new Conflict({ message: `A deployment named '${deployment.name}' already exists` }))
+          yield* insertRevision(revision)
+          yield* execute(
+            `INSERT INTO tracing_projects (id, tenant_id, name, deployment_id, created_at) VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT (tenant_id, name) DO UPDATE SET deployment_id = excluded.deployment_id`,
+            [tracingProjectId, deployment.tenant_id, deployment.name, deployment.id, deployment.created_at]
+          )
+        })
+      ),
+    updateDeployment: (d) =>
+      Effect.map(
+        execute(
+          `UPDATE deployments SET source_config = $3, source_revision_config = $4, secrets = $5, image_version = $6, status = $7,
+             latest_revision_id = $8, active_revision_id = $9, revision_seq = $10, updated_at = $11
+           WHERE tenant_id = $1 AND id = $2`,
+          [
+            d.tenant_id,
+            d.id,
+            JSON.stringify(d.source_config),
+            JSON.stringify(d.source_revision_config),
+            JSON.stringify(d.secrets),
+            d.image_version,
+            d.status,
+            d.latest_revision_id,
+            d.active_revision_id,
+            d.revision_seq,
+            d.updated_at
+          ]
+        ),
+        (n) => n > 0
+      ),
+    setDeploymentState: (tenantId, id, status, activeRevisionId, now) =>
+      Effect.map(
+        execute("UPDATE deployments SET status = $1, active_revision_id = $2, updated_at = $3 WHERE tenant_id = $4 AND id = $5", [status, activeRevisionId, now, tenantId, id]),
+        (n) => n > 0
+      ),
+    setDeploymentStatus: (tenantId, id, status, now) =>
+      Effect.map(execute("UPDATE deployments SET status = $1, updated_at = $2 WHERE tenant_id = $3 AND id = $4", [status, now, tenantId, id]), (n) => n > 0),
+    deleteDeployment: (tenantId, id) => Effect.map(execute("DELETE FROM deployments WHERE tenant_id = $1 AND id = $2", [tenantId, id]), (n) => n > 0),
+    listDeployments: (tenantId, filter, page) =>
+      Effect.map(
+        query<DeploymentRow>(listDeploymentsSql, [
+          tenantId,
+          filter.nameContains,
+          filter.statuses,
+          filter.imageVersion,
+          filter.deploymentType,
+          filter.ids,
+          page.limit,
+          page.offset
+        ]),
+        (rows) => rows.map(toDeploymentRecord)
+      ),
+    pushTargets: (tenantId, ref, branch) =>
+      Effect.map(
+        query<DeploymentRow>(
+          `SELECT ${deploymentColumns} FROM deployments
+           WHERE tenant_id = $1 AND source = 'gitrepo' AND build_on_push AND status <> 'AWAITING_DELETE' AND repo_ref IN ($2, $3)`,
+          [tenantId, ref, branch]
+        ),
+        (rows) => rows.map(toDeploymentRecord)
+      ),
+    pendingDeletes: () => query<{ tenant_id: string; id: string; updated_at: string }>("SELECT tenant_id, id, updated_at FROM deployments WHERE status = 'AWAITING_DELETE'"),
+
+    revision: (tenantId, deploymentId, id) =>
+      Effect.map(
+        one<RevisionRow>(`SELECT ${revisionViewColumns} FROM revisions WHERE tenant_id = $1 AND deployment_id = $2 AND id = $3`, [tenantId, deploymentId, id]),
+        (row) => row && toRevisionRecord(row)
+      ),
+    insertRevision: (revision) => Effect.asVoid(insertRevision(revision)),
+    listRevisions: (tenantId, deploymentId, statuses, page) =>
+      Effect.map(
+        query<RevisionRow>(
+          `SELECT ${revisionViewColumns} FROM revisions
+           WHERE tenant_id = $1 AND deployment_id = $2 AND ($3::text[] IS NULL OR status = ANY($3::text[]))
+           ORDER BY seq DESC LIMIT $4 OFFSET $5`,
+          [tenantId, deploymentId, statuses, page.limit, page.offset]
+        ),
+        (rows) => rows.map(toRevisionRecord)
+      ),
+    unfinishedRevisions: (tenantId, deploymentId) =>
+      query<{ id: string; status: RevisionStatus }>(
+        `SELECT id, status FROM revisions WHERE tenant_id = $1 AND deployment_id = $2 AND status NOT IN (${FINAL}) ORDER BY seq`,
+        [tenantId, deploymentId]
+      ),
+    setRevisionStatus: (tenantId, id, status, message, deployedAt, now) =>
+      Effect.map(
+        execute(
+          "UPDATE revisions SET status = $1, status_message = $2, deployed_at = coalesce(deployed_at, $3::timestamptz), updated_at = $4 WHERE tenant_id = $5 AND id = $6",
+          [status, message, deployedAt, now, tenantId, id]
+        ),
+        (n) => n > 0
+      ),
+    advanceRevision: (tenantId, id, from, to, message, deployedAt, now) =>
+      Effect.map(
+        execute(
+          `UPDATE revisions SET status = $1, status_message = $2, deployed_at = coalesce(deployed_at, $3::timestamptz), updated_at = $4
+           WHERE tenant_id = $5 AND id = $6 AND status = $7`,
+          [to, message, deployedAt, now, tenantId, id, from]
+        ),
+        (n) => n > 0
+      ),
+    inProgressRevisions: () =>
+      Effect.map(query<RevisionRow>(`SELECT ${revisionViewColumns} FROM revisions WHERE status NOT IN (${FINAL}) ORDER BY updated_at, seq`), (rows) =>
+        rows.map(toRevisionRecord)
+      ),
+
+    revisionSecrets: (tenantId, id) =>
+      Effect.map(query<{ secrets: string | Array<Secret> }>("SELECT secrets FROM revisions WHERE tenant_id = $1 AND id = $2", [tenantId, id]), (rows) => {
+        const stored = rows[0]?.secrets
+        return stored === undefined ? undefined : typeof stored === "string" ? (JSON.parse(stored) as Array<Secret>) : stored
+      }),
+    activeRevisions: () =>
+      query<{ tenant_id: string; deployment_id: string; revision_id: string }>(
+        "SELECT tenant_id, id AS deployment_id, active_revision_id AS revision_id FROM deployments WHERE active_revision_id IS NOT NULL AND status != 'AWAITING_DELETE'"
+      ),
+
+    listTracingProjects: (tenantId, name, page) =>
+      query<TracingProjectRecord>(
+        `SELECT id, tenant_id, name, deployment_id, created_at FROM tracing_projects
+         WHERE tenant_id = $1 AND ($2::text IS NULL OR name = $2::text) ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4`,
+        [tenantId, name, page.limit, page.offset]
+      ),
+
+    deleteTracingProjects: (tenantId, deploymentId) =>
+      execute("DELETE FROM tracing_projects WHERE tenant_id = $1 AND deployment_id = $2", [tenantId, deploymentId]),
+
+    listener: (tenantId, id) =>
+      Effect.map(one<ListenerRow>(`SELECT ${listenerColumns} FROM listeners WHERE tenant_id = $1 AND id = $2`, [tenantId, id]), (row) => row && toListenerRecord(row)),
+    insertListener: (l) =>
+      Effect.asVoid(
+        // UNIQUE (tenant_id, compute_id): the real API's 409, also between replicas.
+        executeNaming(
+          `INSERT INTO listeners (${listenerColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+          [l.id, l.tenant_id, l.compute_type, l.compute_id, l.version, JSON.stringify(l.compute_config), l.created_at, l.updated_at],
+          () => new Conflict({ message: `Listener for tenant ${l.tenant_id} and compute ID '${l.compute_id}' already exists` })
+        )
+      ),
+    updateListener: (l) =>
+      Effect.map(
+        execute("UPDATE listeners SET compute_type = $3, version = $4, compute_config = $5, updated_at = $6 WHERE tenant_id = $1 AND id = $2", [
+          l.tenant_id,
+          l.id,
+          l.compute_type,
+          l.version,
+          JSON.stringify(l.compute_config),
+          l.updated_at
+        ]),
+        (n) => n > 0
+      ),
+    deleteListener: (tenantId, id) => Effect.map(execute("DELETE FROM listeners WHERE tenant_id = $1 AND id = $2", [tenantId, id]), (n) => n > 0),
+    listListeners: (tenantId, page) =>
+      Effect.map(
+        query<ListenerRow>(`SELECT ${listenerColumns} FROM listeners WHERE tenant_id = $1 ORDER BY created_at, id LIMIT $2 OFFSET $3`, [tenantId, page.limit, page.offset]),
+        (rows) => rows.map(toListenerRecord)
+      ),
+    listenerUsers: (tenantId, id) =>
+      query<{ name: string; namespace: string | null }>(
+        `SELECT name, source_config -> 'listener_config' ->> 'k8s_namespace' AS namespace FROM deployments
+         WHERE tenant_id = $1 AND listener_id = $2 ORDER BY name`,
+        [tenantId, id]
+      ),
+
+    insertIntegration: (i: IntegrationRecord) =>
+      Effect.asVoid(
+        execute(`INSERT INTO integrations (${integrationColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7)`, [
+          i.id,
+          i.tenant_id,
+          i.provider,
+          i.owner,
+          i.owner_key,
+          i.webhook_secret,
+          i.installed_at
+        ])
+      ),
+    integrations: (tenantId) =>
+      query<IntegrationRecord>(`SELECT ${integrationColumns} FROM integrations WHERE tenant_id = $1 ORDER BY installed_at, id`, [tenantId]),
+    integration: (tenantId, id) => one<IntegrationRecord>(`SELECT ${integrationColumns} FROM integrations WHERE tenant_id = $1 AND id = $2`, [tenantId, id]),
+    integrationsByOwner: (provider, ownerKey) =>
+      query<IntegrationRecord>(`SELECT ${integrationColumns} FROM integrations WHERE provider = $1 AND owner_key = $2 ORDER BY installed_at, id`, [provider, ownerKey]),
+    integrationByOwner: (tenantId, provider, ownerKey) =>
+      one<IntegrationRecord>(`SELECT ${integrationColumns} FROM integrations WHERE tenant_id = $1 AND provider = $2 AND owner_key = $3`, [tenantId, provider, ownerKey]),
+    repositoriesOfIntegration: (tenantId, integrationId) =>
+      query<{ repo_url: string; repo_ref: string | null }>(
+        `SELECT repo_url, repo_ref FROM deployments
+         WHERE tenant_id = $1 AND lower(source_config ->> 'integration_id') = $2 AND repo_url IS NOT NULL
+         ORDER BY created_at, id`,
+        [tenantId, integrationId.toLowerCase()]
+      )
+  }
+}
+
+/** `DeploymentStore` over the server's PostgreSQL database. */
+export const PostgresDeploymentStore = Layer.effect(
+  DeploymentStore,
+  Effect.gen(function* () {
+    return makePostgresDeploymentStore(yield* PostgresDatabase)
+  })
+)

@@ -1,0 +1,98 @@
+/**
+ * The server's PostgreSQL database as a service: a pool from DATABASE_URL, migrated at start
+ * under the advisory lock, drained with the scope. Also the store-side plumbing every Postgres
+ * store shares: the ambient transaction (store calls inside `transaction(...)` join it), and the
+ * translation of driver errors into `StoreError` (the only place besides client.ts that reads them).
+ *
+ * `transaction` runs SERIALIZABLE: the store contract says what the effect reads cannot change
+ * before it writes (SQLite gets that from BEGIN IMMEDIATE, one writer at a time). Postgres lets
+ * transactions run side by side and aborts one of two whose reads and writes cross (40001); the
+ * whole effect then runs again on a fresh transaction. The effects the routes and controllers
+ * pass are store calls and pure decisions, so running one again is safe; work outside the
+ * database (announcing a revision to a driver) happens after the transaction.
+ */
+import { Context, Effect, Layer } from "effect"
+import { StoreError, type Transactional } from "../StoreError.ts"
+import { isPgError, makeClient, makePool, type PgClientShape, type PgError, type PoolOptions, retryableFailure, type Sql } from "./client.ts"
+import { migrate } from "./migrations.ts"
+
+/** The transaction the current fiber runs in, if any (store calls join it). */
+export const CurrentTransaction = Context.Reference<Sql | undefined>("slipway/store/postgres/CurrentTransaction", { defaultValue: () => undefined })
+
+export const toStoreError = (error: PgError | StoreError): StoreError => {
+  if (error instanceof StoreError) return error
+  switch (error._tag) {
+    case "StoreBusy":
+    case "StoreUnavailable":
+      return new StoreError({ message: "Database busy, retry shortly", busy: true, cause: error })
+    case "UniqueViolation":
+      return new StoreError({ message: `Postgres: unique violation on ${error.constraint ?? "?"}`, busy: false, cause: error })
+    case "QueryFailed":
+      return new StoreError({ message: `Postgres: ${error.message}`, busy: false, cause: error })
+  }
+}
+
+export interface PgStoreKit {
+  readonly client: PgClientShape
+  /** The statements of the current transaction, or the pool (autocommit) outside one. */
+  readonly sql: Effect.Effect<Sql>
+  readonly query: <R extends object>(text: string, params?: ReadonlyArray<unknown>) => Effect.Effect<Array<R>, StoreError>
+  readonly one: <R extends object>(text: string, params?: ReadonlyArray<unknown>) => Effect.Effect<R | undefined, StoreError>
+  readonly execute: (text: string, params?: ReadonlyArray<unknown>) => Effect.Effect<number, StoreError>
+  /** Like `execute`, but a UNIQUE violation fails with `conflict()` (a lost race on a name). */
+  readonly executeNaming: <C>(text: string, params: ReadonlyArray<unknown>, conflict: () => C) => Effect.Effect<number, StoreError | C>
+  readonly transaction: Transactional
+}
+
+export const makeKit = (client: PgClientShape): PgStoreKit => {
+  const current = Effect.gen(function* () {
+    return yield* CurrentTransaction
+  })
+  const sql = Effect.map(current, (tx): Sql => tx ?? client)
+  const onCurrent = <A>(f: (s: Sql) => Effect.Effect<A, PgError>): Effect.Effect<A, StoreError> => Effect.mapError(Effect.flatMap(sql, f), toStoreError)
+  const transaction: Transactional = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | StoreError, R> =>
+    Effect.flatMap(current, (tx) =>
+      tx !== undefined
+        ? effect
+        : Effect.mapError(
+            client.transaction((tx) => Effect.provideService(effect, CurrentTransaction, tx), { isolation: "serializable", retries: 30 }),
+            (error): E | StoreError => (isPgError(error) ? toStoreError(error) : retryableFailure(error) ? busy(error) : (error as E))
+          )
+    )
+  return {
+    client,
+    sql,
+    query: <R extends object>(text: string, params?: ReadonlyArray<unknown>) => onCurrent((s) => s.query<R>(text, params)),
+    one: <R extends object>(text: string, params?: ReadonlyArray<unknown>) => onCurrent((s) => s.one<R>(text, params)),
+    execute: (text, params) => onCurrent((s) => s.execute(text, params)),
+    executeNaming: <C>(text: string, params: ReadonlyArray<unknown>, conflict: () => C): Effect.Effect<number, StoreError | C> =>
+      Effect.flatMap(sql, (s) => s.execute(text, params)).pipe(
+        Effect.catch((error: PgError): Effect.Effect<never, StoreError | C> => (error._tag === "UniqueViolation" ? Effect.fail(conflict()) : Effect.fail(toStoreError(error))))
+      ),
+    transaction
+  }
+}
+
+/** A store error whose cause was a retryable failure, after the retries ran out. */
+const busy = (error: unknown) => new StoreError({ message: "Database busy, retry shortly", busy: true, cause: error })
+
+export class PostgresDatabase extends Context.Service<PostgresDatabase, PgStoreKit>()("slipway/PostgresDatabase") {}
+
+export interface PostgresOptions extends PoolOptions {
+  readonly url: string
+}
+
+/** The pool (checked), migrated under the advisory lock, closed with the scope; failing to reach the database fails the layer. */
+export const PostgresDatabaseLive = ({ url, ...options }: PostgresOptions) =>
+  Layer.effect(
+    PostgresDatabase,
+    Effect.gen(function* () {
+      const client = yield* Effect.acquireRelease(
+        Effect.sync(() => makeClient(makePool(url, options))),
+        (client) => Effect.promise(() => client.pool.end())
+      )
+      yield* Effect.mapError(client.execute("SELECT 1"), toStoreError)
+      yield* Effect.mapError(migrate(client), toStoreError)
+      return makeKit(client)
+    })
+  )

@@ -1,0 +1,108 @@
+/**
+ * Deep list pages on Postgres without an `OFFSET 90000` walk (the Postgres counterpart of
+ * server/sandboxes/offsets.ts). The API pages by offset (the spec's `offset`/`limit`), so a
+ * keyset cursor is not available to clients; instead each replica keeps, per tenant and table,
+ * the `seq` at every STRIDE-th position ("checkpoints"), and a deep page starts its skip at the
+ * nearest one: it walks fewer than STRIDE index entries.
+ *
+ * Checkpoints belong to one state of the list. On SQLite `PRAGMA data_version` says when another
+ * process wrote; Postgres has no such counter, so migration 301 keeps one: `list_versions` holds
+ * a version per (tenant, table) that a statement trigger bumps on every INSERT and DELETE of that tenant's
+ * rows (renames and resizes do not move positions). A page reads the version and its rows in one
+ * REPEATABLE READ snapshot; a version other than the cached one drops that tenant's checkpoints,
+ * whichever replica wrote. The bump serializes inserts and deletes of one tenant's rows of one
+ * table on the version row until commit: creation of sandbox resources, already serialized by
+ * their name and quota checks.
+ */
+import { Effect } from "effect"
+import type { PgClientShape, PgError, Sql } from "./client.ts"
+
+export const STRIDE = 1024
+
+/** Pages this shallow skip from the start: no checkpoints needed. */
+export const isShallow = (offset: number): boolean => offset < 4 * STRIDE
+
+/** The tables paged by `seq` (sandbox area). */
+export const SEQ_TABLES = ["sandbox_volumes", "sandbox_templates", "sandbox_pools", "sandboxes"] as const
+export type SeqTable = (typeof SEQ_TABLES)[number]
+
+export const listVersionsMigration = {
+  id: "301_list_versions",
+  sql: `
+    CREATE TABLE list_versions (
+      tenant_id text NOT NULL,
+      table_name text NOT NULL,
+      version bigint NOT NULL,
+      PRIMARY KEY (tenant_id, table_name)
+    );
+    -- Statement-level, over the transition table: one bump per tenant per statement, however
+    -- many rows it wrote (a row-level bump would rewrite the version row once per row).
+    CREATE FUNCTION bump_list_version() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      INSERT INTO list_versions (tenant_id, table_name, version)
+        SELECT DISTINCT tenant_id, TG_TABLE_NAME, 1 FROM changed_rows
+        ON CONFLICT (tenant_id, table_name) DO UPDATE SET version = list_versions.version + 1;
+      RETURN NULL;
+    END $$;
+    ${SEQ_TABLES.flatMap((table) => [
+      `CREATE TRIGGER ${table}_inserted AFTER INSERT ON ${table} REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION bump_list_version();`,
+      `CREATE TRIGGER ${table}_deleted AFTER DELETE ON ${table} REFERENCING OLD TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION bump_list_version();`
+    ]).join("\n    ")}
+  `
+}
+
+/**
+ * The WHERE/ORDER of a page query over `table` aliased `alias`: $1 tenant, $2 limit, $3 the
+ * checkpoint `seq` to start from, $4 the rows still to skip from there.
+ */
+export const pageWhere = (table: SeqTable, alias: string): string =>
+  `${alias}.tenant_id = $1 AND ${alias}.seq >= (SELECT seq FROM ${table} WHERE tenant_id = $1 AND seq >= $3 ORDER BY seq LIMIT 1 OFFSET $4)
+   ORDER BY ${alias}.seq LIMIT $2`
+
+export interface PageStart {
+  readonly from: bigint
+  readonly offset: number
+}
+
+export const makePager = (table: SeqTable) => {
+  const firstSql = `SELECT seq FROM ${table} WHERE tenant_id = $1 ORDER BY seq LIMIT 1`
+  const strideSql = `SELECT seq FROM ${table} WHERE tenant_id = $1 AND seq > $2 ORDER BY seq LIMIT 1 OFFSET ${STRIDE - 1}`
+  const versionSql = "SELECT version FROM list_versions WHERE tenant_id = $1 AND table_name = $2"
+  /** Per tenant: the version the checkpoints belong to and the `seq` at positions 0, STRIDE, 2 * STRIDE ... */
+  const cache = new Map<string, { version: bigint; seqs: Array<bigint> }>()
+
+  /** Where the page at `offset` starts; run inside the page's snapshot. */
+  const locate = (sql: Sql, tenantId: string, offset: number): Effect.Effect<PageStart, PgError> =>
+    Effect.gen(function* () {
+      if (isShallow(offset)) return { from: 0n, offset }
+      const version = (yield* sql.one<{ version: bigint }>(versionSql, [tenantId, table]))?.version ?? 0n
+      let entry = cache.get(tenantId)
+      if (!entry || entry.version !== version) {
+        const first = yield* sql.one<{ seq: bigint }>(firstSql, [tenantId])
+        entry = { version, seqs: first ? [first.seq] : [] }
+        cache.set(tenantId, entry)
+      }
+      const index = Math.floor(offset / STRIDE)
+      const seqs = entry.seqs
+      while (seqs.length > 0 && seqs.length <= index) {
+        const next = yield* sql.one<{ seq: bigint }>(strideSql, [tenantId, seqs[seqs.length - 1]!.toString()])
+        if (!next) break
+        seqs.push(next.seq)
+      }
+      // Past the end of the list: start after any possible row.
+      if (index >= seqs.length) return { from: 2n ** 62n, offset: 0 }
+      return { from: seqs[index]!, offset: offset - index * STRIDE }
+    })
+
+  /**
+   * The rows of `query` (a SELECT ending in `pageWhere(table, alias)`) at `offset`: shallow pages
+   * are one statement; deep ones read checkpoints and rows in one read-only snapshot.
+   */
+  const page = <R extends object>(client: PgClientShape, query: string, tenantId: string, limit: number, offset: number): Effect.Effect<Array<R>, PgError> => {
+    const read = (sql: Sql) =>
+      Effect.flatMap(locate(sql, tenantId, offset), (start) => sql.query<R>(query, [tenantId, limit, start.from.toString(), start.offset]))
+    return isShallow(offset) ? read(client) : client.transaction(read, { isolation: "repeatable read", readOnly: true })
+  }
+
+  return { locate, page }
+}
