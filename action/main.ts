@@ -15,6 +15,7 @@ import * as core from "@actions/core"
 import { Cause, Effect, Exit } from "effect"
 // Only the deployment endpoints and the client modules: the sandbox area stays out of the bundle.
 import { deploymentEndpoints } from "../core/api/deployments.ts"
+import { logEndpoints } from "../core/api/logs.ts"
 import { makeClient } from "../core/client/client.ts"
 import type { Annotation } from "../core/deploy/errors.ts"
 import { fromInputErrors } from "../core/deploy/errors.ts"
@@ -133,7 +134,7 @@ const runAction = async (): Promise<void> => {
   const inputs: Inputs = parsed.inputs
   for (const secret of inputs.secrets ?? []) mask(secret.value)
 
-  const client = makeClient(deploymentEndpoints, {
+  const client = makeClient({ ...deploymentEndpoints, ...logEndpoints }, {
     baseUrl: inputs.apiUrl,
     apiKey: inputs.apiKey,
     tenantId: inputs.tenantId,

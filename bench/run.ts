@@ -211,6 +211,9 @@ const serverEnv = (port: number, databasePath: string, stepMs: number): Record<s
   DATABASE_PATH: databasePath,
   SLIPWAY_API_KEY: benchKey(0),
   SLIPWAY_REVISION_STEP_MS: String(stepMs),
+  // The control plane's load: revisions walk the simulated states (the local runtime would pull
+  // the bench's made-up images: bench/deploy-time.ts measures real deployments).
+  SLIPWAY_RUNTIME: "simulated",
   LOG_LEVEL: "warn"
 })
 

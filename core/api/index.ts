@@ -1,9 +1,10 @@
 /** The whole HTTP API as one table of endpoint descriptions, keyed by operation name. */
 import { deploymentEndpoints } from "./deployments.ts"
+import { logEndpoints } from "./logs.ts"
 import { sandboxEndpoints } from "./sandboxes.ts"
 import { systemEndpoints } from "./system.ts"
 
-export const Api = { ...systemEndpoints, ...deploymentEndpoints, ...sandboxEndpoints } as const
+export const Api = { ...systemEndpoints, ...deploymentEndpoints, ...logEndpoints, ...sandboxEndpoints } as const
 export type Api = typeof Api
 
 export * from "./common.ts"
@@ -11,4 +12,5 @@ export * from "./endpoint.ts"
 export * from "./errors.ts"
 export * from "./validation.ts"
 export * from "./openapi.ts"
-export { deploymentEndpoints, sandboxEndpoints, systemEndpoints }
+export * from "./logs.ts"
+export { deploymentEndpoints, logEndpoints, sandboxEndpoints, systemEndpoints }

@@ -51,7 +51,42 @@ export interface DeployClient {
     { readonly params: DeploymentParams; readonly query: { readonly limit: string; readonly offset: string } },
     { readonly resources: ReadonlyArray<RevisionView>; readonly offset: number }
   >
+  /** The log endpoints (`makeClient(logEndpoints, …)`): printed when a revision fails; optional (older servers lack them). */
+  readonly getBuildLogs?: Call<WithBody<RevisionParams, LogsQuery>, LogsView>
+  readonly getRevisionDeployLogs?: Call<WithBody<RevisionParams, LogsQuery>, LogsView>
 }
+
+interface LogsQuery {
+  readonly order: "desc"
+  readonly limit: number
+}
+interface LogsView {
+  readonly logs: ReadonlyArray<{ readonly message: string; readonly level?: string; readonly replica?: string }>
+}
+
+/** Lines of a failed revision's logs the action prints (newest last). */
+const failureLogLines = 30
+
+/** Prints the last lines of a failed revision's build and deploy logs; a server without the endpoints prints nothing. */
+const showFailureLogs = (client: DeployClient, log: Logger, deploymentId: string, revisionId: string): Effect.Effect<void> =>
+  Effect.forEach(
+    [
+      ["build", client.getBuildLogs],
+      ["deploy", client.getRevisionDeployLogs]
+    ] as const,
+    ([kind, call]) =>
+      call === undefined
+        ? Effect.void
+        : call({ params: { deployment_id: deploymentId, revision_id: revisionId }, body: { order: "desc", limit: failureLogLines } }).pipe(
+            Effect.map(({ logs }) => {
+              if (logs.length === 0) return
+              log.info(`Last ${logs.length} lines of the ${kind} log of revision ${revisionId}:`)
+              for (const line of [...logs].reverse()) log.info(`  [${line.level ?? "INFO"}]${line.replica ? ` ${line.replica}` : ""} ${line.message}`)
+            }),
+            Effect.catch(() => Effect.void)
+          ),
+    { discard: true }
+  )
 
 export interface Logger {
   readonly info: (message: string) => void
@@ -313,7 +348,7 @@ export const run = (inputs: Inputs, deps: RunDeps): Effect.Effect<RunResult, Dep
             const detail = (error.revision as RevisionView | undefined)?.status_message
             update({ status: error.status, statusMessage: detail ?? undefined })
             const message = `Revision ${error.revisionId} of deployment ${inputs.name} ended in ${error.status} after waiting ${waited}${detail ? `: ${detail}` : ""}`
-            return fail(message, [{ title: "Slipway: revision failed", message }], "RevisionFailed")
+            return Effect.andThen(showFailureLogs(client, log, deploymentId, error.revisionId), fail(message, [{ title: "Slipway: revision failed", message }], "RevisionFailed"))
           }
           if (error instanceof RevisionTimeout) {
             const message = `Revision ${error.revisionId} of deployment ${inputs.name} was not DEPLOYED after waiting ${waited} (timeout ${formatElapsed(inputs.timeoutMs)}); last status: ${error.lastStatus ?? "none seen"}`

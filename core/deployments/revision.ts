@@ -76,18 +76,32 @@ export interface DeploymentStatusInput {
   /** The effective `resource_spec.max_scale`; null or undefined when not set. */
   readonly maxScale: number | null | undefined
   readonly deleting: boolean
+  /**
+   * Whether the deployment's database and cache are provisioned (a runtime that provisions them
+   * says so). Absent: a runtime without databases, where the first deployed revision stands for it.
+   */
+  readonly databaseReady?: boolean | undefined
 }
 
 /**
  * The deployment status is derived, never stored on its own, so it cannot disagree with the
- * revisions: AWAITING_DELETE while a delete runs; AWAITING_DATABASE until some revision has
- * deployed; then UNUSED when scaled to zero, else READY. UNKNOWN is never produced locally.
+ * revisions: AWAITING_DELETE while a delete runs; AWAITING_DATABASE until its database and cache
+ * are provisioned (without a runtime that provisions them: until some revision has deployed);
+ * then UNUSED when scaled to zero, else READY. UNKNOWN is never produced locally.
  */
-export const deploymentStatus = ({ activeRevisionId, maxScale, deleting }: DeploymentStatusInput): DeploymentStatus => {
+export const deploymentStatus = ({ activeRevisionId, maxScale, deleting, databaseReady }: DeploymentStatusInput): DeploymentStatus => {
   if (deleting) return "AWAITING_DELETE"
-  if (activeRevisionId === null) return "AWAITING_DATABASE"
+  if (!(databaseReady ?? activeRevisionId !== null)) return "AWAITING_DATABASE"
   return maxScale === 0 ? "UNUSED" : "READY"
 }
+
+/**
+ * Whether a stored deployment's database is known to be ready: its status says so (READY or
+ * UNUSED, written once a runtime reported it), or a revision deployed. Used to derive the status
+ * again when something else about the deployment changes.
+ */
+export const databaseReadyOf = (deployment: { readonly status: DeploymentStatus; readonly active_revision_id: string | null }): boolean =>
+  deployment.status === "READY" || deployment.status === "UNUSED" || deployment.active_revision_id !== null
 
 /**
  * A revision can be made active again only if it reached DEPLOYED at some point: its image

@@ -23,7 +23,10 @@ export interface RevisionWork {
   readonly since: string
 }
 
-/** A transition the driver saw a revision make. */
+/**
+ * A transition the driver saw a revision make. `from === to` reports progress within a state:
+ * only `message` (the revision's `status_message`) changes.
+ */
 export interface Observation {
   readonly tenantId: string
   readonly deploymentId: string
@@ -34,10 +37,21 @@ export interface Observation {
 }
 
 /**
+ * What a driver saw of a deployment's database and cache (a runtime that provisions them):
+ * the deployment is `AWAITING_DATABASE` until they are `ready`.
+ */
+export interface DatabaseObservation {
+  readonly _tag: "Database"
+  readonly tenantId: string
+  readonly deploymentId: string
+  readonly ready: boolean
+}
+
+/**
  * Where a driver reports: the controller persists a batch in one transaction and answers, per
  * observation, whether it was applied (false: the revision had moved on, e.g. superseded).
  */
-export type ObservationSink = (batch: ReadonlyArray<Observation>) => Effect.Effect<ReadonlyArray<boolean>>
+export type ObservationSink = (batch: ReadonlyArray<Observation | DatabaseObservation>) => Effect.Effect<ReadonlyArray<boolean>>
 
 export class DeploymentDriver extends Context.Service<
   DeploymentDriver,
@@ -49,6 +63,13 @@ export class DeploymentDriver extends Context.Service<
     readonly apply: (work: RevisionWork) => Effect.Effect<void>
     /** Stops a revision's rollout and whatever it runs. */
     readonly stop: (revisionId: string) => Effect.Effect<void>
+    /**
+     * Makes DEPLOYED revisions serve again without a new revision or a state change: at start
+     * the active revision of every deployment (`restore: true`: the driver may also remove what
+     * it runs for any other revision, before the unfinished ones are applied), and a redeployed
+     * revision (`restore: false`). Completes once the work is under way.
+     */
+    readonly serve: (active: ReadonlyArray<RevisionWork>, options: { readonly restore: boolean }) => Effect.Effect<void>
     /** Removes everything a deployment runs; completes once it is gone. */
     readonly teardown: (tenantId: string, deploymentId: string, since: string) => Effect.Effect<void>
   }

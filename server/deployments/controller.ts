@@ -8,12 +8,12 @@
  * it hands the driver every unfinished revision and pending delete recorded in the store.
  */
 import { Context, Effect, FiberSet, Layer, Option, Schedule } from "effect"
-import { activate, canAdvance, deploymentStatus, type Secret } from "../../core/index.ts"
+import { activate, canAdvance, databaseReadyOf, deploymentStatus, isTerminal, type Secret } from "../../core/index.ts"
 import { ServerEnv } from "../module.ts"
 import { DeploymentStore, type DeploymentRecord, type RevisionRecord } from "../store/DeploymentStore.ts"
 import { RevisionLeases } from "../store/RevisionLeases.ts"
 import type { StoreError } from "../store/StoreError.ts"
-import { DeploymentDriver, type Observation, type RevisionWork } from "./Driver.ts"
+import { type DatabaseObservation, DeploymentDriver, type Observation, type RevisionWork } from "./Driver.ts"
 import { makeSecretBox } from "./secrets.ts"
 
 export class DeploymentController extends Context.Service<
@@ -23,6 +23,8 @@ export class DeploymentController extends Context.Service<
     readonly revisionCreated: (deployment: DeploymentRecord, revision: RevisionRecord, secrets: ReadonlyArray<Secret>) => Effect.Effect<void>
     /** The caller's transaction superseded these revisions (SKIPPED or INTERRUPTED): stop their work. */
     readonly revisionsStopped: (revisionIds: ReadonlyArray<string>) => Effect.Effect<void>
+    /** A redeploy made this (once DEPLOYED) revision the active one: have it serve again. */
+    readonly revisionActivated: (tenantId: string, deploymentId: string, revisionId: string) => Effect.Effect<void>
     /** The deployment was marked AWAITING_DELETE: tear it down, then remove it. */
     readonly deleteRequested: (tenantId: string, deploymentId: string, since: string) => Effect.Effect<void>
   }
@@ -57,12 +59,34 @@ export const makeDeploymentController = Effect.gen(function* () {
     since: revision.updated_at
   })
 
-  /** One observation, inside the batch's transaction; answers whether it moved the revision. */
-  const persist = (observation: Observation, nowIso: string) =>
+  /** The database of a deployment became ready (or not): its status follows (core's rule). */
+  const persistDatabase = (observation: DatabaseObservation, nowIso: string) =>
     Effect.gen(function* () {
+      const { tenantId, deploymentId, ready } = observation
+      const deployment = yield* store.deployment(tenantId, deploymentId)
+      if (!deployment || deployment.status === "AWAITING_DELETE") return false
+      const status = deploymentStatus({
+        activeRevisionId: deployment.active_revision_id,
+        maxScale: deployment.source_config.resource_spec?.max_scale,
+        deleting: false,
+        databaseReady: ready
+      })
+      if (status === deployment.status) return true
+      return yield* store.setDeploymentStatus(tenantId, deploymentId, status, nowIso)
+    })
+
+  /** One observation, inside the batch's transaction; answers whether it moved the revision. */
+  const persist = (observation: Observation | DatabaseObservation, nowIso: string) =>
+    Effect.gen(function* () {
+      if ("_tag" in observation) return yield* persistDatabase(observation, nowIso)
       const { tenantId, deploymentId, revisionId, from, to, message } = observation
       const revision = yield* store.revision(tenantId, deploymentId, revisionId)
       if (!revision || revision.status !== from) return false
+      if (from === to) {
+        // Progress within a state: only the status message changes.
+        if (isTerminal(from) || revision.status_message === message) return !isTerminal(from)
+        return yield* store.advanceRevision(tenantId, revisionId, from, to, message, null, nowIso)
+      }
       if (!canAdvance(from, to, revision.source)) {
         log.error("driver reported an impossible transition", { revision_id: revisionId, from, to, driver: driver.name })
         return false
@@ -76,7 +100,8 @@ export const makeDeploymentController = Effect.gen(function* () {
           const status = deploymentStatus({
             activeRevisionId: active_revision_id,
             maxScale: deployment.source_config.resource_spec?.max_scale,
-            deleting: false
+            deleting: false,
+            databaseReady: databaseReadyOf(deployment) || undefined
           })
           yield* store.setDeploymentState(tenantId, deploymentId, status, active_revision_id, nowIso)
         }
@@ -105,7 +130,7 @@ export const makeDeploymentController = Effect.gen(function* () {
       // (by any replica) resumes them from their stored state instead of renewing an idle lease.
       Effect.tap((applied) => {
         if (!leases) return Effect.void
-        const dropped = batch.filter((_, index) => !applied[index]).map((observation) => observation.revisionId)
+        const dropped = batch.flatMap((observation, index) => (!applied[index] && !("_tag" in observation) ? [observation.revisionId] : []))
         for (const id of dropped) held.delete(id)
         return dropped.length > 0 ? Effect.ignore(leases.release(dropped)) : Effect.void
       })
@@ -125,7 +150,17 @@ export const makeDeploymentController = Effect.gen(function* () {
       )
     }).pipe(Effect.catch((error) => Effect.sync(() => log.error("deployment delete failed", { deployment_id: deploymentId, error: error.message }))))
 
-  /** Hands revisions (as stored) to the driver, reading each deployment once. */
+  /** The work of a stored revision, with the secrets it was created with. */
+  const storedWork = (tenantId: string, deploymentId: string, revisionId: string) =>
+    Effect.gen(function* () {
+      const deployment = yield* store.deployment(tenantId, deploymentId)
+      const revision = deployment && (yield* store.revision(tenantId, deploymentId, revisionId))
+      if (!deployment || !revision) return undefined
+      const secrets = (yield* store.revisionSecrets(tenantId, revisionId)) ?? deployment.secrets
+      return workOf(deployment, revision, secrets)
+    })
+
+  /** Hands revisions (as stored) to the driver, reading each deployment once, each with its own secrets. */
   const resume = (revisions: ReadonlyArray<RevisionRecord>) =>
     Effect.gen(function* () {
       const deployments = new Map<string, DeploymentRecord | undefined>()
@@ -133,11 +168,23 @@ export const makeDeploymentController = Effect.gen(function* () {
         const key = `${revision.tenant_id}/${revision.deployment_id}`
         if (!deployments.has(key)) deployments.set(key, yield* store.deployment(revision.tenant_id, revision.deployment_id))
         const deployment = deployments.get(key)
-        if (deployment) yield* driver.apply(workOf(deployment, revision, deployment.secrets))
+        if (!deployment) continue
+        const secrets = (yield* store.revisionSecrets(revision.tenant_id, revision.id)) ?? deployment.secrets
+        yield* driver.apply(workOf(deployment, revision, secrets))
       }
     })
 
   const startedAt = Date.now()
+
+  // The active revision of every deployment serves again (a driver that runs something brings
+  // it back or re-attaches), before unfinished revisions are resumed.
+  const active = yield* Effect.orDie(store.activeRevisions())
+  const activeWork: Array<RevisionWork> = []
+  for (const item of active) {
+    const work = yield* Effect.orDie(storedWork(item.tenant_id, item.deployment_id, item.revision_id))
+    if (work) activeWork.push(work)
+  }
+  yield* driver.serve(activeWork, { restore: true })
 
   // Resume what a previous process left unfinished (or was killed in the middle of).
   const unfinished = leases ? yield* Effect.orDie(leases.claim(10_000)) : yield* Effect.orDie(store.inProgressRevisions())
@@ -202,6 +249,11 @@ export const makeDeploymentController = Effect.gen(function* () {
           )
         : driver.apply(workOf(deployment, revision, secrets)),
     revisionsStopped: (revisionIds) => Effect.forEach(revisionIds, (id) => (held.delete(id), driver.stop(id)), { discard: true }),
+    revisionActivated: (tenantId, deploymentId, revisionId) =>
+      storedWork(tenantId, deploymentId, revisionId).pipe(
+        Effect.flatMap((work) => (work ? driver.serve([work], { restore: false }) : Effect.void)),
+        Effect.catch((error) => Effect.sync(() => log.error("redeploy could not be started", { revision_id: revisionId, error: error.message })))
+      ),
     deleteRequested: runDelete
   })
 })

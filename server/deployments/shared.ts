@@ -7,6 +7,7 @@ import { randomUUID } from "node:crypto"
 import { Effect } from "effect"
 import {
   Conflict,
+  databaseReadyOf,
   deploymentStatus,
   type Listener,
   NotFound,
@@ -141,7 +142,7 @@ export const makeDeploymentWrites = Effect.gen(function* () {
         source_revision_config: sourceRevisionConfig,
         secrets,
         image_version: imageVersion,
-        status: deploymentStatus({ activeRevisionId: deployment.active_revision_id, maxScale: maxScaleOf(sourceConfig), deleting: false }),
+        status: deploymentStatus({ activeRevisionId: deployment.active_revision_id, maxScale: maxScaleOf(sourceConfig), deleting: false, databaseReady: databaseReadyOf(deployment) }),
         latest_revision_id: revision.id,
         revision_seq: revision.seq,
         updated_at: at

@@ -145,6 +145,10 @@ export class DeploymentStore extends Context.Service<
     ) => Op<boolean>
     /** System scan: every revision not in a final state (any tenant), oldest first. */
     readonly inProgressRevisions: () => Op<ReadonlyArray<RevisionRecord>>
+    /** The (sealed) secrets a revision runs with; undefined when there is no such revision. */
+    readonly revisionSecrets: (tenantId: string, id: string) => Op<ReadonlyArray<Secret> | undefined>
+    /** System scan: the active revision of every deployment not being deleted (any tenant). */
+    readonly activeRevisions: () => Op<ReadonlyArray<{ readonly tenant_id: string; readonly deployment_id: string; readonly revision_id: string }>>
 
     readonly listTracingProjects: (tenantId: string, name: string | null, page: Page) => Op<ReadonlyArray<TracingProjectRecord>>
     /** Deletes a deployment's tracing projects (`delete_tracing_project=true`); answers how many. */

@@ -27,7 +27,10 @@ const bodies: Record<string, unknown> = {
   updateBox: { name: "b-renamed" },
   updateDeployment: { source_revision_config: { image_uri: "evil/image:1" }, secrets: [{ name: "STOLEN", value: "x" }] },
   createRevision: { source_revision_config: { image_uri: "evil/image:2" } },
-  updateListener: { compute_config: { k8s_namespaces: ["evil"] } }
+  updateListener: { compute_config: { k8s_namespaces: ["evil"] } },
+  getBuildLogs: { order: "asc", limit: 10 },
+  getDeployLogs: { order: "asc", limit: 10 },
+  getRevisionDeployLogs: { order: "asc", limit: 10 }
 }
 
 const paramsForA = (path: string): Record<string, string> => {

@@ -23,7 +23,7 @@ describe("simulated deployment driver", () => {
       Effect.gen(function* () {
         const driver = yield* DeploymentDriver
         const seen: Array<string> = []
-        yield* driver.observe((batch) => Effect.sync(() => (seen.push(...batch.map((item) => item.to)), batch.map(() => true))))
+        yield* driver.observe((batch) => Effect.sync(() => (seen.push(...batch.flatMap((item) => ("_tag" in item ? [] : [item.to]))), batch.map(() => true))))
         yield* driver.apply({
           tenantId: randomUUID(),
           deploymentId: randomUUID(),

@@ -118,6 +118,24 @@ export const deploymentStoreSuite = (backend: string, stores: Layer.Layer<Deploy
       })
     )
 
+    it.effect("answers a revision's sealed secrets and every deployment's active revision", () =>
+      Effect.gen(function* () {
+        const store = yield* DeploymentStore
+        const tenantId = yield* tenant
+        const { deployment, revision } = deploymentWithRevision(tenantId)
+        yield* store.createDeployment(deployment, revision, randomUUID())
+        expect(yield* store.revisionSecrets(tenantId, revision.id)).toEqual(revision.secrets)
+        expect(yield* store.revisionSecrets(tenantId, randomUUID())).toBeUndefined()
+        const isActive = (items: ReadonlyArray<{ readonly deployment_id: string; readonly revision_id: string }>) =>
+          items.some((item) => item.deployment_id === deployment.id && item.revision_id === revision.id)
+        expect(isActive(yield* store.activeRevisions())).toBe(false)
+        yield* store.setDeploymentState(tenantId, deployment.id, "READY", revision.id, at(4))
+        expect(isActive(yield* store.activeRevisions())).toBe(true)
+        yield* store.setDeploymentStatus(tenantId, deployment.id, "AWAITING_DELETE", at(5))
+        expect(isActive(yield* store.activeRevisions())).toBe(false)
+      })
+    )
+
     it.effect("lists revisions newest first, filtered by status, in pages", () =>
       Effect.gen(function* () {
         const store = yield* DeploymentStore

@@ -5,7 +5,9 @@ import {
   Api,
   checkRevisionSource,
   controlPage,
+  databaseReadyOf,
   deploymentStatus,
+  gitrepoCustomUrl,
   type Listener,
   listenerIssues,
   Pagination,
@@ -14,6 +16,7 @@ import {
   ValidationError
 } from "../../../core/index.ts"
 import { implement, now, ServerEnv } from "../../module.ts"
+import { chooseRuntime } from "../../runtime/select.ts"
 import type { DeploymentRecord, NewRevision } from "../../store/DeploymentStore.ts"
 import { integrationIssues } from "../integrationBinding.ts"
 import { deploymentNotFound, type DeploymentWrites, toDeployment, toListener } from "../shared.ts"
@@ -21,6 +24,9 @@ import { deploymentNotFound, type DeploymentWrites, toDeployment, toListener } f
 export const deploymentRoutes = (writes: DeploymentWrites) =>
   Effect.gen(function* () {
     const { publicUrl } = yield* ServerEnv
+    // With a runtime that serves deployments, an external_container deployment without a
+    // custom_url is served at {public}/d/{name}, and says so (core's rule for gitrepo URLs).
+    const servesUrls = (yield* chooseRuntime).name === "local"
     const { store, controller, sealSecrets, storedOf, mustGetDeployment, refuseIfDeleting, supersedeUnfinished, writeNewRevision, announce, maxScaleOf } = writes
 
     const listenerOf = (tenantId: string, id: string | null | undefined): Effect.Effect<Listener | undefined, any> =>
@@ -37,7 +43,10 @@ export const deploymentRoutes = (writes: DeploymentWrites) =>
           if (Result.isFailure(plan) || listenerProblems.length > 0) {
             return yield* new ValidationError({ issues: [...(Result.isFailure(plan) ? plan.failure.issues : []), ...listenerProblems] })
           }
-          const planned = plan.success
+          const planned =
+            servesUrls && plan.success.source === "external_container" && !plan.success.source_config.custom_url
+              ? { ...plan.success, source_config: { ...plan.success.source_config, custom_url: gitrepoCustomUrl(publicUrl, plan.success.name) } }
+              : plan.success
           const at = now()
           const deploymentId = randomUUID()
           const secrets = sealSecrets(planned.secrets)
@@ -117,7 +126,7 @@ export const deploymentRoutes = (writes: DeploymentWrites) =>
                 ...deployment,
                 source_config: plan.source_config,
                 image_version: plan.image_version,
-                status: deploymentStatus({ activeRevisionId: deployment.active_revision_id, maxScale: maxScaleOf(plan.source_config), deleting: false }),
+                status: deploymentStatus({ activeRevisionId: deployment.active_revision_id, maxScale: maxScaleOf(plan.source_config), deleting: false, databaseReady: databaseReadyOf(deployment) }),
                 updated_at: now()
               }
               yield* store.updateDeployment(updated)

@@ -1,6 +1,6 @@
 /** `/v2/deployments/{deployment_id}/revisions`: list, create, get and redeploy revisions. */
 import { Effect } from "effect"
-import { Api, checkRedeploy, controlPage, deploymentStatus, NotFound, Pagination, planRevision } from "../../../core/index.ts"
+import { Api, checkRedeploy, controlPage, databaseReadyOf, deploymentStatus, NotFound, Pagination, planRevision } from "../../../core/index.ts"
 import { implement, now } from "../../module.ts"
 import { deploymentNotFound, type DeploymentWrites, toDeployment, toRevision } from "../shared.ts"
 
@@ -67,12 +67,13 @@ export const revisionRoutes = (writes: DeploymentWrites) =>
               // Like a new revision, a redeploy supersedes a rollout still under way, which would
               // otherwise replace the redeployed revision moments later.
               const stopped = yield* supersedeUnfinished(auth.tenantId, deployment.id, at)
-              const status = deploymentStatus({ activeRevisionId: allowed.id, maxScale: maxScaleOf(deployment.source_config), deleting: false })
+              const status = deploymentStatus({ activeRevisionId: allowed.id, maxScale: maxScaleOf(deployment.source_config), deleting: false, databaseReady: databaseReadyOf(deployment) })
               yield* store.setDeploymentState(auth.tenantId, deployment.id, status, allowed.id, at)
               return { deployment: { ...deployment, status, active_revision_id: allowed.id, updated_at: at }, stopped }
             })
           )
           yield* controller.revisionsStopped(result.stopped)
+          yield* controller.revisionActivated(auth.tenantId, params.deployment_id, params.revision_id)
           return toDeployment(result.deployment)
         })
       )

@@ -600,8 +600,12 @@ export const makeBoxRunner = (options: BoxRunnerOptions): BoxRunner => {
         bridge.stdout!.once("data", () => resolve())
         bridge.once("exit", (c) => reject(new BoxError(`port bridge for box ${id} exited (${c}): ${bridgeErr.trim()}`)))
       })
+      // Open connections, so close() ends them (server.close alone waits for every keep-alive one).
+      const conns = new Set<net.Socket>()
       const server = net.createServer((c) => {
         const u = net.connect(sock)
+        conns.add(c)
+        c.once("close", () => conns.delete(c))
         c.pipe(u).pipe(c)
         c.on("error", () => u.destroy())
         u.on("error", () => c.destroy())
@@ -619,7 +623,9 @@ export const makeBoxRunner = (options: BoxRunnerOptions): BoxRunner => {
         close: () =>
           (closed ??= (async () => {
             forwards.delete(fwd)
-            await new Promise<void>((r) => server.close(() => r()))
+            const closing = new Promise<void>((r) => server.close(() => r()))
+            for (const c of conns) c.destroy()
+            await closing
             bridge.stdin!.end()
             if (bridge.exitCode === null) bridge.kill("SIGKILL")
             rmSync(sock, { force: true })

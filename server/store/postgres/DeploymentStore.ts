@@ -282,6 +282,16 @@ export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["S
         rows.map(toRevisionRecord)
       ),
 
+    revisionSecrets: (tenantId, id) =>
+      Effect.map(query<{ secrets: string | Array<Secret> }>("SELECT secrets FROM revisions WHERE tenant_id = $1 AND id = $2", [tenantId, id]), (rows) => {
+        const stored = rows[0]?.secrets
+        return stored === undefined ? undefined : typeof stored === "string" ? (JSON.parse(stored) as Array<Secret>) : stored
+      }),
+    activeRevisions: () =>
+      query<{ tenant_id: string; deployment_id: string; revision_id: string }>(
+        "SELECT tenant_id, id AS deployment_id, active_revision_id AS revision_id FROM deployments WHERE active_revision_id IS NOT NULL AND status != 'AWAITING_DELETE'"
+      ),
+
     listTracingProjects: (tenantId, name, page) =>
       query<TracingProjectRecord>(
         `SELECT id, tenant_id, name, deployment_id, created_at FROM tracing_projects

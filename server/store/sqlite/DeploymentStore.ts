@@ -137,6 +137,12 @@ export const makeSqliteDeploymentStore = (db: Db): DeploymentStore["Service"] =>
     advanceRevision: (tenantId, id, from, to, message, deployedAt, now) =>
       op(() => repo.advanceRevision(tenantId, id, from, to, message, deployedAt, now)),
     inProgressRevisions: () => op(() => repo.inProgressRevisions().map(toRevisionRecord)),
+    revisionSecrets: (tenantId, id) =>
+      op(() => {
+        const text = repo.revisionSecrets(tenantId, id)
+        return text === undefined ? undefined : (JSON.parse(text) as Array<Secret>)
+      }),
+    activeRevisions: () => op(() => repo.activeRevisions()),
 
     listTracingProjects: (tenantId, name, page) => op(() => repo.listTracingProjects(tenantId, name, page.limit, sqlPage(page).offset)),
     deleteTracingProjects: (tenantId, deploymentId) => op(() => repo.deleteTracingProjects(tenantId, deploymentId)),

@@ -173,6 +173,10 @@ export const makeDeploymentRepository = (db: Db) => {
     "UPDATE revisions SET status = ?, status_message = ?, deployed_at = coalesce(deployed_at, ?), updated_at = ? WHERE tenant_id = ? AND id = ? AND status = ?"
   )
   const inProgressRevisions = db.prepare(`SELECT ${revisionViewColumns} FROM revisions WHERE status NOT IN (${finalList}) ORDER BY seq`)
+  const revisionSecrets = db.prepare("SELECT secrets FROM revisions WHERE tenant_id = ? AND id = ?").pluck()
+  const activeRevisions = db.prepare(
+    "SELECT tenant_id, id AS deployment_id, active_revision_id AS revision_id FROM deployments WHERE active_revision_id IS NOT NULL AND status != 'AWAITING_DELETE'"
+  )
 
   // Tracing projects
   const upsertTracingProject = db.prepare(
@@ -286,6 +290,9 @@ export const makeDeploymentRepository = (db: Db) => {
     advanceRevision: (tenantId: string, id: string, from: string, to: string, message: string | null, deployedAt: string | null, now: string) =>
       advanceRevision.run(to, message, deployedAt, now, tenantId, id, from).changes > 0,
     inProgressRevisions: () => inProgressRevisions.all() as Array<RevisionView>,
+    /** JSON text of the (sealed) secrets a revision runs with. */
+    revisionSecrets: (tenantId: string, id: string) => revisionSecrets.get(tenantId, id) as string | undefined,
+    activeRevisions: () => activeRevisions.all() as Array<{ tenant_id: string; deployment_id: string; revision_id: string }>,
 
     upsertTracingProject: (id: string, tenantId: string, name: string, deploymentId: string, now: string) =>
       void upsertTracingProject.run(id, tenantId, name, deploymentId, now),

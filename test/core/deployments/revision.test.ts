@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest"
 import {
   activate,
   canAdvance,
+  databaseReadyOf,
   deploymentStatus,
   everDeployed,
   happyPath,
@@ -124,6 +125,21 @@ describe("deployment status", () => {
 
   it("is UNUSED when a deployed deployment is scaled to zero", () => {
     expect(deploymentStatus({ activeRevisionId: revision, maxScale: 0, deleting: false })).toBe("UNUSED")
+  })
+
+  it("follows the database when a runtime reports it: AWAITING_DATABASE while provisioning, READY once provisioned", () => {
+    expect(deploymentStatus({ activeRevisionId: null, maxScale: 3, deleting: false, databaseReady: false })).toBe("AWAITING_DATABASE")
+    expect(deploymentStatus({ activeRevisionId: null, maxScale: 3, deleting: false, databaseReady: true })).toBe("READY")
+    expect(deploymentStatus({ activeRevisionId: null, maxScale: 0, deleting: false, databaseReady: true })).toBe("UNUSED")
+    expect(deploymentStatus({ activeRevisionId: revision, maxScale: 3, deleting: false, databaseReady: false })).toBe("AWAITING_DATABASE")
+    expect(deploymentStatus({ activeRevisionId: null, maxScale: 3, deleting: true, databaseReady: true })).toBe("AWAITING_DELETE")
+  })
+
+  it("reads a stored deployment's database readiness from its status or its active revision", () => {
+    expect(databaseReadyOf({ status: "AWAITING_DATABASE", active_revision_id: null })).toBe(false)
+    expect(databaseReadyOf({ status: "READY", active_revision_id: null })).toBe(true)
+    expect(databaseReadyOf({ status: "UNUSED", active_revision_id: null })).toBe(true)
+    expect(databaseReadyOf({ status: "AWAITING_DATABASE", active_revision_id: revision })).toBe(true)
   })
 
   it("is AWAITING_DELETE while deleting, whatever else holds", () => {

@@ -1,0 +1,72 @@
+/**
+ * The local deployment driver against the deployment driver conformance suite
+ * (test/runtime/deploymentDriver.suite.ts), on real time: a real registry with the test images,
+ * real boxes, Slipway's own PostgreSQL and a Redis per deployment.
+ */
+import { describe, vi } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import { afterAll, beforeAll } from "vitest"
+import { DeploymentDriver } from "../../server/deployments/Driver.ts"
+import { LocalDeploymentDriver } from "../../server/deployments/drivers/local.ts"
+import { DeploymentServingLive } from "../../server/deployments/local/services.ts"
+import { defaultConfig } from "../../server/config.ts"
+import { makeLogger } from "../../server/log.ts"
+import { ServerEnv } from "../../server/module.ts"
+import { LocalHostLive } from "../../server/runtime/local/LocalHost.ts"
+import { deploymentDriverSuite } from "../runtime/deploymentDriver.suite.ts"
+import { pushTestImages, removeTestImages, type TestImageRefs } from "../support/images.ts"
+import { startRegistry, type TestRegistry } from "../support/registry.ts"
+import { tempDatabasePath } from "../support/server.ts"
+
+vi.setConfig({ testTimeout: 120_000, hookTimeout: 180_000 })
+
+let registry: TestRegistry
+let refs: TestImageRefs
+const database = tempDatabasePath("deploysuite")
+const saved = process.env.SLIPWAY_INSECURE_REGISTRIES
+
+beforeAll(async () => {
+  registry = await startRegistry()
+  refs = await pushTestImages(registry.host, { only: ["http-ok", "crash"] })
+  process.env.SLIPWAY_INSECURE_REGISTRIES = registry.host
+})
+
+afterAll(async () => {
+  await registry?.stop()
+  removeTestImages()
+  if (saved === undefined) delete process.env.SLIPWAY_INSECURE_REGISTRIES
+  else process.env.SLIPWAY_INSECURE_REGISTRIES = saved
+  database.remove()
+})
+
+const env = Layer.succeed(ServerEnv, {
+  config: { ...defaultConfig, databasePath: database.path },
+  log: makeLogger("silent"),
+  publicUrl: "http://127.0.0.1:9"
+})
+
+const driver = () =>
+  LocalDeploymentDriver({
+    healthTimeoutMs: 10_000,
+    healthMode: "auto",
+    healthPath: "/ok",
+    drainMs: 1000,
+    port: 8000,
+    postgresUrl: undefined,
+    stepMs: 20
+  }).pipe(Layer.provide(Layer.mergeAll(LocalHostLive, DeploymentServingLive)), Layer.provide(env))
+
+const provide = <A, E>(effect: Effect.Effect<A, E, DeploymentDriver>) => Effect.scoped(Effect.provide(effect, driver()))
+
+describe("local deployment driver", () => {
+  deploymentDriverSuite("local", provide, {
+    advance: (millis) => Effect.promise(() => new Promise((resolve) => setTimeout(resolve, millis))),
+    get healthyImage() {
+      return refs.httpOk
+    },
+    get failingImage() {
+      return refs.crash
+    },
+    settleMs: 15_000
+  })
+})
