@@ -40,6 +40,7 @@ import type { LogKind } from "../local/logs.ts"
 import { deploymentUrl, type ProxyTarget } from "../local/proxy.ts"
 import { DeploymentServing } from "../local/services.ts"
 import { makeSimulatedDriver } from "./simulated.ts"
+import { imageEnvironment } from "../../runtime/local/images.ts"
 
 export interface LocalDeploymentOptions {
   /** Time every replica has to become healthy (`SLIPWAY_DEPLOY_HEALTH_TIMEOUT_MS`, default 300 000). */
@@ -102,14 +103,6 @@ class Superseded extends Error {
 /** A rollout failure with the message for `status_message`. */
 class RolloutFailed extends Error {}
 
-const imageEnv = (env: ReadonlyArray<string>): Record<string, string> => {
-  const out: Record<string, string> = {}
-  for (const entry of env) {
-    const at = entry.indexOf("=")
-    if (at > 0) out[entry.slice(0, at)] = entry.slice(at + 1)
-  }
-  return out
-}
 
 /** Whether something listens on TCP `port` in the network namespace of process `pid`. */
 const listening = (pid: number, port: number): boolean => {
@@ -232,7 +225,7 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
       const box = await host.boxes.start({
         id,
         rootfs: image.rootfs,
-        env: imageEnv(image.config.env),
+        env: imageEnvironment(image.config.env),
         workingDir: image.config.workingDir || "/",
         hostname,
         storageBytes: STORAGE_BYTES,

@@ -724,3 +724,13 @@ export const makeImageStore = (options: ImageStoreOptions): ImageStore => {
     stats: () => ({ ...counters })
   }
 }
+
+/** An image config's `Env` (`["K=V", ...]`) as a record. */
+export const imageEnvironment = (env: ReadonlyArray<string>): Record<string, string> => {
+  const out: Record<string, string> = {}
+  for (const entry of env) {
+    const at = entry.indexOf("=")
+    if (at > 0) out[entry.slice(0, at)] = entry.slice(at + 1)
+  }
+  return out
+}

@@ -11,6 +11,7 @@ import { LocalHost } from "../../runtime/local/LocalHost.ts"
 import type { RunningBox } from "../../runtime/local/boxes.ts"
 import { ServerEnv } from "../../module.ts"
 import { type BoxObservationSink, type BoxWork, SandboxDriver, VolumeError } from "../Driver.ts"
+import { imageEnvironment } from "../../runtime/local/images.ts"
 
 const MiB = 1024n * 1024n
 /** Process limit of a box when the template says nothing (stops fork bombs). */
@@ -18,14 +19,6 @@ const DEFAULT_PIDS = 512
 /** Writable layer of a box whose template sets no storage. */
 const DEFAULT_STORAGE = 1024n * MiB
 
-const imageEnv = (env: ReadonlyArray<string>): Record<string, string> => {
-  const out: Record<string, string> = {}
-  for (const entry of env) {
-    const at = entry.indexOf("=")
-    if (at > 0) out[entry.slice(0, at)] = entry.slice(at + 1)
-  }
-  return out
-}
 
 const messageOf = (error: unknown) => String((error as Error)?.message ?? error).split("\n")[0]!.slice(0, 500)
 
@@ -51,7 +44,7 @@ export const makeLocalSandboxDriver = Effect.gen(function* () {
     const box: RunningBox = await host.boxes.start({
       id,
       rootfs: image.rootfs,
-      env: { ...imageEnv(image.config.env), HOME: "/home/user" },
+      env: { ...imageEnvironment(image.config.env), HOME: "/home/user" },
       hostname: work.name.slice(0, 63),
       storageBytes: Number(work.template.storage_bytes ?? DEFAULT_STORAGE),
       resources: {

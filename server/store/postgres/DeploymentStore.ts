@@ -10,6 +10,7 @@ import {
   type TracingProjectRecord
 } from "../DeploymentStore.ts"
 import { StoreError } from "../StoreError.ts"
+import { type DeploymentRow, type ListenerRow, type RevisionView as RevisionRow, toDeploymentRecord, toListenerRecord, toRevisionRecord } from "../rows.ts"
 import { PostgresDatabase, type PgStoreKit } from "./PostgresDatabase.ts"
 
 const FINAL = "'DEPLOYED', 'CREATE_FAILED', 'BUILD_FAILED', 'DEPLOY_FAILED', 'SKIPPED', 'INTERRUPTED', 'UNKNOWN'"
@@ -19,85 +20,6 @@ const deploymentColumns =
 const revisionViewColumns = "id, tenant_id, deployment_id, seq, source, status, status_message, source_revision_config, deployed_at, created_at, updated_at"
 const listenerColumns = "id, tenant_id, compute_type, compute_id, version, compute_config, created_at, updated_at"
 const integrationColumns = "id, tenant_id, provider, owner, owner_key, webhook_secret, installed_at"
-
-interface DeploymentRow {
-  readonly id: string
-  readonly tenant_id: string
-  readonly name: string
-  readonly source: string
-  readonly source_config: string
-  readonly source_revision_config: string
-  readonly secrets: string
-  readonly image_version: string | null
-  readonly status: string
-  readonly latest_revision_id: string | null
-  readonly active_revision_id: string | null
-  readonly revision_seq: number
-  readonly created_at: string
-  readonly updated_at: string
-}
-
-interface RevisionRow {
-  readonly id: string
-  readonly tenant_id: string
-  readonly deployment_id: string
-  readonly seq: number
-  readonly source: string
-  readonly status: string
-  readonly status_message: string | null
-  readonly source_revision_config: string
-  readonly deployed_at: string | null
-  readonly created_at: string
-  readonly updated_at: string
-}
-
-interface ListenerRow {
-  readonly id: string
-  readonly tenant_id: string
-  readonly compute_type: string
-  readonly compute_id: string
-  readonly version: string | null
-  readonly compute_config: string
-  readonly created_at: string
-  readonly updated_at: string
-}
-
-const toDeploymentRecord = (row: DeploymentRow): DeploymentRecord => ({
-  id: row.id,
-  tenant_id: row.tenant_id,
-  name: row.name,
-  source: row.source as Source,
-  source_config: JSON.parse(row.source_config),
-  source_revision_config: JSON.parse(row.source_revision_config),
-  secrets: JSON.parse(row.secrets) as Array<Secret>,
-  image_version: row.image_version,
-  status: row.status as DeploymentStatus,
-  latest_revision_id: row.latest_revision_id,
-  active_revision_id: row.active_revision_id,
-  revision_seq: row.revision_seq,
-  created_at: row.created_at,
-  updated_at: row.updated_at
-})
-
-const toRevisionRecord = (row: RevisionRow): RevisionRecord => ({
-  id: row.id,
-  tenant_id: row.tenant_id,
-  deployment_id: row.deployment_id,
-  seq: row.seq,
-  source: row.source as Source,
-  status: row.status as RevisionStatus,
-  status_message: row.status_message,
-  source_revision_config: JSON.parse(row.source_revision_config),
-  deployed_at: row.deployed_at,
-  created_at: row.created_at,
-  updated_at: row.updated_at
-})
-
-const toListenerRecord = (row: ListenerRow): ListenerRecord => ({
-  ...row,
-  compute_type: row.compute_type as "k8s",
-  compute_config: JSON.parse(row.compute_config)
-})
 
 const deploymentParams = (d: DeploymentRecord) => [
   d.id,

@@ -6,38 +6,18 @@ import type { RevisionStatus, Source } from "../../../core/index.ts"
 import type { RevisionRecord } from "../DeploymentStore.ts"
 import { RevisionLeases } from "../RevisionLeases.ts"
 import { PostgresDatabase, type PgStoreKit } from "./PostgresDatabase.ts"
+import { type RevisionView, toRevisionRecord } from "../rows.ts"
 
 const FINAL = "'DEPLOYED', 'CREATE_FAILED', 'BUILD_FAILED', 'DEPLOY_FAILED', 'SKIPPED', 'INTERRUPTED', 'UNKNOWN'"
 const columns = "r.id, r.tenant_id, r.deployment_id, r.seq, r.source, r.status, r.status_message, r.source_revision_config, r.deployed_at, r.created_at, r.updated_at"
 const leaseFor = "now() + make_interval(secs => $2::double precision / 1000)"
-
-interface Row {
-  readonly id: string
-  readonly tenant_id: string
-  readonly deployment_id: string
-  readonly seq: number
-  readonly source: string
-  readonly status: string
-  readonly status_message: string | null
-  readonly source_revision_config: string
-  readonly deployed_at: string | null
-  readonly created_at: string
-  readonly updated_at: string
-}
-
-const toRecord = (row: Row): RevisionRecord => ({
-  ...row,
-  source: row.source as Source,
-  status: row.status as RevisionStatus,
-  source_revision_config: JSON.parse(row.source_revision_config)
-})
 
 export const makePostgresRevisionLeases = (kit: PgStoreKit, leaseMs: number, owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`): RevisionLeases["Service"] => ({
   owner,
   leaseMs,
   claim: (limit) =>
     Effect.map(
-      kit.query<Row>(
+      kit.query<RevisionView>(
         `UPDATE revisions r SET lease_owner = $1, lease_until = ${leaseFor}
          FROM (SELECT id FROM revisions
                WHERE status NOT IN (${FINAL}) AND (lease_until IS NULL OR lease_until < now())
@@ -46,7 +26,7 @@ export const makePostgresRevisionLeases = (kit: PgStoreKit, leaseMs: number, own
          RETURNING ${columns}`,
         [owner, leaseMs, limit]
       ),
-      (rows) => rows.map(toRecord)
+      (rows) => rows.map(toRevisionRecord)
     ),
   claimOne: (tenantId, revisionId) =>
     Effect.map(

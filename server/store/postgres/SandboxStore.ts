@@ -12,6 +12,7 @@ import { type PoolRecord, type SandboxRecord, SandboxStore, type TemplateMount, 
 import type { StoreError } from "../StoreError.ts"
 import type { Sql } from "./client.ts"
 import { isShallow, makePager, pageWhere, type SeqTable } from "./pages.ts"
+import { type TemplateRow, type TemplateViewRow, toTemplateRecord, toTemplateView } from "../rows.ts"
 import { CurrentTransaction, PostgresDatabase, type PgStoreKit, toStoreError } from "./PostgresDatabase.ts"
 
 const volumeColumns = "v.id, v.tenant_id, v.organization_id, v.name, v.size_bytes, v.size, v.storage_class, v.created_at, v.updated_at"
@@ -34,37 +35,6 @@ export const pgListSql = {
   pools: `SELECT ${poolColumns} ${poolFrom} WHERE ${pageWhere("sandbox_pools", "p")}`,
   sandboxes: `SELECT ${sandboxColumns} ${sandboxFrom} WHERE ${pageWhere("sandboxes", "s")}`
 }
-
-interface TemplateViewRow extends Omit<TemplateView, "proxy_config" | "mounts"> {
-  readonly proxy_config: string | null
-  readonly mounts: string
-}
-interface TemplateRow extends TemplateViewRow {
-  readonly cpu_millicores: bigint
-  readonly memory_bytes: bigint
-  readonly storage_bytes: bigint | null
-}
-
-const toTemplateView = (row: TemplateViewRow): TemplateView => ({
-  id: row.id,
-  tenant_id: row.tenant_id,
-  name: row.name,
-  image: row.image,
-  cpu: row.cpu,
-  memory: row.memory,
-  storage: row.storage,
-  proxy_config: row.proxy_config === null ? null : JSON.parse(row.proxy_config),
-  mounts: JSON.parse(row.mounts) as Array<TemplateMount>,
-  created_at: row.created_at,
-  updated_at: row.updated_at
-})
-
-const toTemplateRecord = (row: TemplateRow): TemplateRecord => ({
-  ...toTemplateView(row),
-  cpu_millicores: row.cpu_millicores,
-  memory_bytes: row.memory_bytes,
-  storage_bytes: row.storage_bytes
-})
 
 export const makePostgresSandboxStore = (kit: PgStoreKit): SandboxStore["Service"] => {
   const { query, one, execute, executeNaming, transaction, client } = kit

@@ -10,63 +10,12 @@ import {
   type RevisionRecord
 } from "../DeploymentStore.ts"
 import { type Db, sqliteTransactional } from "./database.ts"
-import { type DeploymentRow, type ListenerRow, makeDeploymentRepository, type RevisionRow, type RevisionView } from "./deploymentRepository.ts"
+import { toDeploymentRecord, toDeploymentRow, toListenerRecord, toListenerRow, toRevisionRecord, toRevisionRow } from "../rows.ts"
+import { makeDeploymentRepository } from "./deploymentRepository.ts"
 import type { StoreError } from "../StoreError.ts"
 import { isUniqueViolation, op, toStoreError } from "./errors.ts"
 import { sqlPage } from "./page.ts"
 import { SqliteDatabase } from "./SqliteDatabase.ts"
-
-const toDeploymentRecord = (row: DeploymentRow): DeploymentRecord => ({
-  id: row.id,
-  tenant_id: row.tenant_id,
-  name: row.name,
-  source: row.source as Source,
-  source_config: JSON.parse(row.source_config),
-  source_revision_config: JSON.parse(row.source_revision_config),
-  secrets: JSON.parse(row.secrets) as Array<Secret>,
-  image_version: row.image_version,
-  status: row.status as DeploymentStatus,
-  latest_revision_id: row.latest_revision_id,
-  active_revision_id: row.active_revision_id,
-  revision_seq: row.revision_seq,
-  created_at: row.created_at,
-  updated_at: row.updated_at
-})
-
-const toDeploymentRow = (record: DeploymentRecord): DeploymentRow => ({
-  ...record,
-  source_config: JSON.stringify(record.source_config),
-  source_revision_config: JSON.stringify(record.source_revision_config),
-  secrets: JSON.stringify(record.secrets)
-})
-
-const toRevisionRecord = (row: RevisionView): RevisionRecord => ({
-  id: row.id,
-  tenant_id: row.tenant_id,
-  deployment_id: row.deployment_id,
-  seq: row.seq,
-  source: row.source as Source,
-  status: row.status as RevisionStatus,
-  status_message: row.status_message,
-  source_revision_config: JSON.parse(row.source_revision_config),
-  deployed_at: row.deployed_at,
-  created_at: row.created_at,
-  updated_at: row.updated_at
-})
-
-const toRevisionRow = (revision: NewRevision): RevisionRow => ({
-  ...revision,
-  source_revision_config: JSON.stringify(revision.source_revision_config),
-  secrets: JSON.stringify(revision.secrets)
-})
-
-const toListenerRecord = (row: ListenerRow): ListenerRecord => ({
-  ...row,
-  compute_type: row.compute_type as "k8s",
-  compute_config: JSON.parse(row.compute_config)
-})
-
-const toListenerRow = (record: ListenerRecord): ListenerRow => ({ ...record, compute_config: JSON.stringify(record.compute_config) })
 
 const jsonList = (values: ReadonlyArray<string> | null) => (values === null ? null : JSON.stringify(values))
 

@@ -5,30 +5,10 @@ import { SandboxStore, type TemplateMount, type TemplateRecord, type TemplateVie
 import type { StoreError } from "../StoreError.ts"
 import { type Db, sqliteTransactional } from "./database.ts"
 import { isUniqueViolation, op, toStoreError } from "./errors.ts"
-import { makeSandboxRepository, type TemplateRow, type TemplateView as TemplateViewRow } from "./sandboxRepository.ts"
+import { toTemplateRecord, toTemplateView } from "../rows.ts"
+import { makeSandboxRepository } from "./sandboxRepository.ts"
 import { sqlPage } from "./page.ts"
 import { SqliteDatabase } from "./SqliteDatabase.ts"
-
-const toTemplateView = (row: TemplateViewRow): TemplateView => ({
-  id: row.id,
-  tenant_id: row.tenant_id,
-  name: row.name,
-  image: row.image,
-  cpu: row.cpu,
-  memory: row.memory,
-  storage: row.storage,
-  proxy_config: row.proxy_config === null ? null : JSON.parse(row.proxy_config),
-  mounts: JSON.parse(row.mounts) as Array<TemplateMount>,
-  created_at: row.created_at,
-  updated_at: row.updated_at
-})
-
-const toTemplateRecord = (row: TemplateRow): TemplateRecord => ({
-  ...toTemplateView(row),
-  cpu_millicores: row.cpu_millicores,
-  memory_bytes: row.memory_bytes,
-  storage_bytes: row.storage_bytes
-})
 
 /** A write that may take a name already taken (a lost race the UNIQUE index still guards). */
 const naming = <A>(kind: string, name: string, work: () => A): Effect.Effect<A, SandboxConflict | StoreError> =>

@@ -6,60 +6,10 @@
  * `pendingDeletes`) and the webhook's lookup of integrations by repository owner (the
  * signature, checked afterwards, decides which tenant it is).
  */
+import type { DeploymentRow, ListenerRow, RevisionRow, RevisionView } from "../rows.ts"
 import { type Db, immediate } from "./database.ts"
 
-export interface DeploymentRow {
-  readonly id: string
-  readonly tenant_id: string
-  readonly name: string
-  readonly source: string
-  /** JSON text of the stored SourceConfig. */
-  readonly source_config: string
-  /** JSON text of the latest revision's SourceRevisionConfig. */
-  readonly source_revision_config: string
-  /** JSON text: `[{name, value}]` with sealed values. */
-  readonly secrets: string
-  readonly image_version: string | null
-  readonly status: string
-  readonly latest_revision_id: string | null
-  readonly active_revision_id: string | null
-  readonly revision_seq: number
-  readonly created_at: string
-  readonly updated_at: string
-}
-
-export interface RevisionRow {
-  readonly id: string
-  readonly tenant_id: string
-  readonly deployment_id: string
-  readonly seq: number
-  readonly source: string
-  readonly status: string
-  readonly status_message: string | null
-  /** JSON text of this revision's SourceRevisionConfig. */
-  readonly source_revision_config: string
-  /** JSON text: the secrets this revision runs with, values sealed. */
-  readonly secrets: string
-  readonly deployed_at: string | null
-  readonly created_at: string
-  readonly updated_at: string
-}
-
-/** A revision as read back for answers, the runtime and redeploys: without its secrets. */
-export type RevisionView = Omit<RevisionRow, "secrets">
-
-export interface ListenerRow {
-  readonly id: string
-  readonly tenant_id: string
-  readonly compute_type: string
-  /** Unique per tenant (real API field); the listener's id unless the client named it. */
-  readonly compute_id: string
-  readonly version: string | null
-  /** JSON text. */
-  readonly compute_config: string
-  readonly created_at: string
-  readonly updated_at: string
-}
+export type { DeploymentRow, ListenerRow, RevisionRow, RevisionView }
 
 export interface IntegrationRow {
   readonly id: string
