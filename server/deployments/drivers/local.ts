@@ -31,7 +31,7 @@ import { effectiveResourceSpec, type PodVolumeMount, type ResourceSpec, type Rev
 import { ServerEnv } from "../../module.ts"
 import type { BoxProcess, BoxVolume, Forward, RunningBox } from "../../runtime/local/boxes.ts"
 import { type Egress, exposeToBox } from "../../runtime/local/egress.ts"
-import type { PulledImage } from "../../runtime/local/images.ts"
+import { imageEnvironment, type PulledImage } from "../../runtime/local/images.ts"
 import { LocalHost } from "../../runtime/local/LocalHost.ts"
 import { type DatabaseObservation, DeploymentDriver, type Observation, type ObservationSink, type RevisionWork } from "../Driver.ts"
 import { type DeploymentDatabases, makeDeploymentDatabases, type ProvisionedDatabases } from "../local/databases.ts"
@@ -40,7 +40,6 @@ import type { LogKind } from "../local/logs.ts"
 import { deploymentUrl, type ProxyTarget } from "../local/proxy.ts"
 import { DeploymentServing } from "../local/services.ts"
 import { makeSimulatedDriver } from "./simulated.ts"
-import { imageEnvironment } from "../../runtime/local/images.ts"
 
 export interface LocalDeploymentOptions {
   /** Time every replica has to become healthy (`SLIPWAY_DEPLOY_HEALTH_TIMEOUT_MS`, default 300 000). */
