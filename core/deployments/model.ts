@@ -7,9 +7,10 @@
  */
 import { Effect, Schema, SchemaTransformation } from "effect"
 import { Timestamp, Uuid } from "../api/common.ts"
-import { Int, issueTypeKey, rule } from "../api/validation.ts"
+import { above, atLeast, atMost, Int, issueTypeKey, rule, ruleOf } from "../api/validation.ts"
 import { resourceSpecIssues } from "./resourceSpec.ts"
 import { RevisionStatus } from "./revision.ts"
+import { gitRefProblem, imageReferenceProblem, repoPathProblem, repoUrlProblem } from "./sourceFields.ts"
 
 // ---------------------------------------------------------------------------------------------
 // Small building blocks
@@ -17,7 +18,8 @@ import { RevisionStatus } from "./revision.ts"
 /** Optional and nullable, as every field of spec 2.2, 2.3 and 2.5 is: absent and null mean "not set". */
 const nullable = <S extends Schema.Top>(schema: S) => Schema.optionalKey(Schema.NullOr(schema))
 
-const NonEmptyString = Schema.String.check(rule((s: string) => s.length > 0, "String should have at least 1 character", "string_too_short"))
+const nonEmpty = rule((s: string) => s.length > 0, "String should have at least 1 character", "string_too_short")
+const NonEmptyString = Schema.String.check(nonEmpty)
 
 const dnsLabelPattern = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/
 
@@ -42,16 +44,38 @@ export const DeploymentName = Schema.String.check(
   rule((s: string) => s.length === 0 || /^[a-z0-9-]+$/.test(s), "Input should contain only lowercase letters, digits and '-'", "string_pattern_mismatch")
 )
 
-const atLeast = (min: number) =>
-  Int.check(rule((n: number) => n >= min, `Input should be greater than or equal to ${min}`, "greater_than_equal"))
+/**
+ * Upper bounds of the resource spec (docs/deployments.md, "Validation rules"): far above any
+ * real node, low enough that a typo (or 1e300) is refused instead of scheduled. A limit may be
+ * twice its request's bound, since an unset limit defaults to twice the request.
+ */
+export const resourceBounds = {
+  /** Replicas of any component. */
+  scale: 1000,
+  /** Whole cores requested per replica; limits up to twice as much. */
+  cpu: 64,
+  /** MB of memory requested per replica (256 GiB); limits up to twice as much. */
+  memoryMb: 262_144,
+  /** MB of memory of the cache store (64 GiB). */
+  redisMemoryMb: 65_536,
+  /** GiB of database storage (64 TiB). */
+  dbStorageGi: 65_536,
+  /** Database connections. */
+  dbMaxConnections: 10_000
+} as const
+
+const between = (min: number, max: number) => Int.check(atLeast(min), atMost(max))
 
 /** Replica counts: 0 is meaningful (scaled to zero). */
-const ReplicaCount = atLeast(0)
+const ReplicaCount = between(0, resourceBounds.scale)
 /** CPU and memory amounts, storage sizes, connection counts: a zero would never schedule. */
-const PositiveInt = atLeast(1)
-const PositiveNumber = Schema.Number.check(
-  rule((n: number) => Number.isFinite(n) && n > 0, "Input should be greater than 0", "greater_than")
-)
+const CpuRequest = between(1, resourceBounds.cpu)
+const CpuLimit = between(1, 2 * resourceBounds.cpu)
+const MemoryRequest = between(1, resourceBounds.memoryMb)
+const MemoryLimit = between(1, 2 * resourceBounds.memoryMb)
+/** The database's CPU may be a fraction of a core. */
+const DbCpuRequest = Schema.Finite.check(above(0), atMost(resourceBounds.cpu))
+const DbCpuLimit = Schema.Finite.check(above(0), atMost(2 * resourceBounds.cpu))
 
 const HttpUrl = Schema.String.check(
   rule(
@@ -66,6 +90,35 @@ const HttpUrl = Schema.String.check(
     "Input should be a valid URL with an http or https scheme",
     "url_parsing"
   )
+)
+
+/** A grammar check that leaves the empty string to `NonEmptyString` (one issue per problem). */
+const grammar = (problem: (value: string) => string | undefined) => ruleOf((value: string) => (value === "" ? undefined : problem(value)))
+
+/** The source fields, each checked against its real grammar (sourceFields.ts); `type` is `value_error`. */
+const grammarString = (problem: (value: string) => string | undefined, description: string, examples: ReadonlyArray<string>) =>
+  Schema.String.annotate({ description, examples }).check(nonEmpty, grammar(problem))
+
+export const RepoUrl = grammarString(
+  repoUrlProblem,
+  "A git repository URL: https://host/owner/repo, ssh://git@host/owner/repo or git@host:owner/repo; no credentials",
+  ["https://github.com/acme/agent"]
+)
+export const RepoRef = grammarString(gitRefProblem, "A branch by its bare name (main) or as refs/heads/main, or a tag as refs/tags/v1; a valid git ref name", [
+  "main",
+  "refs/tags/v1.0.0"
+])
+export const RepoPath = grammarString((path) => repoPathProblem(path), "A path relative to the repository root, inside it", ["langgraph.json"])
+export const ImageReference = grammarString(
+  (reference) => imageReferenceProblem(reference),
+  "An OCI image reference: [registry[:port]/]repository[:tag][@digest]",
+  ["ghcr.io/acme/agent:1.0"]
+)
+/** A container's image (sidecars, init containers): the same grammar, named after its own field. */
+const ContainerImage = grammarString(
+  (reference) => imageReferenceProblem(reference, "image"),
+  "An OCI image reference: [registry[:port]/]repository[:tag][@digest]",
+  ["python:3.12"]
 )
 
 /** Free-form Kubernetes objects (volume sources, envFrom, securityContext) are passed through as given. */
@@ -167,7 +220,7 @@ export const ResourceRequirements = Schema.Struct({
 
 export const Container = Schema.Struct({
   name: DnsLabel,
-  image: NonEmptyString,
+  image: ContainerImage,
   imagePullPolicy: nullable(Schema.Literals(["Always", "Never", "IfNotPresent"])),
   command: nullable(Schema.Array(Schema.String)),
   args: nullable(Schema.Array(Schema.String)),
@@ -184,29 +237,29 @@ export type Container = typeof Container.Type
 const resourceSpecFields = {
   min_scale: nullable(ReplicaCount),
   max_scale: nullable(ReplicaCount),
-  cpu: nullable(PositiveInt),
-  cpu_limit: nullable(PositiveInt),
-  memory_mb: nullable(PositiveInt),
-  memory_limit_mb: nullable(PositiveInt),
+  cpu: nullable(CpuRequest),
+  cpu_limit: nullable(CpuLimit),
+  memory_mb: nullable(MemoryRequest),
+  memory_limit_mb: nullable(MemoryLimit),
   queue_min_scale: nullable(ReplicaCount),
   queue_max_scale: nullable(ReplicaCount),
-  queue_cpu: nullable(PositiveInt),
-  queue_cpu_limit: nullable(PositiveInt),
-  queue_memory_mb: nullable(PositiveInt),
-  queue_memory_limit_mb: nullable(PositiveInt),
+  queue_cpu: nullable(CpuRequest),
+  queue_cpu_limit: nullable(CpuLimit),
+  queue_memory_mb: nullable(MemoryRequest),
+  queue_memory_limit_mb: nullable(MemoryLimit),
   // The orchestrator_* and executor_* fields are marked "do not use" by the spec: accepted and
   // stored so existing clients keep working, never defaulted.
-  orchestrator_cpu: nullable(PositiveInt),
-  orchestrator_cpu_limit: nullable(PositiveInt),
-  orchestrator_memory_mb: nullable(PositiveInt),
-  orchestrator_memory_limit_mb: nullable(PositiveInt),
+  orchestrator_cpu: nullable(CpuRequest),
+  orchestrator_cpu_limit: nullable(CpuLimit),
+  orchestrator_memory_mb: nullable(MemoryRequest),
+  orchestrator_memory_limit_mb: nullable(MemoryLimit),
   orchestrator_min_scale: nullable(ReplicaCount),
   orchestrator_max_scale: nullable(ReplicaCount),
-  executor_cpu: nullable(PositiveInt),
-  executor_cpu_limit: nullable(PositiveInt),
-  executor_memory_mb: nullable(PositiveInt),
-  executor_memory_limit_mb: nullable(PositiveInt),
-  redis_memory_mb: nullable(PositiveInt),
+  executor_cpu: nullable(CpuRequest),
+  executor_cpu_limit: nullable(CpuLimit),
+  executor_memory_mb: nullable(MemoryRequest),
+  executor_memory_limit_mb: nullable(MemoryLimit),
+  redis_memory_mb: nullable(between(1, resourceBounds.redisMemoryMb)),
   labels: nullable(StringMap),
   annotations: nullable(StringMap),
   service_account_name: nullable(NonEmptyString),
@@ -215,12 +268,12 @@ const resourceSpecFields = {
   volume_mounts: nullable(Schema.Array(PodVolumeMount)),
   init_containers: nullable(Schema.Array(Container)),
   sidecars: nullable(Schema.Array(Container)),
-  db_cpu: nullable(PositiveNumber),
-  db_cpu_limit: nullable(PositiveNumber),
-  db_memory_mb: nullable(PositiveInt),
-  db_memory_limit_mb: nullable(PositiveInt),
-  db_storage_gi: nullable(PositiveInt),
-  db_max_connections: nullable(PositiveInt)
+  db_cpu: nullable(DbCpuRequest),
+  db_cpu_limit: nullable(DbCpuLimit),
+  db_memory_mb: nullable(MemoryRequest),
+  db_memory_limit_mb: nullable(MemoryLimit),
+  db_storage_gi: nullable(between(1, resourceBounds.dbStorageGi)),
+  db_max_connections: nullable(between(1, resourceBounds.dbMaxConnections))
 }
 
 /** The resource spec's structure alone, before its cross-field checks. */
@@ -266,7 +319,7 @@ export type ListenerConfig = typeof ListenerConfig.Type
 
 export const SourceConfig = Schema.Struct({
   integration_id: nullable(Uuid),
-  repo_url: nullable(NonEmptyString),
+  repo_url: nullable(RepoUrl),
   deployment_type: nullable(DeploymentType),
   build_on_push: nullable(Schema.Boolean),
   custom_url: nullable(HttpUrl),
@@ -280,9 +333,9 @@ export type SourceConfig = typeof SourceConfig.Type
 export type SourceConfigField = keyof typeof SourceConfig.fields
 
 export const SourceRevisionConfig = Schema.Struct({
-  repo_ref: nullable(NonEmptyString),
-  graph_config_path: nullable(NonEmptyString),
-  image_uri: nullable(NonEmptyString),
+  repo_ref: nullable(RepoRef),
+  graph_config_path: nullable(RepoPath),
+  image_uri: nullable(ImageReference),
   repo_commit_sha: nullable(Schema.String)
 }).annotate({ identifier: "SourceRevisionConfig" })
 export type SourceRevisionConfig = typeof SourceRevisionConfig.Type
