@@ -56,9 +56,14 @@ const abs = (n: bigint): bigint => (n < 0n ? -n : n)
 const magnitudeAtMost = (q: Quantity, bound: bigint): boolean =>
   q.exponent >= 0 ? abs(q.coefficient) * pow10(q.exponent) <= bound : abs(q.coefficient) <= bound * pow10(-q.exponent)
 
-const invalid = (input: string, reason: string) => Result.fail(`Invalid quantity '${input}': ${reason}`)
+/** The input as a message quotes it: control characters escaped as in JSON ("10Gi\\n"), so a message stays one line. */
+const shown = (input: string): string => input.replace(/[\u0000-\u001f\u007f]/g, (character) => JSON.stringify(character).slice(1, -1))
 
-const quantityPattern = /^([+-]?)([0-9]*)(?:\.([0-9]*))?(.*)$/
+const invalid = (input: string, reason: string) => Result.fail(`Invalid quantity '${shown(input)}': ${reason}`)
+
+// `[\s\S]*`, not `.*`: the suffix takes everything left, line breaks included ("10Gi\n" is an
+// unknown suffix, not a failed match).
+const quantityPattern = /^([+-]?)([0-9]*)(?:\.([0-9]*))?([\s\S]*)$/
 
 /** Reads the suffix into a power of 1024 or of 10, or says why it is not one. */
 const readSuffix = (suffix: string): { readonly binary: number; readonly decimal: number } | string => {
@@ -69,7 +74,7 @@ const readSuffix = (suffix: string): { readonly binary: number; readonly decimal
     const value = Number(exponent[1])
     return Math.abs(value) <= maxExponentMagnitude ? { binary: 0, decimal: value } : `exponent ${exponent[1]} is out of range (-${maxExponentMagnitude} to ${maxExponentMagnitude})`
   }
-  return `unknown suffix '${suffix}'; expected ${suffixHelp}`
+  return `unknown suffix '${shown(suffix)}'; expected ${suffixHelp}`
 }
 
 /**
