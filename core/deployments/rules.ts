@@ -33,6 +33,7 @@ import {
   type SourceRevisionConfigField
 } from "./model.ts"
 import { everDeployed, type RevisionStatus } from "./revision.ts"
+import { branchOf } from "./sourceFields.ts"
 
 // ---------------------------------------------------------------------------------------------
 // Shared vocabulary
@@ -422,8 +423,14 @@ const pushedRepoMatches = (repoUrl: string, push: PushEvent): boolean => {
   return repo === normalizeRepo(clone_url) || repo === normalizeRepo(html_url) || repo.endsWith(`/${full_name.toLowerCase()}`)
 }
 
-/** A branch is configured by its bare name (spec 2.3); a push names its full ref. */
-const pushedRefMatches = (repoRef: string, pushedRef: string): boolean => pushedRef === repoRef || pushedRef === `refs/heads/${repoRef}`
+/**
+ * A branch is configured by its bare name (spec 2.3) or as `refs/heads/<name>`; a push names
+ * its full ref. A tag never matches: tags cannot build on push.
+ */
+const pushedRefMatches = (repoRef: string, pushedRef: string): boolean => {
+  const branch = branchOf(repoRef)
+  return branch !== null && pushedRef === `refs/heads/${branch}`
+}
 
 const isDeletion = (push: PushEvent): boolean => push.deleted === true || /^0+$/.test(push.after)
 

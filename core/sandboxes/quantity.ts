@@ -234,9 +234,13 @@ const wholeMillicores: QuantityConstraint = {
   problem: (q) => (Result.isFailure(toMillis(q)) ? "must be a whole number of millicores (at most 3 decimal places)" : undefined),
   type: "value_error"
 }
-/** Millicores are stored as an int64 as well, so CPU is bounded 1000 times tighter than bytes. */
+/**
+ * Millicores are stored as an int64 as well, so CPU is bounded 1000 times tighter than bytes:
+ * the value in millicores (the quantity × 10^3, exact) must fit, so "9223372036854775.807" is
+ * the largest CPU quantity (not 9223372036854775, as a truncated bound/1000 would say).
+ */
 const millicoresFitInt64: QuantityConstraint = {
-  problem: (q) => (magnitudeAtMost(q, maxQuantityMagnitude / 1000n) ? undefined : `must be at most ${maxQuantityMagnitude}m`),
+  problem: (q) => (magnitudeAtMost({ ...q, exponent: q.exponent + 3 }, maxQuantityMagnitude) ? undefined : `must be at most ${maxQuantityMagnitude}m`),
   type: "less_than_equal"
 }
 
