@@ -1,0 +1,525 @@
+/**
+ * Schemas of the deployment control plane (spec 2.1–2.5, design.md section 7): the wire shapes
+ * the server answers and the request bodies it accepts. Rules that need more than one field of
+ * one object (unique names, mounts of declared volumes, min ≤ max) are checks on the object, so
+ * `decodeWithIssues(schema, ["body"])` reports them with their exact `loc`. Rules that need the
+ * source or the stored deployment live in rules.ts.
+ */
+// @ts-nocheck
+
+import { Effect, Schema, SchemaTransformation } from "effect"
+import { Timestamp, Uuid } from "../api/common.ts"
+import { above, atLeast, atMost, Int, issueTypeKey, rule, ruleOf } from "../api/validation.ts"
+import { resourceSpecIssues } from "./resourceSpec.ts"
+import { RevisionStatus } from "./revision.ts"
+import { gitRefProblem, imageReferenceProblem, repoPathProblem, repoUrlProblem } from "./sourceFields.ts"
+
+// ---------------------------------------------------------------------------------------------
+// Small building blocks
+
+/** Optional and nullable, as every field of spec 2.2, 2.3 and 2.5 is: absent and null mean "not set". */
+const nullable = <S extends Schema.Top>(schema: S) => Schema.optionalKey(Schema.NullOr(schema))
+
+const nonEmpty = rule((s: string) => s.length > 0, "String should have at least 1 character", "string_too_short")
+const NonEmptyString = Schema.String.check(nonEmpty)
+
+const dnsLabelPattern = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/
+
+/** A Kubernetes DNS-1123 label: container, volume and namespace names. */
+const DnsLabel = Schema.String.check(
+  rule(
+    (s: string) => s.length <= 63 && dnsLabelPattern.test(s),
+    "Input should be a DNS label: 1-63 lowercase alphanumeric characters or '-', starting and ending with an alphanumeric character",
+    "string_pattern_mismatch"
+  )
+)
+
+/** An environment variable name. */
+export const CIdentifier = Schema.String.check(
+  rule((s: string) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(s), "Input should be a C identifier: letters, digits and '_', not starting with a digit", "string_pattern_mismatch")
+)
+
+/** Deployment names: 1–63 characters, lowercase alphanumeric and hyphens (design.md section 5). */
+export const DeploymentName = Schema.String.check(
+  rule((s: string) => s.length >= 1, "String should have at least 1 character", "string_too_short"),
+  rule((s: string) => s.length <= 63, "String should have at most 63 characters", "string_too_long"),
+  rule((s: string) => s.length === 0 || /^[a-z0-9-]+$/.test(s), "Input should contain only lowercase letters, digits and '-'", "string_pattern_mismatch")
+)
+
+/**
+ * Upper bounds of the resource spec (docs/deployments.md, "Validation rules"): far above any
+ * real node, low enough that a typo (or 1e300) is refused instead of scheduled. A limit may be
+ * twice its request's bound, since an unset limit defaults to twice the request.
+ */
+export const resourceBounds = {
+  /** Replicas of any component. */
+  scale: 1000,
+  /** Whole cores requested per replica; limits up to twice as much. */
+  cpu: 64,
+  /** MB of memory requested per replica (256 GiB); limits up to twice as much. */
+  memoryMb: 262_144,
+  /** MB of memory of the cache store (64 GiB). */
+  redisMemoryMb: 65_536,
+  /** GiB of database storage (64 TiB). */
+  dbStorageGi: 65_536,
+  /** Database connections. */
+  dbMaxConnections: 10_000
+} as const
+
+const between = (min: number, max: number) => Int.check(atLeast(min), atMost(max))
+
+/** Replica counts: 0 is meaningful (scaled to zero). */
+const ReplicaCount = between(0, resourceBounds.scale)
+/** CPU and memory amounts, storage sizes, connection counts: a zero would never schedule. */
+const CpuRequest = between(1, resourceBounds.cpu)
+const CpuLimit = between(1, 2 * resourceBounds.cpu)
+const MemoryRequest = between(1, resourceBounds.memoryMb)
+const MemoryLimit = between(1, 2 * resourceBounds.memoryMb)
+/** The database's CPU may be a fraction of a core. */
+const DbCpuRequest = Schema.Finite.check(above(0), atMost(resourceBounds.cpu))
+const DbCpuLimit = Schema.Finite.check(above(0), atMost(2 * resourceBounds.cpu))
+
+const HttpUrl = Schema.String.check(
+  rule(
+    (s: string) => {
+      try {
+        const url = new URL(s)
+        return url.protocol === "http:" || url.protocol === "https:"
+      } catch {
+        return false
+      }
+    },
+    "Input should be a valid URL with an http or https scheme",
+    "url_parsing"
+  )
+)
+
+/** A grammar check that leaves the empty string to `NonEmptyString` (one issue per problem). */
+const grammar = (problem: (value: string) => string | undefined) => ruleOf((value: string) => (value === "" ? undefined : problem(value)))
+
+/** The source fields, each checked against its real grammar (sourceFields.ts); `type` is `value_error`. */
+const grammarString = (problem: (value: string) => string | undefined, description: string, examples: ReadonlyArray<string>) =>
+  Schema.String.annotate({ description, examples }).check(nonEmpty, grammar(problem))
+
+export const RepoUrl = grammarString(
+  repoUrlProblem,
+  "A git repository URL: https://host/owner/repo, ssh://git@host/owner/repo or git@host:owner/repo; no credentials",
+  ["https://github.com/acme/agent"]
+)
+export const RepoRef = grammarString(gitRefProblem, "A branch by its bare name (main) or as refs/heads/main, or a tag as refs/tags/v1; a valid git ref name", [
+  "main",
+  "refs/tags/v1.0.0"
+])
+export const RepoPath = grammarString((path) => repoPathProblem(path), "A path relative to the repository root, inside it", ["langgraph.json"])
+export const ImageReference = grammarString(
+  (reference) => imageReferenceProblem(reference),
+  "An OCI image reference: [registry[:port]/]repository[:tag][@digest]",
+  ["ghcr.io/acme/agent:1.0"]
+)
+/** A container's image (sidecars, init containers): the same grammar, named after its own field. */
+const ContainerImage = grammarString(
+  (reference) => imageReferenceProblem(reference, "image"),
+  "An OCI image reference: [registry[:port]/]repository[:tag][@digest]",
+  ["python:3.12"]
+)
+
+/** Free-form Kubernetes objects (volume sources, envFrom, securityContext) are passed through as given. */
+const FreeForm = Schema.Record(Schema.String, Schema.Unknown)
+const StringMap = Schema.Record(Schema.String, Schema.String)
+
+/** A check on an object that reports each problem at its own path below the object. */
+export interface PathIssue {
+  readonly path: ReadonlyArray<string | number>
+  readonly message: string
+}
+
+const objectCheck = <T>(issues: (value: T) => ReadonlyArray<PathIssue>) =>
+  Schema.makeFilter<T>((value) => issues(value).map(({ path, message }) => ({ path, issue: message })), {
+    [issueTypeKey]: "value_error"
+  } as any)
+
+/** Every later occurrence of a name already used earlier in the list. */
+export const duplicateNames = <A>(
+  items: ReadonlyArray<A>,
+  nameOf: (item: A) => string,
+  pathOf: (index: number) => ReadonlyArray<string | number>,
+  what: string
+): Array<PathIssue> => {
+  const seen = new Set<string>()
+  return items.flatMap((item, index) => {
+    const name = nameOf(item)
+    if (!seen.has(name)) {
+      seen.add(name)
+      return []
+    }
+    return [{ path: pathOf(index), message: `Duplicate ${what} name '${name}'` }]
+  })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Enumerations
+
+export const sources = ["gitrepo", "external_container"] as const
+export const Source = Schema.Literals(sources)
+export type Source = typeof Source.Type
+
+export const deploymentStatuses = ["AWAITING_DATABASE", "READY", "UNUSED", "AWAITING_DELETE", "UNKNOWN"] as const
+export const DeploymentStatus = Schema.Literals(deploymentStatuses)
+export type DeploymentStatus = typeof DeploymentStatus.Type
+
+export const DeploymentType = Schema.Literals(["dev_free", "dev", "prod"])
+export type DeploymentType = typeof DeploymentType.Type
+
+export { RevisionStatus }
+
+// ---------------------------------------------------------------------------------------------
+// ResourceSpec and its Kubernetes-shaped parts (spec 2.5). Volume and VolumeMount are named
+// PodVolume and PodVolumeMount here: the sandbox area has its own Volume resource.
+
+export const LocalObjectReference = Schema.Struct({ name: NonEmptyString }).annotate({ identifier: "LocalObjectReference" })
+
+export const PodVolume = Schema.Struct({
+  name: DnsLabel,
+  configMap: nullable(FreeForm),
+  secret: nullable(FreeForm),
+  emptyDir: nullable(FreeForm),
+  persistentVolumeClaim: nullable(FreeForm),
+  nfs: nullable(FreeForm),
+  projected: nullable(FreeForm),
+  downwardAPI: nullable(FreeForm),
+  csi: nullable(FreeForm)
+}).annotate({ identifier: "PodVolume" })
+export type PodVolume = typeof PodVolume.Type
+
+export const PodVolumeMount = Schema.Struct({
+  name: NonEmptyString,
+  mountPath: NonEmptyString,
+  subPath: nullable(Schema.String),
+  mountPropagation: nullable(Schema.String),
+  readOnly: nullable(Schema.Boolean),
+  subPathExpr: nullable(Schema.String)
+}).annotate({ identifier: "PodVolumeMount" })
+export type PodVolumeMount = typeof PodVolumeMount.Type
+
+export const EnvVar = Schema.Struct({
+  name: CIdentifier,
+  value: nullable(Schema.String),
+  valueFrom: nullable(FreeForm)
+})
+  .check(
+    // Kubernetes refuses both: the variable would have two competing sources.
+    objectCheck((env: { readonly value?: string | null; readonly valueFrom?: unknown }) =>
+      env.valueFrom != null && (env.value ?? "") !== "" ? [{ path: ["valueFrom"], message: "valueFrom cannot be combined with a non-empty value" }] : []
+    )
+  )
+  .annotate({ identifier: "EnvVar" })
+export type EnvVar = typeof EnvVar.Type
+
+export const ResourceRequirements = Schema.Struct({
+  limits: nullable(StringMap),
+  requests: nullable(StringMap)
+}).annotate({ identifier: "ResourceRequirements" })
+
+export const Container = Schema.Struct({
+  name: DnsLabel,
+  image: ContainerImage,
+  imagePullPolicy: nullable(Schema.Literals(["Always", "Never", "IfNotPresent"])),
+  command: nullable(Schema.Array(Schema.String)),
+  args: nullable(Schema.Array(Schema.String)),
+  workingDir: nullable(Schema.String),
+  env: nullable(Schema.Array(EnvVar)),
+  envFrom: nullable(Schema.Array(FreeForm)),
+  resources: nullable(ResourceRequirements),
+  volumeMounts: nullable(Schema.Array(PodVolumeMount)),
+  securityContext: nullable(FreeForm),
+  restartPolicy: nullable(Schema.Literals(["Always", "OnFailure"]))
+}).annotate({ identifier: "Container" })
+export type Container = typeof Container.Type
+
+const resourceSpecFields = {
+  min_scale: nullable(ReplicaCount),
+  max_scale: nullable(ReplicaCount),
+  cpu: nullable(CpuRequest),
+  cpu_limit: nullable(CpuLimit),
+  memory_mb: nullable(MemoryRequest),
+  memory_limit_mb: nullable(MemoryLimit),
+  queue_min_scale: nullable(ReplicaCount),
+  queue_max_scale: nullable(ReplicaCount),
+  queue_cpu: nullable(CpuRequest),
+  queue_cpu_limit: nullable(CpuLimit),
+  queue_memory_mb: nullable(MemoryRequest),
+  queue_memory_limit_mb: nullable(MemoryLimit),
+  // The orchestrator_* and executor_* fields are marked "do not use" by the spec: accepted and
+  // stored so existing clients keep working, never defaulted.
+  orchestrator_cpu: nullable(CpuRequest),
+  orchestrator_cpu_limit: nullable(CpuLimit),
+  orchestrator_memory_mb: nullable(MemoryRequest),
+  orchestrator_memory_limit_mb: nullable(MemoryLimit),
+  orchestrator_min_scale: nullable(ReplicaCount),
+  orchestrator_max_scale: nullable(ReplicaCount),
+  executor_cpu: nullable(CpuRequest),
+  executor_cpu_limit: nullable(CpuLimit),
+  executor_memory_mb: nullable(MemoryRequest),
+  executor_memory_limit_mb: nullable(MemoryLimit),
+  redis_memory_mb: nullable(between(1, resourceBounds.redisMemoryMb)),
+  labels: nullable(StringMap),
+  annotations: nullable(StringMap),
+  service_account_name: nullable(NonEmptyString),
+  image_pull_secrets: nullable(Schema.Array(LocalObjectReference)),
+  volumes: nullable(Schema.Array(PodVolume)),
+  volume_mounts: nullable(Schema.Array(PodVolumeMount)),
+  init_containers: nullable(Schema.Array(Container)),
+  sidecars: nullable(Schema.Array(Container)),
+  db_cpu: nullable(DbCpuRequest),
+  db_cpu_limit: nullable(DbCpuLimit),
+  db_memory_mb: nullable(MemoryRequest),
+  db_memory_limit_mb: nullable(MemoryLimit),
+  db_storage_gi: nullable(between(1, resourceBounds.dbStorageGi)),
+  db_max_connections: nullable(between(1, resourceBounds.dbMaxConnections))
+}
+
+/** The resource spec's structure alone, before its cross-field checks. */
+const ResourceSpecFields = Schema.Struct(resourceSpecFields)
+export type ResourceSpec = typeof ResourceSpecFields.Type
+
+const containerGroups = ["init_containers", "sidecars"] as const
+
+/** Every volume mount, wherever it appears, with the path of its `name`. */
+const mountsOf = (spec: ResourceSpec): Array<{ readonly mount: PodVolumeMount; readonly path: ReadonlyArray<string | number> }> => [
+  ...(spec.volume_mounts ?? []).map((mount, index) => ({ mount, path: ["volume_mounts", index, "name"] })),
+  ...containerGroups.flatMap((group) =>
+    (spec[group] ?? []).flatMap((container, c) =>
+      (container.volumeMounts ?? []).map((mount, index) => ({ mount, path: [group, c, "volumeMounts", index, "name"] }))
+    )
+  )
+]
+
+/** Pod-level rules Kubernetes would otherwise reject at deploy time, reported at request time instead. */
+export const podIssues = (spec: ResourceSpec): Array<PathIssue> => {
+  const volumes = spec.volumes ?? []
+  const declared = new Set(volumes.map((volume) => volume.name))
+  const containers = containerGroups.flatMap((group) => (spec[group] ?? []).map((container, index) => ({ container, path: [group, index, "name"] })))
+  return [
+    ...duplicateNames(volumes, (volume) => volume.name, (index) => ["volumes", index, "name"], "volume"),
+    // Init containers and sidecars share one pod, so their names share one namespace.
+    ...duplicateNames(containers, (entry) => entry.container.name, (index) => containers[index]!.path, "container"),
+    ...mountsOf(spec)
+      .filter(({ mount }) => !declared.has(mount.name))
+      .map(({ mount, path }) => ({ path, message: `Volume mount '${mount.name}' does not name a volume declared in resource_spec.volumes` }))
+  ]
+}
+
+export const ResourceSpec = ResourceSpecFields.check(objectCheck((spec: ResourceSpec) => [...podIssues(spec), ...resourceSpecIssues(spec)])).annotate({
+  identifier: "ResourceSpec"
+})
+
+// ---------------------------------------------------------------------------------------------
+// Source configuration (spec 2.2, 2.3) and secrets (2.4)
+
+export const ListenerConfig = Schema.Struct({ k8s_namespace: nullable(DnsLabel) }).annotate({ identifier: "ListenerConfig" })
+export type ListenerConfig = typeof ListenerConfig.Type
+
+export const SourceConfig = Schema.Struct({
+  integration_id: nullable(Uuid),
+  repo_url: nullable(RepoUrl),
+  deployment_type: nullable(DeploymentType),
+  build_on_push: nullable(Schema.Boolean),
+  custom_url: nullable(HttpUrl),
+  resource_spec: nullable(ResourceSpec),
+  listener_id: nullable(Uuid),
+  listener_config: nullable(ListenerConfig),
+  install_command: nullable(Schema.String),
+  build_command: nullable(Schema.String)
+}).annotate({ identifier: "SourceConfig" })
+export type SourceConfig = typeof SourceConfig.Type
+export type SourceConfigField = keyof typeof SourceConfig.fields
+
+export const SourceRevisionConfig = Schema.Struct({
+  repo_ref: nullable(RepoRef),
+  graph_config_path: nullable(RepoPath),
+  image_uri: nullable(ImageReference),
+  repo_commit_sha: nullable(Schema.String)
+}).annotate({ identifier: "SourceRevisionConfig" })
+export type SourceRevisionConfig = typeof SourceRevisionConfig.Type
+export type SourceRevisionConfigField = keyof typeof SourceRevisionConfig.fields
+
+/** What responses show instead of a secret's value: secrets are write-only. */
+export const secretMask = "********"
+
+export const Secret = Schema.Struct({ name: NonEmptyString, value: Schema.String }).annotate({ identifier: "Secret" })
+export type Secret = typeof Secret.Type
+
+/** A secrets list: names are unique, since each becomes one environment variable. */
+export const Secrets = Schema.Array(Secret).check(
+  objectCheck((secrets: ReadonlyArray<Secret>) => duplicateNames(secrets, (secret) => secret.name, (index) => [index, "name"], "secret"))
+)
+
+export const maskSecrets = (secrets: ReadonlyArray<Secret>): Array<Secret> => secrets.map(({ name }) => ({ name, value: secretMask }))
+
+// ---------------------------------------------------------------------------------------------
+// Resources as answered (wire shapes)
+
+export const Deployment = Schema.Struct({
+  name: Schema.String,
+  source: Source,
+  source_config: SourceConfig,
+  source_revision_config: SourceRevisionConfig,
+  /** Always masked (`secretMask`) in responses. */
+  secrets: Schema.Array(Secret),
+  id: Uuid,
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  status: DeploymentStatus,
+  latest_revision_id: Schema.NullOr(Uuid),
+  active_revision_id: Schema.NullOr(Uuid),
+  image_version: nullable(Schema.String)
+}).annotate({ identifier: "Deployment" })
+export type Deployment = typeof Deployment.Type
+
+export const Revision = Schema.Struct({
+  id: Uuid,
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  status: RevisionStatus,
+  source: Source,
+  /** The values of this revision (not of the deployment's latest one). */
+  source_revision_config: SourceRevisionConfig,
+  deployment_id: Uuid,
+  status_message: Schema.NullOr(Schema.String)
+}).annotate({ identifier: "Revision" })
+export type Revision = typeof Revision.Type
+
+export const ComputeConfig = Schema.Struct({
+  k8s_namespaces: Schema.Array(DnsLabel).check(
+    rule((namespaces: ReadonlyArray<string>) => namespaces.length > 0, "List should have at least 1 item", "too_short"),
+    objectCheck((namespaces: ReadonlyArray<string>) => duplicateNames(namespaces, (name) => name, (index) => [index], "namespace"))
+  )
+}).annotate({ identifier: "ComputeConfig" })
+
+export const ComputeType = Schema.Literal("k8s")
+
+export const Listener = Schema.Struct({
+  id: Uuid,
+  compute_type: ComputeType,
+  compute_config: ComputeConfig,
+  created_at: Timestamp,
+  updated_at: Timestamp
+}).annotate({ identifier: "Listener" })
+export type Listener = typeof Listener.Type
+
+export const Integration = Schema.Struct({
+  id: Uuid,
+  /** The git host; "github" for every integration today. */
+  provider: Schema.String,
+  /** The account or organization the integration was installed on. */
+  owner: Schema.String,
+  installed_at: Timestamp
+}).annotate({ identifier: "Integration" })
+export type Integration = typeof Integration.Type
+
+/** `GET /v1/integrations/gitrepo/install`: the tenant's integrations and where to add another. */
+export const IntegrationInstall = Schema.Struct({
+  integrations: Schema.Array(Integration),
+  install_url: Schema.String
+}).annotate({ identifier: "IntegrationInstall" })
+export type IntegrationInstall = typeof IntegrationInstall.Type
+
+/** The tracing project (session) created with each deployment, under the deployment's name. */
+export const TracingProject = Schema.Struct({
+  id: Uuid,
+  name: Schema.String,
+  created_at: Timestamp
+}).annotate({ identifier: "TracingProject" })
+export type TracingProject = typeof TracingProject.Type
+
+const listOf = <S extends Schema.Top>(item: S) => Schema.Struct({ resources: Schema.Array(item), offset: Int })
+
+export const DeploymentList = listOf(Deployment)
+export const RevisionList = listOf(Revision)
+export const ListenerList = listOf(Listener)
+
+// ---------------------------------------------------------------------------------------------
+// Request bodies
+
+export const CreateDeployment = Schema.Struct({
+  name: DeploymentName,
+  source: Source,
+  source_config: nullable(SourceConfig),
+  source_revision_config: nullable(SourceRevisionConfig),
+  secrets: nullable(Secrets),
+  image_version: nullable(Schema.String)
+}).annotate({ identifier: "CreateDeployment" })
+export type CreateDeployment = typeof CreateDeployment.Type
+
+/**
+ * Every field optional; null means "leave as is". `name` and `source` are accepted only with
+ * their current values (idempotent apply), so they are plain strings here: the immutability
+ * rule in rules.ts gives the useful message, not a pattern mismatch.
+ */
+export const PatchDeployment = Schema.Struct({
+  name: nullable(Schema.String),
+  source: nullable(Source),
+  source_config: nullable(SourceConfig),
+  source_revision_config: nullable(SourceRevisionConfig),
+  secrets: nullable(Secrets),
+  image_version: nullable(Schema.String)
+}).annotate({ identifier: "PatchDeployment" })
+export type PatchDeployment = typeof PatchDeployment.Type
+
+/** `POST .../revisions`: always creates a revision from the latest one's values plus these. */
+export const CreateRevision = Schema.Struct({
+  source_revision_config: nullable(SourceRevisionConfig),
+  secrets: nullable(Secrets)
+}).annotate({ identifier: "CreateRevision" })
+export type CreateRevision = typeof CreateRevision.Type
+
+export const CreateListener = Schema.Struct({
+  // Only one compute type exists, so it may be left out.
+  compute_type: ComputeType.pipe(Schema.withDecodingDefaultKey(Effect.succeed("k8s" as const))),
+  compute_config: ComputeConfig
+}).annotate({ identifier: "CreateListener" })
+export type CreateListener = typeof CreateListener.Type
+
+export const PatchListener = Schema.Struct({
+  compute_type: nullable(ComputeType),
+  compute_config: nullable(ComputeConfig)
+}).annotate({ identifier: "PatchListener" })
+export type PatchListener = typeof PatchListener.Type
+
+/**
+ * The part of a GitHub `push` event we use. GitHub sends many more keys (and adds new ones), so
+ * unlike our own bodies these objects accept unknown keys.
+ */
+const openObject = <F extends Schema.Struct.Fields>(fields: F) =>
+  Schema.StructWithRest(Schema.Struct(fields), [Schema.Record(Schema.String, Schema.Unknown)])
+
+export const PushEvent = openObject({
+  ref: Schema.String,
+  after: Schema.String,
+  deleted: Schema.optionalKey(Schema.Boolean),
+  repository: openObject({
+    clone_url: Schema.String,
+    html_url: Schema.String,
+    full_name: Schema.String
+  })
+}).annotate({ identifier: "PushEvent" })
+export type PushEvent = typeof PushEvent.Type
+
+// ---------------------------------------------------------------------------------------------
+// Query strings
+
+/** `a,b,c` → each item decoded by `item`; empty items are dropped so `a,,b` and `a,` work. */
+export const CommaSeparated = <S extends Schema.Top>(item: S) =>
+  Schema.String.pipe(
+    Schema.decodeTo(
+      Schema.Array(item),
+      SchemaTransformation.transform({
+        decode: (text: string) =>
+          text
+            .split(",")
+            .map((part) => part.trim())
+            .filter((part) => part.length > 0),
+        encode: (items: ReadonlyArray<unknown>) => items.join(",")
+      }) as any
+    )
+  )

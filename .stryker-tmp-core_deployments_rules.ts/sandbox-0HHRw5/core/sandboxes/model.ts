@@ -1,0 +1,210 @@
+/**
+ * Wire shapes of the sandbox area (design.md section 7): what the server answers and what it
+ * accepts.
+ *
+ * Responses carry quantities as strings: the server stores each quantity's canonical text next
+ * to its exact integer (design.md section 6) and answers that text (`10Gi`, `500m`), so the
+ * response schemas need no transformation. Request bodies decode quantities to exact
+ * `Quantity` values (quantity.ts) and names to checked DNS labels (names.ts).
+ */
+// @ts-nocheck
+
+import { Effect, Schema } from "effect"
+import { Timestamp, Uuid } from "../api/common.ts"
+import { atLeast, atMost, Int, issueTypeKey, rule, ruleOf } from "../api/validation.ts"
+import { imageReferenceProblem } from "../deployments/sourceFields.ts"
+import { DnsLabel } from "./names.ts"
+import { ProxyConfig, ProxyConfigInput } from "./proxy.ts"
+import { CpuQuantity, MemoryQuantity, StorageQuantity, VolumeSize } from "./quantity.ts"
+
+/** Defaults a missing key to an encoded (JSON) value, which then decodes like a sent one. */
+const withDefault = <S extends Schema.Top>(schema: S, value: S["Encoded"]) => Schema.withDecodingDefaultKey<S>(Effect.succeed(value))(schema)
+
+// ---------------------------------------------------------------------------------------------
+// Shared pieces
+
+export const defaultCpu = "500m"
+export const defaultMemory = "512Mi"
+export const maxPoolReplicas = 100
+export const maxWaitSeconds = 3600
+export const defaultWaitSeconds = 60
+
+/** Canonical quantity text as the server prints it (`10Gi`, `1536Mi`, `500m`, `2`). */
+const QuantityText = Schema.String.annotate({ description: "Kubernetes quantity in canonical form", examples: ["10Gi"] })
+
+const AbsolutePath = Schema.String.check(
+  rule((path: string) => path.startsWith("/"), "must be an absolute path (starting with '/')", "value_error"),
+  // Mounting over "/" would hide the image's whole filesystem.
+  rule((path: string) => !/^\/+$/.test(path), "must not be the root directory", "value_error"),
+  rule((path: string) => !path.split("/").includes(".."), "must not contain '..' segments", "value_error")
+)
+
+/** An OCI image reference, checked as the deployment area checks `image_uri` (sourceFields.ts). */
+const Image = Schema.String.annotate({ description: "An OCI image reference: [registry[:port]/]repository[:tag][@digest]", examples: ["python:3.12"] }).check(
+  rule((image: string) => image.length >= 1, "must be at least 1 character", "string_too_short"),
+  ruleOf((image: string) => (image === "" ? undefined : imageReferenceProblem(image, "image")), "value_error")
+)
+
+const Replicas = Int.check(atLeast(0)).check(atMost(maxPoolReplicas))
+
+/** Seconds to wait for readiness when `wait_for_ready` is true. */
+const WaitSeconds = Int.check(atLeast(1)).check(atMost(maxWaitSeconds))
+
+/** `wait_for_ready` (default false) and `timeout` (seconds, default 60) of create requests. */
+const waitFields = {
+  wait_for_ready: withDefault(Schema.Boolean, false),
+  timeout: withDefault(WaitSeconds, defaultWaitSeconds)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Responses
+
+export const VolumeMount = Schema.Struct({ volume_name: Schema.String, mount_path: Schema.String }).annotate({ identifier: "VolumeMount" })
+
+export const TemplateResources = Schema.Struct({
+  cpu: QuantityText,
+  memory: QuantityText,
+  /** Absent when the template sets no ephemeral storage request. */
+  storage: Schema.optionalKey(QuantityText)
+}).annotate({ identifier: "TemplateResources" })
+
+export const Template = Schema.Struct({
+  id: Uuid,
+  name: Schema.String,
+  image: Schema.String,
+  resources: TemplateResources,
+  volume_mounts: Schema.Array(VolumeMount),
+  proxy_config: ProxyConfig,
+  created_at: Timestamp,
+  updated_at: Timestamp
+}).annotate({ identifier: "Template" })
+export type Template = typeof Template.Type
+
+export const Volume = Schema.Struct({
+  id: Uuid,
+  name: Schema.String,
+  size: QuantityText,
+  storage_class: Schema.String,
+  created_at: Timestamp,
+  updated_at: Timestamp
+}).annotate({ identifier: "Volume" })
+export type Volume = typeof Volume.Type
+
+export const Pool = Schema.Struct({
+  id: Uuid,
+  name: Schema.String,
+  template_name: Schema.String,
+  replicas: Int,
+  created_at: Timestamp,
+  updated_at: Timestamp
+}).annotate({ identifier: "Pool" })
+export type Pool = typeof Pool.Type
+
+export const Sandbox = Schema.Struct({
+  id: Uuid,
+  name: Schema.String,
+  template_name: Schema.String,
+  /** The pool that created the sandbox; null for one created directly. */
+  pool_name: Schema.NullOr(Schema.String),
+  dataplane_url: Schema.String,
+  created_at: Timestamp,
+  updated_at: Timestamp
+}).annotate({ identifier: "Sandbox" })
+export type Sandbox = typeof Sandbox.Type
+
+export const BoxStatusValue = Schema.Literals(["provisioning", "ready", "failed"])
+export type BoxStatusValue = typeof BoxStatusValue.Type
+
+export const BoxStatus = Schema.Struct({
+  status: BoxStatusValue,
+  /** Why the sandbox failed or what it is waiting for; null when there is nothing to say. */
+  status_message: Schema.NullOr(Schema.String)
+}).annotate({ identifier: "BoxStatus" })
+export type BoxStatus = typeof BoxStatus.Type
+
+export const TemplateList = Schema.Struct({ templates: Schema.Array(Template), offset: Int }).annotate({ identifier: "TemplateList" })
+export const VolumeList = Schema.Struct({ volumes: Schema.Array(Volume), offset: Int }).annotate({ identifier: "VolumeList" })
+export const PoolList = Schema.Struct({ pools: Schema.Array(Pool), offset: Int }).annotate({ identifier: "PoolList" })
+export const SandboxList = Schema.Struct({ sandboxes: Schema.Array(Sandbox), offset: Int }).annotate({ identifier: "SandboxList" })
+
+// ---------------------------------------------------------------------------------------------
+// Requests
+
+export const VolumeMountInput = Schema.Struct({ volume_name: DnsLabel, mount_path: AbsolutePath }).annotate({ identifier: "VolumeMountInput" })
+
+/**
+ * Two mounts at one path would shadow each other, and one volume mounted twice is almost
+ * certainly a typo; each duplicate is reported at its own index.
+ */
+const uniqueMounts = Schema.makeFilter<ReadonlyArray<{ readonly volume_name: string; readonly mount_path: string }>>(
+  (mounts) =>
+    mounts.flatMap((mount, index) => {
+      const before = mounts.slice(0, index)
+      return [
+        ...(before.some((other) => other.mount_path === mount.mount_path) ? [{ path: [index, "mount_path"], issue: `duplicate mount path '${mount.mount_path}'` }] : []),
+        ...(before.some((other) => other.volume_name === mount.volume_name) ? [{ path: [index, "volume_name"], issue: `volume '${mount.volume_name}' is already mounted` }] : [])
+      ]
+    }),
+  { [issueTypeKey]: "value_error" } as any
+)
+
+export const TemplateResourcesInput = Schema.Struct({
+  cpu: withDefault(CpuQuantity, defaultCpu),
+  memory: withDefault(MemoryQuantity, defaultMemory),
+  storage: Schema.optionalKey(StorageQuantity)
+}).annotate({ identifier: "TemplateResourcesInput" })
+
+export const CreateTemplate = Schema.Struct({
+  name: DnsLabel,
+  image: Image,
+  resources: withDefault(TemplateResourcesInput, {}),
+  volume_mounts: withDefault(Schema.Array(VolumeMountInput).check(uniqueMounts), []),
+  proxy_config: withDefault(ProxyConfigInput, {})
+}).annotate({ identifier: "CreateTemplate" })
+export type CreateTemplate = typeof CreateTemplate.Type
+
+/** Only the name of a template changes; its build settings are what its sandboxes were made from. */
+export const PatchTemplate = Schema.Struct({ name: DnsLabel }).annotate({ identifier: "PatchTemplate" })
+
+export const CreateVolume = Schema.Struct({
+  name: DnsLabel,
+  size: VolumeSize,
+  /** Omitted → the server's default class (see `resolveStorageClass`). */
+  storage_class: Schema.optionalKey(Schema.String),
+  ...waitFields
+}).annotate({ identifier: "CreateVolume" })
+export type CreateVolume = typeof CreateVolume.Type
+
+export const PatchVolume = Schema.Struct({
+  name: Schema.optionalKey(DnsLabel),
+  size: Schema.optionalKey(VolumeSize)
+}).annotate({ identifier: "PatchVolume" })
+export type PatchVolume = typeof PatchVolume.Type
+
+export const CreatePool = Schema.Struct({
+  name: DnsLabel,
+  template_name: DnsLabel,
+  replicas: Replicas,
+  ...waitFields
+}).annotate({ identifier: "CreatePool" })
+export type CreatePool = typeof CreatePool.Type
+
+export const PatchPool = Schema.Struct({
+  name: Schema.optionalKey(DnsLabel),
+  replicas: Schema.optionalKey(Replicas)
+}).annotate({ identifier: "PatchPool" })
+export type PatchPool = typeof PatchPool.Type
+
+export const CreateBox = Schema.Struct({
+  template_name: DnsLabel,
+  /** Omitted → generated from the template name (`generateSandboxName`). */
+  name: Schema.optionalKey(DnsLabel),
+  ...waitFields
+}).annotate({ identifier: "CreateBox" })
+export type CreateBox = typeof CreateBox.Type
+
+export const PatchBox = Schema.Struct({ name: DnsLabel }).annotate({ identifier: "PatchBox" })
+export type PatchBox = typeof PatchBox.Type
+
+/** The `{name}` path parameter of every sandbox-area item endpoint. */
+export const NameParams = Schema.Struct({ name: Schema.String })

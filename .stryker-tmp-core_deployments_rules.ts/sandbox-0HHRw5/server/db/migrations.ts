@@ -1,0 +1,42 @@
+/**
+ * Versioned schema migrations, applied in id order at start, each in its own transaction.
+ * Ids are sorted as strings: 001–099 core (tenancy, keys), 100–199 control plane, 200–299
+ * sandbox area. Never edit a migration that has shipped: add a new one.
+ */
+// @ts-nocheck
+
+export interface Migration {
+  readonly id: string
+  readonly sql: string
+}
+
+export const coreMigrations: ReadonlyArray<Migration> = [
+  {
+    id: "001_tenancy_and_keys",
+    sql: `
+      CREATE TABLE organizations (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        storage_quota TEXT,
+        created_at TEXT NOT NULL
+      );
+      CREATE TABLE tenants (
+        id TEXT PRIMARY KEY,
+        organization_id TEXT NOT NULL REFERENCES organizations(id),
+        name TEXT NOT NULL,
+        created_at TEXT NOT NULL
+      );
+      CREATE INDEX tenants_by_organization ON tenants(organization_id);
+      CREATE TABLE api_keys (
+        id TEXT PRIMARY KEY,
+        organization_id TEXT NOT NULL REFERENCES organizations(id),
+        default_tenant_id TEXT NOT NULL REFERENCES tenants(id),
+        key_hash TEXT NOT NULL UNIQUE,
+        key_prefix TEXT NOT NULL,
+        description TEXT,
+        created_at TEXT NOT NULL,
+        revoked_at TEXT
+      );
+    `
+  }
+]

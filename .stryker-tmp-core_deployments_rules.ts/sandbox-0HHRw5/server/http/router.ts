@@ -1,0 +1,68 @@
+/** Matches a request path against the endpoint descriptions' path templates. */
+// @ts-nocheck
+
+import type { Endpoint } from "../../core/index.ts"
+
+interface CompiledRoute<H> {
+  readonly endpoint: Endpoint
+  readonly handler: H
+  /** Literal segments as strings, parameters as `{ param }`. */
+  readonly segments: ReadonlyArray<string | { readonly param: string }>
+}
+
+export type RouteMatch<H> =
+  | { readonly _tag: "Found"; readonly endpoint: Endpoint; readonly handler: H; readonly params: Record<string, string> }
+  | { readonly _tag: "MethodNotAllowed"; readonly allowed: ReadonlyArray<string> }
+  | { readonly _tag: "NotFound" }
+
+const splitPath = (path: string) => path.split("/").filter((segment) => segment.length > 0)
+
+export const makeRouter = <H>(routes: ReadonlyArray<{ endpoint: Endpoint; handler: H }>) => {
+  // Grouped by segment count: a lookup only compares routes of the right length.
+  const bySize = new Map<number, Array<CompiledRoute<H>>>()
+  for (const { endpoint, handler } of routes) {
+    const segments = splitPath(endpoint.path).map((segment) => {
+      const match = /^\{(\w+)\}$/.exec(segment)
+      return match ? { param: match[1]! } : segment
+    })
+    const group = bySize.get(segments.length) ?? []
+    group.push({ endpoint, handler, segments })
+    // Literal segments win over parameters (e.g. /boxes/{name}/status vs /boxes/{name}).
+    group.sort((a, b) => literalScore(b) - literalScore(a))
+    bySize.set(segments.length, group)
+  }
+
+  const match = (method: string, path: string): RouteMatch<H> => {
+    let parts: Array<string>
+    try {
+      parts = splitPath(path).map(decodeURIComponent)
+    } catch {
+      return { _tag: "NotFound" }
+    }
+    const allowed: Array<string> = []
+    for (const route of bySize.get(parts.length) ?? []) {
+      const params = matchSegments(route.segments, parts)
+      if (!params) continue
+      if (route.endpoint.method === method) return { _tag: "Found", endpoint: route.endpoint, handler: route.handler, params }
+      allowed.push(route.endpoint.method)
+    }
+    return allowed.length > 0 ? { _tag: "MethodNotAllowed", allowed } : { _tag: "NotFound" }
+  }
+  return { match }
+}
+
+const literalScore = (route: CompiledRoute<unknown>) =>
+  route.segments.reduce<number>((score, segment, index) => score + (typeof segment === "string" ? 2 ** (16 - index) : 0), 0)
+
+const matchSegments = (segments: CompiledRoute<unknown>["segments"], parts: ReadonlyArray<string>) => {
+  const params: Record<string, string> = {}
+  for (let index = 0; index < segments.length; index++) {
+    const segment = segments[index]!
+    if (typeof segment === "string") {
+      if (segment !== parts[index]) return undefined
+    } else {
+      params[segment.param] = parts[index]!
+    }
+  }
+  return params
+}

@@ -1,0 +1,281 @@
+/**
+ * All SQL of the sandbox area, prepared once. Every statement filters by tenant (or by an id
+ * that was read under the tenant's filter). Quantities come back as exact `bigint`s.
+ *
+ * The repository holds no rules: callers read state, let the core decide, then write, inside
+ * `immediate` when the decision must hold until the write (quota, name uniqueness).
+ */
+// @ts-nocheck
+
+import type Database from "better-sqlite3"
+import { type Db, deferred, immediate } from "../db/database.ts"
+import { isShallow, makeOffsetIndex } from "./offsets.ts"
+
+export type SandboxStatus = "provisioning" | "ready" | "failed"
+
+export interface VolumeRow {
+  readonly id: string
+  readonly tenant_id: string
+  readonly organization_id: string
+  readonly name: string
+  readonly size_bytes: bigint
+  readonly size: string
+  readonly storage_class: string
+  readonly created_at: string
+  readonly updated_at: string
+}
+
+export interface MountRow {
+  readonly volume_id: string
+  readonly volume_name: string
+  readonly mount_path: string
+}
+
+export interface TemplateRow {
+  readonly id: string
+  readonly tenant_id: string
+  readonly name: string
+  readonly image: string
+  readonly cpu_millicores: bigint
+  readonly cpu: string
+  readonly memory_bytes: bigint
+  readonly memory: string
+  readonly storage_bytes: bigint | null
+  readonly storage: string | null
+  /** JSON text of the validated proxy config, or null. */
+  readonly proxy_config: string | null
+  /** JSON text: `[{volume_id, volume_name, mount_path}]` in mount order. */
+  readonly mounts: string
+  readonly created_at: string
+  readonly updated_at: string
+}
+
+export interface PoolRow {
+  readonly id: string
+  readonly tenant_id: string
+  readonly name: string
+  readonly template_id: string
+  readonly template_name: string
+  readonly replicas: number
+  readonly created_at: string
+  readonly updated_at: string
+}
+
+export interface SandboxRow {
+  readonly id: string
+  readonly tenant_id: string
+  readonly name: string
+  readonly template_id: string
+  readonly template_name: string
+  readonly pool_id: string | null
+  readonly pool_name: string | null
+  readonly status: SandboxStatus
+  readonly status_message: string | null
+  readonly created_at: string
+  readonly updated_at: string
+}
+
+export type NewVolume = Omit<VolumeRow, never>
+/** The columns a template answer needs (see `templateViewColumns`). */
+export type TemplateView = Omit<TemplateRow, "cpu_millicores" | "memory_bytes" | "storage_bytes">
+
+export type NewTemplate = Omit<TemplateRow, "mounts"> & {
+  readonly mounts: ReadonlyArray<{ readonly volume_id: string; readonly mount_path: string }>
+}
+export type NewPool = Omit<PoolRow, "template_name">
+export type NewSandbox = Omit<SandboxRow, "template_name" | "pool_name">
+
+/** True when `error` is SQLite refusing a duplicate of a UNIQUE index (a lost race on a name). */
+export const isUniqueViolation = (error: unknown): boolean =>
+  (error as { code?: string } | null)?.code === "SQLITE_CONSTRAINT_UNIQUE"
+
+export const parseMounts = (json: string): ReadonlyArray<MountRow> => JSON.parse(json) as ReadonlyArray<MountRow>
+
+/**
+ * The page of a tenant's rows at `offset`: the subquery finds the `seq` of the first row by
+ * walking only the `(tenant_id, seq)` index from `@from` (a checkpoint, see offsets.ts), then the
+ * page is read by key from there. When `offset` is past the end the subquery is NULL and nothing matches.
+ */
+const pageWhere = (table: string, alias: string) =>
+  `${alias}.tenant_id = @tenant AND ${alias}.seq >= (SELECT seq FROM ${table} WHERE tenant_id = @tenant AND seq >= @from ORDER BY seq LIMIT 1 OFFSET @offset)
+   ORDER BY ${alias}.seq LIMIT @limit`
+
+const volumeColumns = "v.id, v.tenant_id, v.organization_id, v.name, v.size_bytes, v.size, v.storage_class, v.created_at, v.updated_at"
+
+/** What a template answer shows: lists read only these (no exact-integer columns, no bigints). */
+const templateViewColumns = `t.id, t.tenant_id, t.name, t.image, t.cpu, t.memory, t.storage, t.proxy_config, t.created_at, t.updated_at,
+  (SELECT json_group_array(json_object('volume_id', m.volume_id, 'volume_name', mv.name, 'mount_path', m.mount_path) ORDER BY m.position)
+     FROM sandbox_template_mounts m JOIN sandbox_volumes mv ON mv.id = m.volume_id WHERE m.template_id = t.id) AS mounts`
+
+const templateColumns = `t.cpu_millicores, t.memory_bytes, t.storage_bytes, ${templateViewColumns}`
+
+const poolColumns = "p.id, p.tenant_id, p.name, p.template_id, pt.name AS template_name, p.replicas, p.created_at, p.updated_at"
+
+const sandboxColumns =
+  "s.id, s.tenant_id, s.name, s.template_id, st.name AS template_name, s.pool_id, sp.name AS pool_name, s.status, s.status_message, s.created_at, s.updated_at"
+
+/** The list queries, exported so tests can check their query plans. */
+export const listSql = {
+  volumes: `SELECT ${volumeColumns} FROM sandbox_volumes v WHERE ${pageWhere("sandbox_volumes", "v")}`,
+  templates: `SELECT ${templateViewColumns} FROM sandbox_templates t WHERE ${pageWhere("sandbox_templates", "t")}`,
+  pools: `SELECT ${poolColumns} FROM sandbox_pools p JOIN sandbox_templates pt ON pt.id = p.template_id WHERE ${pageWhere("sandbox_pools", "p")}`,
+  sandboxes: `SELECT ${sandboxColumns} FROM sandboxes s JOIN sandbox_templates st ON st.id = s.template_id
+    LEFT JOIN sandbox_pools sp ON sp.id = s.pool_id WHERE ${pageWhere("sandboxes", "s")}`
+}
+
+export interface Page {
+  readonly limit: number
+  readonly offset: number
+}
+
+export const makeSandboxRepository = (db: Db) => {
+  const prepare = <R = unknown>(source: string) => db.prepare<unknown[], R>(source).safeIntegers(true)
+  /** For statements with no quantities: plain numbers. */
+  const prepareNumbers = <R = unknown>(source: string) => db.prepare<unknown[], R>(source)
+
+  // Organizations (quota)
+  const orgQuota = prepareNumbers<{ storage_quota: string | null }>("SELECT storage_quota FROM organizations WHERE id = ?")
+  const setOrgQuota = prepareNumbers("UPDATE organizations SET storage_quota = ? WHERE id = ?")
+  const orgUsage = prepare<{ usage: bigint }>(
+    "SELECT coalesce(sum(size_bytes), 0) AS usage FROM sandbox_volumes WHERE organization_id = ?"
+  )
+
+  // Volumes
+  const volumeByName = prepare<VolumeRow>(`SELECT ${volumeColumns} FROM sandbox_volumes v WHERE v.tenant_id = ? AND v.name = ?`)
+  const volumePage = prepare<VolumeRow>(listSql.volumes)
+  const insertVolume = prepare(
+    `INSERT INTO sandbox_volumes (id, tenant_id, organization_id, name, size_bytes, size, storage_class, created_at, updated_at)
+     VALUES (@id, @tenant_id, @organization_id, @name, @size_bytes, @size, @storage_class, @created_at, @updated_at)`
+  )
+  // Renames and resizes are separate statements: an UPDATE that names a column rewrites that
+  // column's index entries even when the value stays the same (a resize would rewrite the name index).
+  const renameVolume = prepare("UPDATE sandbox_volumes SET name = ?, updated_at = ? WHERE id = ?")
+  const resizeVolume = prepare("UPDATE sandbox_volumes SET size_bytes = ?, size = ?, updated_at = ? WHERE id = ?")
+  const deleteVolume = prepare("DELETE FROM sandbox_volumes WHERE id = ?")
+  const templatesMounting = prepareNumbers<{ name: string }>(
+    `SELECT DISTINCT t.name FROM sandbox_template_mounts m JOIN sandbox_templates t ON t.id = m.template_id
+     WHERE m.volume_id = ? ORDER BY t.name`
+  )
+
+  // Templates
+  const templateByName = prepare<TemplateRow>(`SELECT ${templateColumns} FROM sandbox_templates t WHERE t.tenant_id = ? AND t.name = ?`)
+  const templatePage = prepareNumbers<TemplateView>(listSql.templates)
+  const insertTemplate = prepare(
+    `INSERT INTO sandbox_templates (id, tenant_id, name, image, cpu_millicores, cpu, memory_bytes, memory, storage_bytes, storage,
+       proxy_config, created_at, updated_at)
+     VALUES (@id, @tenant_id, @name, @image, @cpu_millicores, @cpu, @memory_bytes, @memory, @storage_bytes, @storage,
+       @proxy_config, @created_at, @updated_at)`
+  )
+  const insertMount = prepare(
+    "INSERT INTO sandbox_template_mounts (template_id, position, volume_id, mount_path) VALUES (?, ?, ?, ?)"
+  )
+  const renameTemplate = prepare("UPDATE sandbox_templates SET name = ?, updated_at = ? WHERE id = ?")
+  const deleteTemplate = prepare("DELETE FROM sandbox_templates WHERE id = ?")
+  const templateSandboxCount = prepareNumbers<{ n: number }>("SELECT count(*) AS n FROM sandboxes WHERE template_id = ?")
+  const templatePoolCount = prepareNumbers<{ n: number }>("SELECT count(*) AS n FROM sandbox_pools WHERE template_id = ?")
+
+  // Pools
+  const poolFrom = "FROM sandbox_pools p JOIN sandbox_templates pt ON pt.id = p.template_id"
+  const poolByName = prepareNumbers<PoolRow>(`SELECT ${poolColumns} ${poolFrom} WHERE p.tenant_id = ? AND p.name = ?`)
+  const poolPage = prepareNumbers<PoolRow>(listSql.pools)
+  const insertPool = prepareNumbers(
+    `INSERT INTO sandbox_pools (id, tenant_id, name, template_id, replicas, created_at, updated_at)
+     VALUES (@id, @tenant_id, @name, @template_id, @replicas, @created_at, @updated_at)`
+  )
+  const renamePool = prepareNumbers("UPDATE sandbox_pools SET name = ?, updated_at = ? WHERE id = ?")
+  const scalePool = prepareNumbers("UPDATE sandbox_pools SET replicas = ?, updated_at = ? WHERE id = ?")
+  const deletePool = prepareNumbers("DELETE FROM sandbox_pools WHERE id = ?")
+  const deletePoolSandboxes = prepareNumbers("DELETE FROM sandboxes WHERE pool_id = ?")
+
+  // Sandboxes
+  const sandboxFrom = "FROM sandboxes s JOIN sandbox_templates st ON st.id = s.template_id LEFT JOIN sandbox_pools sp ON sp.id = s.pool_id"
+  const sandboxByName = prepareNumbers<SandboxRow>(`SELECT ${sandboxColumns} ${sandboxFrom} WHERE s.tenant_id = ? AND s.name = ?`)
+  const sandboxPage = prepareNumbers<SandboxRow>(listSql.sandboxes)
+  const poolSandboxes = prepareNumbers<SandboxRow>(`SELECT ${sandboxColumns} ${sandboxFrom} WHERE s.pool_id = ? ORDER BY s.seq`)
+  const sandboxNameTaken = prepareNumbers("SELECT 1 FROM sandboxes WHERE tenant_id = ? AND name = ?").pluck()
+  const insertSandbox = prepareNumbers(
+    `INSERT INTO sandboxes (id, tenant_id, name, template_id, pool_id, status, status_message, created_at, updated_at)
+     VALUES (@id, @tenant_id, @name, @template_id, @pool_id, @status, @status_message, @created_at, @updated_at)`
+  )
+  const renameSandbox = prepareNumbers("UPDATE sandboxes SET name = ?, updated_at = ? WHERE id = ?")
+  const deleteSandbox = prepareNumbers("DELETE FROM sandboxes WHERE id = ?")
+
+  const read = deferred(db)
+  const offsetIndexes = new Map<string, ReturnType<typeof makeOffsetIndex>>()
+  const offsetIndex = (table: string) => offsetIndexes.get(table) ?? offsetIndexes.set(table, makeOffsetIndex(db, table)).get(table)!
+  const page = <R>(statement: Database.Statement<any, R>, table: string, tenantId: string, { limit, offset }: Page): Array<R> => {
+    const pageFrom = () => {
+      const start = offsetIndex(table).locate(tenantId, offset)
+      return statement.all({ tenant: tenantId, limit, offset: start.offset, from: start.from })
+    }
+    // A deep page reads its checkpoints and its rows in one read transaction, so both see the
+    // same database state; a shallow page is one statement, consistent on its own.
+    return isShallow(offset) ? pageFrom() : read(pageFrom)
+  }
+
+  return {
+    /**
+     * Runs `work` in one `BEGIN IMMEDIATE` transaction: the write lock is taken before the first
+     * read, so what `work` reads cannot change (in this or any other process) before it writes.
+     * A throw rolls back.
+     */
+    immediate: immediate(db),
+
+    // Organizations
+    organizationQuota: (organizationId: string): string | null | undefined => orgQuota.get(organizationId)?.storage_quota,
+    setOrganizationQuota: (organizationId: string, quota: string | null): boolean => setOrgQuota.run(quota, organizationId).changes > 0,
+    organizationUsage: (organizationId: string): bigint => orgUsage.get(organizationId)!.usage,
+
+    // Volumes
+    volumeByName: (tenantId: string, name: string) => volumeByName.get(tenantId, name),
+    listVolumes: (tenantId: string, p: Page) => page(volumePage, "sandbox_volumes", tenantId, p),
+    insertVolume: (row: NewVolume) => void insertVolume.run(row),
+    /** Writes the columns of `after` that differ from `before`. */
+    updateVolume: (before: VolumeRow, after: VolumeRow) => {
+      if (after.name !== before.name) renameVolume.run(after.name, after.updated_at, after.id)
+      if (after.size_bytes !== before.size_bytes) resizeVolume.run(after.size_bytes, after.size, after.updated_at, after.id)
+    },
+    deleteVolume: (id: string) => void deleteVolume.run(id),
+    templatesMounting: (volumeId: string): Array<string> => templatesMounting.all(volumeId).map((row) => row.name),
+
+    // Templates
+    templateByName: (tenantId: string, name: string) => templateByName.get(tenantId, name),
+    listTemplates: (tenantId: string, p: Page) => page(templatePage, "sandbox_templates", tenantId, p),
+    insertTemplate: ({ mounts, ...row }: NewTemplate) => {
+      insertTemplate.run(row)
+      mounts.forEach((mount, position) => insertMount.run(row.id, position, mount.volume_id, mount.mount_path))
+    },
+    renameTemplate: (id: string, name: string, updatedAt: string) => void renameTemplate.run(name, updatedAt, id),
+    deleteTemplate: (id: string) => void deleteTemplate.run(id),
+    templateUsage: (templateId: string) => ({
+      sandboxes: templateSandboxCount.get(templateId)!.n,
+      pools: templatePoolCount.get(templateId)!.n
+    }),
+
+    // Pools
+    poolByName: (tenantId: string, name: string) => poolByName.get(tenantId, name),
+    listPools: (tenantId: string, p: Page) => page(poolPage, "sandbox_pools", tenantId, p),
+    insertPool: (row: NewPool) => void insertPool.run(row),
+    /** Writes the columns of `after` that differ from `before`. */
+    updatePool: (before: PoolRow, after: Pick<PoolRow, "name" | "replicas" | "updated_at">) => {
+      if (after.name !== before.name) renamePool.run(after.name, after.updated_at, before.id)
+      if (after.replicas !== before.replicas) scalePool.run(after.replicas, after.updated_at, before.id)
+    },
+    /** Deletes the pool and every sandbox of it; call inside `immediate`. */
+    deletePool: (id: string) => {
+      deletePoolSandboxes.run(id)
+      deletePool.run(id)
+    },
+    poolSandboxes: (poolId: string) => poolSandboxes.all(poolId),
+
+    // Sandboxes
+    sandboxByName: (tenantId: string, name: string) => sandboxByName.get(tenantId, name),
+    sandboxNameTaken: (tenantId: string, name: string) => sandboxNameTaken.get(tenantId, name) !== undefined,
+    listSandboxes: (tenantId: string, p: Page) => page(sandboxPage, "sandboxes", tenantId, p),
+    insertSandbox: (row: NewSandbox) => void insertSandbox.run(row),
+    renameSandbox: (id: string, name: string, updatedAt: string) => void renameSandbox.run(name, updatedAt, id),
+    deleteSandbox: (id: string) => void deleteSandbox.run(id)
+  }
+}
+
+export type SandboxRepository = ReturnType<typeof makeSandboxRepository>

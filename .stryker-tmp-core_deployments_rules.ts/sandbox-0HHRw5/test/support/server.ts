@@ -1,0 +1,175 @@
+/**
+ * Starts real Slipway servers for tests: in-process (`startTestServer`) or as a child process
+ * running `node server/main.ts` (`spawnServer`), always on a fresh SQLite file and a free port.
+ */
+// @ts-nocheck
+
+import { type ChildProcess, spawn } from "node:child_process"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { type StartOptions, startServer, type SlipwayServer } from "../../server/index.ts"
+import { makeLogger } from "../../server/log.ts"
+
+export const TEST_KEY = "slw_test_key_0123456789abcdefghijklmnopqrstuv"
+
+export const tempDatabasePath = (label = "slipway") => {
+  const dir = mkdtempSync(join(tmpdir(), `${label}-`))
+  return { path: join(dir, "slipway.db"), dir, remove: () => rmSync(dir, { recursive: true, force: true }) }
+}
+
+export interface ApiResponse<T = any> {
+  readonly status: number
+  readonly body: T
+  readonly headers: Headers
+}
+
+export interface RequestOptions {
+  readonly body?: unknown
+  readonly key?: string | null
+  readonly tenant?: string
+  readonly headers?: Record<string, string>
+  /** Sent as-is instead of JSON-encoding `body`. */
+  readonly raw?: string | Buffer
+}
+
+export const makeRequester =
+  (baseUrl: string, defaultKey: string) =>
+  async <T = any>(method: string, path: string, options: RequestOptions = {}): Promise<ApiResponse<T>> => {
+    const headers: Record<string, string> = { ...options.headers }
+    const key = options.key === undefined ? defaultKey : options.key
+    if (key !== null) headers["x-api-key"] ??= key
+    if (options.tenant) headers["x-tenant-id"] = options.tenant
+    let body: string | Buffer | undefined = options.raw
+    if (body === undefined && options.body !== undefined) {
+      body = JSON.stringify(options.body)
+      headers["content-type"] ??= "application/json"
+    }
+    const response = await fetch(baseUrl + path, { method, headers, ...(body !== undefined ? { body } : {}) })
+    const text = await response.text()
+    let parsed: unknown = text
+    try {
+      parsed = text === "" ? undefined : JSON.parse(text)
+    } catch {
+      // Non-JSON answers (the /docs page) stay text.
+    }
+    return { status: response.status, body: parsed as T, headers: response.headers }
+  }
+
+export interface TestServer {
+  readonly server: SlipwayServer
+  readonly url: string
+  readonly key: string
+  readonly databasePath: string
+  readonly request: ReturnType<typeof makeRequester>
+  /** Mints a key for another tenant (its own organization unless given). */
+  readonly keyFor: (tenantId: string, organizationId?: string) => string
+  readonly close: () => Promise<void>
+}
+
+export const startTestServer = async (options: StartOptions = {}): Promise<TestServer> => {
+  const database = tempDatabasePath()
+  const server = await startServer({
+    port: 0,
+    databasePath: database.path,
+    apiKey: TEST_KEY,
+    revisionStepMs: 20,
+    logger: makeLogger("silent"),
+    ...options
+  })
+  return {
+    server,
+    url: server.url,
+    key: TEST_KEY,
+    databasePath: database.path,
+    request: makeRequester(server.url, TEST_KEY),
+    keyFor: (tenantId, organizationId) => server.keys.createKey({ tenantId, ...(organizationId ? { organizationId } : {}) }).key,
+    close: async () => {
+      await server.close()
+      database.remove()
+    }
+  }
+}
+
+export interface ChildServer {
+  readonly url: string
+  readonly process: ChildProcess
+  readonly output: () => string
+  readonly request: ReturnType<typeof makeRequester>
+  /** Resolves with the exit code. */
+  readonly exited: Promise<number | null>
+}
+
+const nodeBinary = process.execPath
+
+export interface SpawnOptions {
+  readonly databasePath: string
+  readonly env?: Record<string, string>
+  readonly key?: string
+}
+
+/**
+ * Runs `node server/main.ts` as a child, like `npm start`; resolves once it answers /health.
+ * Suites run servers at the same time, so a random port may be taken by the time the child
+ * binds it: that start is retried on another port; any other start failure is thrown at once.
+ */
+export const spawnServer = async (options: SpawnOptions): Promise<ChildServer> => {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await spawnOnce(options)
+    } catch (error) {
+      if (attempt >= 4 || !/EADDRINUSE/.test(String((error as Error).message))) throw error
+    }
+  }
+}
+
+const spawnOnce = async (options: SpawnOptions): Promise<ChildServer> => {
+  const port = 20000 + Math.floor(Math.random() * 20000)
+  const key = options.key ?? TEST_KEY
+  const child = spawn(nodeBinary, ["server/main.ts"], {
+    cwd: join(import.meta.dirname, "../.."),
+    env: {
+      ...process.env,
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      DATABASE_PATH: options.databasePath,
+      SLIPWAY_API_KEY: key,
+      SLIPWAY_REVISION_STEP_MS: "20",
+      LOG_LEVEL: "warn",
+      ...options.env
+    },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  let output = ""
+  child.stdout!.on("data", (chunk) => (output += chunk))
+  child.stderr!.on("data", (chunk) => (output += chunk))
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
+  const url = `http://127.0.0.1:${port}`
+  const deadline = Date.now() + 15_000
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`server exited early (${child.exitCode}):\n${output}`)
+    try {
+      const response = await fetch(`${url}/health`)
+      if (response.ok) break
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      child.kill("SIGKILL")
+      throw new Error(`server did not start within 15s:\n${output}`)
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  return { url, process: child, output: () => output, request: makeRequester(url, key), exited }
+}
+
+/** Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. */
+export const eventually = async <T>(check: () => Promise<T | undefined>, timeoutMs = 10_000, intervalMs = 25): Promise<T> => {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const value = await check()
+    if (value !== undefined) return value
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs}ms`)
+    await new Promise((resolve) => setTimeout(resolve, intervalMs))
+  }
+}
