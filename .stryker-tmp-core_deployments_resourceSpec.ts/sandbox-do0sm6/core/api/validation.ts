@@ -116,20 +116,32 @@ const loneSurrogateMessage = "Input should be a valid string: it contains an unp
  * refused wherever a string is accepted. Iterative, so a deeply nested body costs no stack.
  */
 export const loneSurrogateIssues = (input: unknown, prefix: Loc = []): Array<ValidationIssue> => {
+  // Paths are linked lists, built into a `loc` only for an issue: copying a path per value would
+  // cost depth² on deep input.
+  interface Path {
+    readonly key: string | number
+    readonly parent: Path | undefined
+  }
+  const locOf = (path: Path | undefined): Loc => {
+    const keys: Array<string | number> = []
+    for (let node = path; node !== undefined; node = node.parent) keys.push(node.key)
+    return [...prefix, ...keys.reverse()]
+  }
   const out: Array<ValidationIssue> = []
-  const stack: Array<readonly [unknown, Loc]> = [[input, prefix]]
+  const report = (path: Path | undefined) => out.push(new ValidationIssue({ loc: [...locOf(path)], msg: loneSurrogateMessage, type: "string_unicode" }))
+  const stack: Array<readonly [unknown, Path | undefined]> = [[input, undefined]]
   while (stack.length > 0) {
-    const [value, loc] = stack.pop()!
+    const [value, path] = stack.pop()!
     if (typeof value === "string") {
-      if (hasLoneSurrogate(value)) out.push(new ValidationIssue({ loc: [...loc], msg: loneSurrogateMessage, type: "string_unicode" }))
+      if (hasLoneSurrogate(value)) report(path)
     } else if (Array.isArray(value)) {
-      for (let index = value.length - 1; index >= 0; index--) stack.push([value[index], [...loc, index]])
+      for (let index = value.length - 1; index >= 0; index--) stack.push([value[index], { key: index, parent: path }])
     } else if (value !== null && typeof value === "object") {
       const entries = Object.entries(value)
       for (let index = entries.length - 1; index >= 0; index--) {
         const [key, inner] = entries[index]!
-        if (hasLoneSurrogate(key)) out.push(new ValidationIssue({ loc: [...loc, key], msg: loneSurrogateMessage, type: "string_unicode" }))
-        else stack.push([inner, [...loc, key]])
+        if (hasLoneSurrogate(key)) report({ key, parent: path })
+        else stack.push([inner, { key, parent: path }])
       }
     }
   }

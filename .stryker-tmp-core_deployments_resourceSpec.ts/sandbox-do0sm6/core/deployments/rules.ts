@@ -1,0 +1,496 @@
+/**
+ * Rules of the control plane that need more than a body's shape: which fields belong to which
+ * source, what each source requires, read-only and immutable fields, the tag/build_on_push rule,
+ * what a PATCH changes and whether it creates a revision, push-triggered builds, and which
+ * revisions can be redeployed. Pure functions over decoded bodies and stored state; the server
+ * does the lookups and the writes.
+ *
+ * Every rule reports all its problems at once (as FastAPI does), each with the exact `loc` of the
+ * field at fault. Issue types:
+ * - `missing`: a field the source requires is absent or null;
+ * - `value_error`: a field of the other source, a read-only field, the tag/build_on_push rule,
+ *   an unknown listener or namespace, a masked secret value for an unknown secret;
+ * - `frozen_field` (pydantic's name for assigning a frozen field): an immutable field changed.
+ *
+ * Null means "not set" everywhere: a null field of the other source is accepted (clients often
+ * send whole objects), and a null PATCH field leaves the stored value as it is.
+ */
+// @ts-nocheck
+
+import { Result } from "effect"
+import { BadRequest, ValidationError } from "../api/errors.ts"
+import { ValidationIssue, type Loc } from "../api/validation.ts"
+import {
+  secretMask,
+  SourceConfig,
+  SourceRevisionConfig,
+  type CreateDeployment,
+  type CreateRevision,
+  type Listener,
+  type PatchDeployment,
+  type PushEvent,
+  type Secret,
+  type Source,
+  type SourceConfigField,
+  type SourceRevisionConfigField
+} from "./model.ts"
+import { everDeployed, type RevisionStatus } from "./revision.ts"
+import { branchOf } from "./sourceFields.ts"
+
+// ---------------------------------------------------------------------------------------------
+// Shared vocabulary
+
+/** The deployment as stored: source config and revision config of the latest revision, secrets in clear. */
+export interface StoredDeployment {
+  readonly name: string
+  readonly source: Source
+  readonly source_config: SourceConfig
+  readonly source_revision_config: SourceRevisionConfig
+  readonly secrets: ReadonlyArray<Secret>
+  readonly image_version?: string | null | undefined
+}
+
+/** The configuration a new revision is created with: complete, not a delta. */
+export interface NewRevision {
+  readonly source_revision_config: SourceRevisionConfig
+  readonly secrets: ReadonlyArray<Secret>
+}
+
+/** A validated create request, completed with generated values, ready to store. */
+export interface NewDeployment extends NewRevision {
+  readonly name: string
+  readonly source: Source
+  readonly source_config: SourceConfig
+  readonly image_version: string | null
+}
+
+interface ConfigParts {
+  readonly source_config?: SourceConfig | null | undefined
+  readonly source_revision_config?: SourceRevisionConfig | null | undefined
+}
+
+type Group = keyof ConfigParts
+type FieldOf<G extends Group> = G extends "source_config" ? SourceConfigField : SourceRevisionConfigField
+type FieldsByGroup = { readonly [G in Group]: ReadonlyArray<FieldOf<G>> }
+
+const bodyLoc = ["body"] as const
+const fieldLoc = (group: Group, field: string): Loc => [...bodyLoc, group, field]
+
+const issue = (loc: Loc, msg: string, type = "value_error") => new ValidationIssue({ loc: [...loc], msg, type })
+
+const isSet = <A>(value: A | null | undefined): value is A => value !== null && value !== undefined
+
+const fieldValue = (parts: ConfigParts, group: Group, field: string): unknown =>
+  (parts[group] as Record<string, unknown> | null | undefined)?.[field]
+
+/** Equality of JSON values where a null and an absent key mean the same thing. */
+export const sameValue = (a: unknown, b: unknown): boolean => {
+  if (!isSet(a) || !isSet(b)) return !isSet(a) && !isSet(b)
+  if (typeof a !== "object" || typeof b !== "object") return a === b
+  if (Array.isArray(a) !== Array.isArray(b)) return false
+  const keys = new Set([...Object.keys(a as object), ...Object.keys(b as object)])
+  return [...keys].every((key) => sameValue((a as Record<string, unknown>)[key], (b as Record<string, unknown>)[key]))
+}
+
+const toResult = <A>(issues: ReadonlyArray<ValidationIssue>, value: () => A): Result.Result<A, ValidationError> =>
+  issues.length > 0 ? Result.fail(new ValidationError({ issues: [...issues] })) : Result.succeed(value())
+
+// ---------------------------------------------------------------------------------------------
+// Per-source fields
+
+/**
+ * Fields only one source can use. install_command and build_command ("JS deployments only")
+ * are gitrepo fields: an external container arrives already built. Whether a gitrepo deployment
+ * is JS is only known once its graph config is read at build time, so they are accepted for every
+ * gitrepo deployment and ignored by non-JS builds.
+ */
+export const sourceOnlyFields: Record<Source, FieldsByGroup> = {
+  gitrepo: {
+    source_config: ["integration_id", "repo_url", "deployment_type", "build_on_push", "install_command", "build_command"],
+    source_revision_config: ["repo_ref", "graph_config_path", "repo_commit_sha"]
+  },
+  external_container: {
+    source_config: ["listener_id", "listener_config", "resource_spec"],
+    source_revision_config: ["image_uri"]
+  }
+}
+
+/** What each source cannot do without (checked on create; PATCH can only add to it). */
+export const requiredFields: Record<Source, FieldsByGroup> = {
+  gitrepo: { source_config: ["repo_url"], source_revision_config: ["repo_ref", "graph_config_path"] },
+  external_container: { source_config: [], source_revision_config: ["image_uri"] }
+}
+
+/** Fields the server sets: `custom_url` is generated for gitrepo, `repo_commit_sha` comes from the build or push. */
+export const readOnlyFields: Record<Source, FieldsByGroup> = {
+  gitrepo: { source_config: ["custom_url"], source_revision_config: ["repo_commit_sha"] },
+  external_container: { source_config: [], source_revision_config: [] }
+}
+
+/** Fields fixed at creation (spec 2.2): PATCH may repeat them, never change them. */
+export const immutableSourceConfigFields: ReadonlyArray<SourceConfigField> = [
+  "integration_id",
+  "repo_url",
+  "deployment_type",
+  "listener_id",
+  "listener_config"
+]
+
+const groups: ReadonlyArray<Group> = ["source_config", "source_revision_config"]
+
+const otherSource = (source: Source): Source => (source === "gitrepo" ? "external_container" : "gitrepo")
+
+type FieldList = ReadonlyArray<{ readonly group: Group; readonly field: string }>
+
+// The field tables are constants: flatten each once, not on every request.
+const flattened = new WeakMap<FieldsByGroup, FieldList>()
+
+const eachField = (fields: FieldsByGroup): FieldList => {
+  let list = flattened.get(fields)
+  if (!list) {
+    list = groups.flatMap((group) => fields[group].map((field) => ({ group, field })))
+    flattened.set(fields, list)
+  }
+  return list
+}
+
+/** Fields of the other source that were sent with a value. */
+export const wrongSourceIssues = (source: Source, parts: ConfigParts): Array<ValidationIssue> => {
+  const other = otherSource(source)
+  return eachField(sourceOnlyFields[other])
+    .filter(({ group, field }) => isSet(fieldValue(parts, group, field)))
+    .map(({ group, field }) => issue(fieldLoc(group, field), `${field} applies to ${other} deployments only; this deployment's source is ${source}`))
+}
+
+/** Read-only fields sent with a value, unless it repeats the stored one (so a fetched deployment can be sent back). */
+export const readOnlyIssues = (source: Source, parts: ConfigParts, current?: ConfigParts): Array<ValidationIssue> =>
+  eachField(readOnlyFields[source])
+    .filter(({ group, field }) => {
+      const sent = fieldValue(parts, group, field)
+      return isSet(sent) && !(current && sameValue(sent, fieldValue(current, group, field)))
+    })
+    .map(({ group, field }) => issue(fieldLoc(group, field), `${field} is read-only for ${source} deployments`))
+
+export const missingIssues = (source: Source, parts: ConfigParts): Array<ValidationIssue> =>
+  eachField(requiredFields[source])
+    .filter(({ group, field }) => !isSet(fieldValue(parts, group, field)))
+    .map(({ group, field }) => issue(fieldLoc(group, field), "Field required", "missing"))
+
+// ---------------------------------------------------------------------------------------------
+// Cross-field rules
+
+export const isTagRef = (ref: string | null | undefined): boolean => isSet(ref) && ref.startsWith("refs/tags/")
+
+/**
+ * A tag never moves, so building on push to it makes no sense (spec 2.2, 8). Checked on the
+ * result of the request merged with what is stored; reported at `build_on_push` when this
+ * request sent it, else at the `repo_ref` that made the combination invalid.
+ */
+export const tagBuildOnPushIssues = (merged: { readonly buildOnPush: boolean | null | undefined; readonly repoRef: string | null | undefined }, sent: ConfigParts): Array<ValidationIssue> => {
+  if (!(merged.buildOnPush === true && isTagRef(merged.repoRef))) return []
+  const loc = isSet(sent.source_config?.build_on_push) ? fieldLoc("source_config", "build_on_push") : fieldLoc("source_revision_config", "repo_ref")
+  return [issue(loc, `build_on_push must be false when repo_ref is a tag (${merged.repoRef})`)]
+}
+
+/** `listener_config` says where to deploy on a listener, so it means nothing without one. */
+export const listenerConfigIssues = (config: SourceConfig | null | undefined): Array<ValidationIssue> =>
+  isSet(config?.listener_config) && !isSet(config.listener_id)
+    ? [issue(fieldLoc("source_config", "listener_config"), "listener_config requires listener_id")]
+    : []
+
+/**
+ * The checks that need the listener named by `listener_id` (the server looks it up, in the
+ * caller's tenant): it must exist, and the namespace must be one it serves.
+ */
+export const listenerIssues = (config: SourceConfig | null | undefined, listener: Listener | undefined): Array<ValidationIssue> => {
+  if (!isSet(config?.listener_id)) return []
+  if (!listener) return [issue(fieldLoc("source_config", "listener_id"), `Listener ${config.listener_id} not found`)]
+  const namespace = config.listener_config?.k8s_namespace
+  const served = listener.compute_config.k8s_namespaces
+  return isSet(namespace) && !served.includes(namespace)
+    ? [
+        issue(
+          [...fieldLoc("source_config", "listener_config"), "k8s_namespace"],
+          `Namespace '${namespace}' is not served by listener ${listener.id} (namespaces: ${served.join(", ")})`
+        )
+      ]
+    : []
+}
+
+/**
+ * Secrets are write-only, so a client that fetched a deployment holds masked values. A masked
+ * value for a secret that exists means "keep its value"; for any other name it is an error
+ * rather than silently storing the mask as the value.
+ */
+export const resolveSecrets = (
+  incoming: ReadonlyArray<Secret>,
+  current: ReadonlyArray<Secret>
+): { readonly secrets: Array<Secret>; readonly issues: Array<ValidationIssue> } => {
+  const stored = new Map(current.map((secret) => [secret.name, secret.value]))
+  const issues: Array<ValidationIssue> = []
+  const secrets = incoming.map((secret, index) => {
+    if (secret.value !== secretMask) return secret
+    const kept = stored.get(secret.name)
+    if (kept === undefined) {
+      issues.push(issue([...bodyLoc, "secrets", index, "value"], `${secretMask} is how responses mask secret values; send the real value of new secret '${secret.name}'`))
+      return secret
+    }
+    return { name: secret.name, value: kept }
+  })
+  return { secrets, issues }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Normal forms: every key present, null when not set
+
+const sourceConfigKeys = Object.keys(SourceConfig.fields) as Array<SourceConfigField>
+const sourceRevisionConfigKeys = Object.keys(SourceRevisionConfig.fields) as Array<SourceRevisionConfigField>
+
+const complete = <K extends string>(keys: ReadonlyArray<K>, value: object | null | undefined): { [P in K]: unknown } => {
+  const given = value as Record<string, unknown> | null | undefined
+  const out = {} as { [P in K]: unknown }
+  for (const key of keys) out[key] = given?.[key] ?? null
+  return out
+}
+
+export const fullSourceConfig = (config: SourceConfig | null | undefined): SourceConfig => complete(sourceConfigKeys, config) as SourceConfig
+export const fullSourceRevisionConfig = (config: SourceRevisionConfig | null | undefined): SourceRevisionConfig =>
+  complete(sourceRevisionConfigKeys, config) as SourceRevisionConfig
+
+/** Stored values overridden by every field the request set. A resource_spec is one value, so it is replaced whole. */
+const overlay = <A extends object>(stored: A, sent: A | null | undefined): A => {
+  const merged: Record<string, unknown> = { ...(stored as Record<string, unknown>) }
+  for (const [key, value] of Object.entries(sent ?? {})) if (isSet(value)) merged[key] = value
+  return merged as A
+}
+
+// ---------------------------------------------------------------------------------------------
+// Create
+
+/** `custom_url` of a gitrepo deployment: generated from the public base URL, never chosen by the caller. */
+export const gitrepoCustomUrl = (publicUrl: string, name: string): string => `${publicUrl.replace(/\/+$/, "")}/d/${name}`
+
+export interface CreateOptions {
+  /** `SLIPWAY_PUBLIC_URL`, the base of generated custom URLs. */
+  readonly publicUrl: string
+}
+
+/**
+ * Validates a decoded `POST /v2/deployments` body against the source rules and returns what to
+ * store. Name uniqueness (409) and the listener lookup (`listenerIssues`) need the database and
+ * are the server's.
+ */
+export const planCreate = (body: CreateDeployment, options: CreateOptions): Result.Result<NewDeployment, ValidationError> => {
+  const { source } = body
+  const resolved = resolveSecrets(body.secrets ?? [], [])
+  const issues = [
+    ...wrongSourceIssues(source, body),
+    ...readOnlyIssues(source, body),
+    ...missingIssues(source, body),
+    ...listenerConfigIssues(body.source_config),
+    ...tagBuildOnPushIssues({ buildOnPush: body.source_config?.build_on_push, repoRef: body.source_revision_config?.repo_ref }, body),
+    ...resolved.issues
+  ]
+  return toResult(issues, () => {
+    const sourceConfig = fullSourceConfig(body.source_config)
+    return {
+      name: body.name,
+      source,
+      source_config: source === "gitrepo" ? { ...sourceConfig, custom_url: gitrepoCustomUrl(options.publicUrl, body.name) } : sourceConfig,
+      source_revision_config: fullSourceRevisionConfig(body.source_revision_config),
+      secrets: resolved.secrets,
+      image_version: body.image_version ?? null
+    }
+  })
+}
+
+// ---------------------------------------------------------------------------------------------
+// PATCH and new revisions
+
+/** The PATCH fields that create a revision when non-null (spec section 3), and only those. */
+export const revisionTriggerFields = [
+  "source_revision_config.repo_ref",
+  "source_revision_config.graph_config_path",
+  "source_revision_config.image_uri",
+  "secrets",
+  "source_config.resource_spec"
+] as const
+export type RevisionTrigger = (typeof revisionTriggerFields)[number]
+
+export const revisionTriggers = (patch: PatchDeployment): Array<RevisionTrigger> => {
+  const sent: Record<RevisionTrigger, unknown> = {
+    "source_revision_config.repo_ref": patch.source_revision_config?.repo_ref,
+    "source_revision_config.graph_config_path": patch.source_revision_config?.graph_config_path,
+    "source_revision_config.image_uri": patch.source_revision_config?.image_uri,
+    secrets: patch.secrets,
+    "source_config.resource_spec": patch.source_config?.resource_spec
+  }
+  return revisionTriggerFields.filter((field) => isSet(sent[field]))
+}
+
+export interface PatchPlan {
+  /** The deployment's new source_config (stored merged with the request; complete). */
+  readonly source_config: SourceConfig
+  readonly image_version: string | null
+  /** The one revision to create, or null when only in-place fields changed. */
+  readonly newRevision: NewRevision | null
+  /** Why a revision is created (empty when none is). */
+  readonly revisionTriggers: ReadonlyArray<RevisionTrigger>
+}
+
+/** Sent immutable fields whose value differs from the stored one. */
+export const immutableIssues = (current: StoredDeployment, patch: PatchDeployment): Array<ValidationIssue> => {
+  const topLevel = (["name", "source"] as const)
+    .filter((field) => isSet(patch[field]) && patch[field] !== current[field])
+    .map((field) => issue([...bodyLoc, field], `${field} cannot be changed after creation (it is '${current[field]}')`, "frozen_field"))
+  // A field of the other source is already reported by wrongSourceIssues: say it once.
+  const ownFields = immutableSourceConfigFields.filter((field) => !sourceOnlyFields[otherSource(current.source)].source_config.includes(field))
+  const nested = ownFields
+    .filter((field) => isSet(patch.source_config?.[field]) && !sameValue(patch.source_config?.[field], current.source_config[field]))
+    .map((field) => issue(fieldLoc("source_config", field), `${field} cannot be changed after creation`, "frozen_field"))
+  return [...topLevel, ...nested]
+}
+
+/** The revision config a new revision gets: the latest one's values overridden by the request's. Its commit is not known yet. */
+const nextRevisionConfig = (current: SourceRevisionConfig, sent: SourceRevisionConfig | null | undefined): SourceRevisionConfig => ({
+  ...fullSourceRevisionConfig(overlay(current, sent)),
+  repo_commit_sha: null
+})
+
+/**
+ * Plans a `PATCH /v2/deployments/{id}`: validates the body (decoded with `PatchDeployment`)
+ * against the stored deployment and answers what to write. The source rules apply to the patch
+ * as on create; immutable fields may repeat their value; the tag rule is checked on the merged
+ * result; exactly the spec's trigger fields create one new revision, which starts from the
+ * latest revision's values.
+ */
+export const planPatch = (current: StoredDeployment, patch: PatchDeployment): Result.Result<PatchPlan, ValidationError> => {
+  const { source } = current
+  const sourceConfig = fullSourceConfig(overlay(fullSourceConfig(current.source_config), patch.source_config))
+  const revisionConfig = overlay(fullSourceRevisionConfig(current.source_revision_config), patch.source_revision_config)
+  const resolved = isSet(patch.secrets) ? resolveSecrets(patch.secrets, current.secrets) : { secrets: [...current.secrets], issues: [] }
+  const issues = [
+    ...wrongSourceIssues(source, patch),
+    ...immutableIssues(current, patch),
+    ...readOnlyIssues(source, patch, current),
+    ...tagBuildOnPushIssues({ buildOnPush: sourceConfig.build_on_push, repoRef: revisionConfig.repo_ref }, patch),
+    ...resolved.issues
+  ]
+  return toResult(issues, () => {
+    const triggers = revisionTriggers(patch)
+    return {
+      source_config: sourceConfig,
+      image_version: patch.image_version ?? current.image_version ?? null,
+      newRevision: triggers.length === 0 ? null : { source_revision_config: nextRevisionConfig(current.source_revision_config, patch.source_revision_config), secrets: resolved.secrets },
+      revisionTriggers: triggers
+    }
+  })
+}
+
+/**
+ * Plans `POST /v2/deployments/{id}/revisions`: unlike PATCH it always creates a revision, from the
+ * latest revision's values overridden by the body's, with the body's secrets (or the current ones).
+ */
+export const planRevision = (current: StoredDeployment, body: CreateRevision): Result.Result<NewRevision, ValidationError> => {
+  const { source } = current
+  const revisionConfig = nextRevisionConfig(current.source_revision_config, body.source_revision_config)
+  const resolved = isSet(body.secrets) ? resolveSecrets(body.secrets, current.secrets) : { secrets: [...current.secrets], issues: [] }
+  const issues = [
+    ...wrongSourceIssues(source, body),
+    ...readOnlyIssues(source, body, current),
+    ...tagBuildOnPushIssues({ buildOnPush: current.source_config.build_on_push, repoRef: revisionConfig.repo_ref }, body),
+    ...resolved.issues
+  ]
+  return toResult(issues, () => ({ source_revision_config: revisionConfig, secrets: resolved.secrets }))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Push webhook
+
+/** One spelling for a repository: `host/owner/name`, lowercase, whatever URL form it came in. */
+export const normalizeRepo = (url: string): string =>
+  url
+    .trim()
+    .toLowerCase()
+    .replace(/^git@([^:]+):/, "$1/")
+    .replace(/^[a-z+]+:\/\//, "")
+    .replace(/^[^@/]+@/, "")
+    .replace(/^www\./, "")
+    .replace(/\/+$/, "")
+    .replace(/\.git$/, "")
+
+const pushedRepoMatches = (repoUrl: string, push: PushEvent): boolean => {
+  const repo = normalizeRepo(repoUrl)
+  const { clone_url, html_url, full_name } = push.repository
+  return repo === normalizeRepo(clone_url) || repo === normalizeRepo(html_url) || repo.endsWith(`/${full_name.toLowerCase()}`)
+}
+
+/**
+ * A branch is configured by its bare name (spec 2.3) or as `refs/heads/<name>`; a push names
+ * its full ref. A tag never matches: tags cannot build on push.
+ */
+const pushedRefMatches = (repoRef: string, pushedRef: string): boolean => {
+  const branch = branchOf(repoRef)
+  return branch !== null && pushedRef === `refs/heads/${branch}`
+}
+
+const isDeletion = (push: PushEvent): boolean => push.deleted === true || /^0+$/.test(push.after)
+
+/** Whether a push builds this deployment: gitrepo, build_on_push on, same repository, same ref, not a branch deletion. */
+export const pushTriggersBuild = (deployment: StoredDeployment, push: PushEvent): boolean => {
+  const { repo_url, build_on_push } = deployment.source_config
+  const { repo_ref } = deployment.source_revision_config
+  return (
+    deployment.source === "gitrepo" &&
+    build_on_push === true &&
+    isSet(repo_url) &&
+    isSet(repo_ref) &&
+    !isDeletion(push) &&
+    pushedRepoMatches(repo_url, push) &&
+    pushedRefMatches(repo_ref, push.ref)
+  )
+}
+
+/** The revision a push creates for a deployment it triggers, pinned to the pushed commit; null when it triggers none. */
+export const revisionForPush = (deployment: StoredDeployment, push: PushEvent): NewRevision | null =>
+  pushTriggersBuild(deployment, push)
+    ? { source_revision_config: { ...nextRevisionConfig(deployment.source_revision_config, null), repo_commit_sha: push.after }, secrets: deployment.secrets }
+    : null
+
+// ---------------------------------------------------------------------------------------------
+// Redeploy
+
+/** What the redeploy rule needs to know of a revision. */
+export interface RevisionRecord {
+  readonly id: string
+  readonly deployment_id: string
+  readonly status: RevisionStatus
+  /** When the revision first reached DEPLOYED; null if it never did. */
+  readonly deployed_at: string | null
+}
+
+export interface RedeployRequest {
+  readonly deployment: { readonly id: string; readonly deleting: boolean }
+  readonly revisionId: string
+  /** The revision looked up by id in the caller's tenant, or undefined if none. */
+  readonly revision: RevisionRecord | undefined
+}
+
+/**
+ * `POST .../revisions/{revision_id}/redeploy` is allowed for a revision of this deployment that
+ * reached DEPLOYED at some point (its image exists and once ran); it then becomes the active
+ * revision (`activate` in revision.ts). An unknown deployment is the server's 404; everything
+ * else refused here is a 400 with a string detail (design.md section 5).
+ */
+export const checkRedeploy = ({ deployment, revisionId, revision }: RedeployRequest): Result.Result<RevisionRecord, BadRequest> => {
+  if (deployment.deleting) return Result.fail(new BadRequest({ message: `Deployment ${deployment.id} is being deleted` }))
+  if (!revision || revision.deployment_id !== deployment.id) {
+    return Result.fail(new BadRequest({ message: `Revision ${revisionId} not found in deployment ${deployment.id}` }))
+  }
+  if (!everDeployed(revision)) {
+    return Result.fail(
+      new BadRequest({ message: `Revision ${revisionId} cannot be redeployed: it has never been deployed (status ${revision.status})` })
+    )
+  }
+  return Result.succeed(revision)
+}
