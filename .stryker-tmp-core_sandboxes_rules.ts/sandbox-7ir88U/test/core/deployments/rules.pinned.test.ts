@@ -7,8 +7,16 @@
 import { Result } from "effect"
 import { describe, expect, it } from "vitest"
 import {
+  CreateDeployment,
   CreateRevision,
   fullSourceConfig,
+  gitrepoCustomUrl,
+  listenerConfigIssues,
+  listenerIssues,
+  normalizeRepo,
+  planCreate,
+  resolveSecrets,
+  secretMask,
   fullSourceRevisionConfig,
   immutableIssues,
   PatchDeployment,
@@ -220,5 +228,69 @@ describe("push webhook: each signal on its own", () => {
     const onTag = { ...storedGit, source_revision_config: { ...storedGit.source_revision_config, repo_ref: "refs/tags/v1" } }
     expect(pushTriggersBuild(onTag, push({ ref: "refs/tags/v1" }))).toBe(false)
     expect(pushTriggersBuild(onTag, push({ ref: "refs/heads/refs/tags/v1" }))).toBe(false)
+  })
+})
+
+describe("found by mutation testing in rules.ts", () => {
+  it("sameValue: an unset value never equals an object, and a scalar never equals an object", () => {
+    expect(sameValue(null, { a: 1 })).toBe(false)
+    expect(sameValue({ a: 1 }, null)).toBe(false)
+    expect(sameValue({}, 1)).toBe(false)
+    expect(sameValue(1, {})).toBe(false)
+    expect(sameValue("", {})).toBe(false)
+  })
+
+  it("messages of the listener and secret rules", () => {
+    expect(listenerConfigIssues({ listener_config: { k8s_namespace: "prod" } }).map(({ msg }) => msg)).toStrictEqual(["listener_config requires listener_id"])
+    expect(listenerIssues({ listener_id: listenerId }, undefined).map(({ loc, msg }) => ({ loc, msg }))).toStrictEqual([
+      { loc: ["body", "source_config", "listener_id"], msg: `Listener ${listenerId} not found` }
+    ])
+    expect(listenerIssues(null, undefined)).toStrictEqual([])
+    expect(listenerIssues(undefined, undefined)).toStrictEqual([])
+    expect(listenerConfigIssues(null)).toStrictEqual([])
+    const resolved = resolveSecrets([{ name: "NEW", value: secretMask }], [])
+    expect(resolved.issues.map(({ msg }) => msg)).toStrictEqual([`${secretMask} is how responses mask secret values; send the real value of new secret 'NEW'`])
+  })
+
+  it("create without secrets stores none", () => {
+    const plan = ruleValue(
+      planCreate(decodeBody(CreateDeployment, { name: "x", source: "external_container", source_revision_config: { image_uri: "a:1" } }), { publicUrl: "https://s" })
+    )
+    expect(plan.secrets).toStrictEqual([])
+  })
+
+  it("gitrepoCustomUrl drops every trailing slash of the base", () => {
+    expect(gitrepoCustomUrl("https://slipway.example.com//", "agent")).toBe("https://slipway.example.com/d/agent")
+    expect(gitrepoCustomUrl("https://slipway.example.com", "agent")).toBe("https://slipway.example.com/d/agent")
+  })
+
+  it("normalizeRepo: every rewrite is anchored where it belongs", () => {
+    expect(normalizeRepo("  https://github.com/acme/agent  ")).toBe("github.com/acme/agent")
+    expect(normalizeRepo("https://host/agit@b:c")).toBe("host/agit@b:c")
+    expect(normalizeRepo("github.com/acme/ab://c")).toBe("github.com/acme/ab://c")
+    expect(normalizeRepo("github.com/acme/a@b")).toBe("github.com/acme/a@b")
+    expect(normalizeRepo("github.com/www.x")).toBe("github.com/www.x")
+    expect(normalizeRepo("github.com/acme/agent//")).toBe("github.com/acme/agent")
+    expect(normalizeRepo("github.com/acme/a.github")).toBe("github.com/acme/a.github")
+    expect(normalizeRepo("https://user@github.com/acme/agent")).toBe("github.com/acme/agent")
+  })
+
+  it("a tag ref never matches a push, even to refs/heads/null", () => {
+    const onTag = { ...storedGit, source_revision_config: { ...storedGit.source_revision_config, repo_ref: "refs/tags/v1" } }
+    const push = decodeBody(PushEvent, {
+      ref: "refs/heads/null",
+      after: "0123456789abcdef0123456789abcdef01234567",
+      repository: { clone_url: "https://github.com/acme/agent.git", html_url: "https://github.com/acme/agent", full_name: "acme/agent" }
+    })
+    expect(pushTriggersBuild(onTag, push)).toBe(false)
+  })
+
+  it("only a gitrepo deployment builds on push, whatever its stored config says", () => {
+    const push = decodeBody(PushEvent, {
+      ref: "refs/heads/main",
+      after: "0123456789abcdef0123456789abcdef01234567",
+      repository: { clone_url: "https://github.com/acme/agent.git", html_url: "https://github.com/acme/agent", full_name: "acme/agent" }
+    })
+    expect(pushTriggersBuild({ ...storedGit, source: "external_container" }, push)).toBe(false)
   })
 })
