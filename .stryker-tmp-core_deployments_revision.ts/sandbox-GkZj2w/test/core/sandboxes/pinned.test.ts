@@ -17,6 +17,7 @@ import {
   equals,
   formatQuantity,
   fromBytes,
+  fromMillis,
   isQuantity,
   isNegative,
   isZero,
@@ -239,5 +240,21 @@ describe("template images follow the OCI reference grammar", () => {
   it("accepts registries with ports and digests", () => {
     expect(Result.isSuccess(decode({ name: "t", image: "127.0.0.1:5055/acme/tiny:1" }))).toBe(true)
     expect(Result.isSuccess(decode({ name: "t", image: `acme/x@sha256:${"a".repeat(64)}` }))).toBe(true)
+  })
+})
+
+describe("found by mutation testing in quantity.ts", () => {
+  it("fromMillis builds a decimal quantity", () => {
+    expect(fromMillis(500)).toStrictEqual({ coefficient: 5n, exponent: -1, format: "DecimalSI" })
+    expect(isQuantity(fromMillis(500))).toBe(true)
+  })
+
+  it("a binary value that no power of 1024 divides prints in decimal form", () => {
+    expect(formatQuantity(fromBytes(1000))).toBe("1k")
+    expect(formatQuantity(add(parse("1Ki"), parse("-24")))).toBe("1k")
+  })
+
+  it("isQuantity wants an object, not a function carrying the fields", () => {
+    expect(isQuantity(Object.assign(() => 1, { coefficient: 1n, exponent: 0, format: "BinarySI" }))).toBe(false)
   })
 })
