@@ -23,11 +23,11 @@ const controlCharacter = /[\u0000-\u001f\u007f]/
 const whitespace = /\s/
 
 /** The first problem shared by every field: control characters, whitespace, a leading '-'. */
-const commonProblem = (value: string, what: string, options: { readonly spaces: boolean } = { spaces: false }): string | undefined => {
+const commonProblem = (value: string, what: string, allowSpaces = false): string | undefined => {
   if (value.length === 0) return `${what} must not be empty`
   if (controlCharacter.test(value)) return `${what} must not contain control characters (such as a line break or NUL)`
   if (value.startsWith("-")) return `${what} must not start with '-' (a tool would read it as an option)`
-  if (!options.spaces && whitespace.test(value)) return `${what} must not contain whitespace`
+  if (!allowSpaces && whitespace.test(value)) return `${what} must not contain whitespace`
   return undefined
 }
 
@@ -48,11 +48,12 @@ const sshUserPattern = /^[A-Za-z0-9._-]+$/
 const schemePattern = /^([A-Za-z][A-Za-z0-9+.-]*):/
 
 const repoPathProblemOf = (path: string): string | undefined => {
-  const trimmed = path.replace(/^\/+/, "").replace(/\/+$/, "")
-  if (trimmed === "") return `repo_url must name a repository path (${repoUrlForms})`
-  if (!repoPathCharacters.test(trimmed)) return "repo_url's repository path may contain only letters, digits, '.', '_', '~', '%', '+', '-' and '/' (no query or fragment)"
-  if (trimmed.split("/").some((segment) => segment === "." || segment === "..")) return "repo_url's repository path must not contain '.' or '..' segments"
-  if (trimmed.split("/").some((segment) => segment.startsWith("-"))) return "repo_url's repository path segments must not start with '-'"
+  // Empty segments ("//", a leading or trailing "/") name nothing and are harmless.
+  const segments = path.split("/").filter((segment) => segment !== "")
+  if (segments.length === 0) return `repo_url must name a repository path (${repoUrlForms})`
+  if (!repoPathCharacters.test(path)) return "repo_url's repository path may contain only letters, digits, '.', '_', '~', '%', '+', '-' and '/' (no query or fragment)"
+  if (segments.some((segment) => segment === "." || segment === "..")) return "repo_url's repository path must not contain '.' or '..' segments"
+  if (segments.some((segment) => segment.startsWith("-"))) return "repo_url's repository path segments must not start with '-'"
   return undefined
 }
 
@@ -63,10 +64,12 @@ const portProblem = (port: string | undefined): string | undefined =>
 const authorityPattern = /^([^/?#]*)(.*)$/
 
 const hierarchicalProblem = (scheme: "https" | "ssh", rest: string): string | undefined => {
-  const [, authority = "", path = ""] = authorityPattern.exec(rest)!
+  // Both groups always take part in the match (possibly empty).
+  const [, authority, path] = authorityPattern.exec(rest)! as unknown as [string, string, string]
   const at = authority.lastIndexOf("@")
   const userinfo = at === -1 ? undefined : authority.slice(0, at)
-  const hostPort = at === -1 ? authority : authority.slice(at + 1)
+  // Without '@', `at + 1` is 0: the whole authority.
+  const hostPort = authority.slice(at + 1)
   if (userinfo !== undefined) {
     // A credential would be stored, logged and answered back in every response: refuse it
     // rather than strip it silently (the caller would believe it is used). Private repositories
@@ -75,7 +78,9 @@ const hierarchicalProblem = (scheme: "https" | "ssh", rest: string): string | un
     if (userinfo.includes(":")) return "repo_url must not contain a password"
     if (!sshUserPattern.test(userinfo)) return "repo_url's ssh user may contain only letters, digits, '.', '_' and '-'"
   }
-  const portMatch = /^(.*?)(?::([^:\]]*))?$/.exec(hostPort)!
+  // Matches from index 0 whatever the input (every part is optional, `.` meets no line break:
+  // control characters were refused), so it needs no '^'. The port is after the last ':' outside brackets.
+  const portMatch = /(.*?)(?::([^:\]]*))?$/.exec(hostPort)!
   const host = portMatch[1]!
   if (!hostPattern.test(host)) return "repo_url's host must be a DNS name or an IP address"
   const portIssue = portProblem(portMatch[2])
@@ -107,7 +112,7 @@ export const repoUrlProblem = (url: string): string | undefined => {
   }
   const scp = scpLikePattern.exec(url)
   if (scp) {
-    const [, user = "", host = "", path = ""] = scp
+    const [, user, host, path] = scp as unknown as [string, string, string, string]
     if (!sshUserPattern.test(user)) return "repo_url's ssh user may contain only letters, digits, '.', '_' and '-'"
     if (!hostPattern.test(host)) return "repo_url's host must be a DNS name or an IP address"
     return repoPathProblemOf(path)
@@ -167,7 +172,7 @@ export const maxRepoPathLength = 1024
 
 /** Why a path inside the repository is refused, or undefined: relative, no '..', no control characters, no leading '-'. */
 export const repoPathProblem = (path: string, what = "graph_config_path"): string | undefined => {
-  const common = commonProblem(path, what, { spaces: true })
+  const common = commonProblem(path, what, true)
   if (common) return common
   if (path.length > maxRepoPathLength) return `${what} must be at most ${maxRepoPathLength} characters`
   if (path.startsWith("/")) return `${what} must be a path relative to the repository root (no leading '/')`

@@ -312,3 +312,43 @@ describe("the schemas answer a 422 at the field, typed value_error", () => {
     })
   })
 })
+
+describe("found by mutation testing in sourceFields.ts", () => {
+  it("repo_url: the boundaries of ports and lengths are inclusive", () => {
+    expect(repoUrlProblem("https://github.com:1/acme/agent")).toBeUndefined()
+    expect(repoUrlProblem("https://github.com:65535/acme/agent")).toBeUndefined()
+    const prefix = "https://github.com/acme/"
+    expect(repoUrlProblem(prefix + "a".repeat(maxRepoUrlLength - prefix.length))).toBeUndefined()
+    expect(repoUrlProblem(prefix + "a".repeat(maxRepoUrlLength - prefix.length + 1))).toMatch(/at most 2048/)
+  })
+
+  it("repo_url: a port is decimal digits only", () => {
+    for (const port of ["0x10", "1e3", "+22", " 22"]) refused(repoUrlProblem(`https://github.com:${port}/acme/agent`), "repo_url")
+    expect(repoUrlProblem("https://github.com:0x10/acme/agent")).toMatch(/port/)
+    expect(repoUrlProblem("https://github.com:1e3/acme/agent")).toMatch(/port/)
+  })
+
+  it("repo_url: which rule answers", () => {
+    expect(repoUrlProblem("https://github.com/")).toMatch(/must name a repository path/)
+    expect(repoUrlProblem("https://github.com//")).toMatch(/must name a repository path/)
+    expect(repoUrlProblem("https://github.com?x")).toMatch(/must name a repository path/)
+    expect(repoUrlProblem("https:github.com/acme/agent")).toMatch(/must be a git URL/)
+    expect(repoUrlProblem("github.com:acme/agent")).toMatch(/must be a git URL/)
+    expect(repoUrlProblem("git@github.com:acme/-agent")).toMatch(/must not start with '-'/)
+    expect(repoUrlProblem("https://github.com/acme/my-agent")).toBeUndefined()
+    expect(repoUrlProblem("https://github.com//acme//agent//")).toBeUndefined()
+    expect(repoUrlProblem("git@github.com:acme/my-agent.git")).toBeUndefined()
+  })
+
+  it("repo_ref: a namespace without a name, and the length boundary", () => {
+    expect(gitRefProblem("refs/heads")).toBe("repo_ref must name a branch after refs/heads/")
+    expect(gitRefProblem("refs/tags")).toBe("repo_ref must name a tag after refs/tags/")
+    expect(gitRefProblem("a".repeat(maxRepoRefLength))).toBeUndefined()
+  })
+
+  it("graph_config_path: the length boundary, and spaces are allowed only there", () => {
+    expect(repoPathProblem("a".repeat(maxRepoPathLength))).toBeUndefined()
+    expect(repoPathProblem("my graph/langgraph.json")).toBeUndefined()
+    expect(gitRefProblem("my branch")).toMatch(/whitespace/)
+  })
+})
