@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { CreateDeployment, PatchDeployment, SourceConfig, SourceRevisionConfig } from "../../../core/deployments/model.ts"
+import { CreateDeployment, CreateListener, PatchDeployment, SourceConfig, SourceRevisionConfig } from "../../../core/deployments/model.ts"
 import {
   branchOf,
   gitRefProblem,
@@ -349,5 +349,27 @@ describe("found by mutation testing in sourceFields.ts", () => {
     expect(repoPathProblem("a".repeat(maxRepoPathLength))).toBeUndefined()
     expect(repoPathProblem("my graph/langgraph.json")).toBeUndefined()
     expect(gitRefProblem("my branch")).toMatch(/whitespace/)
+  })
+})
+
+describe("found by mutation testing in model.ts", () => {
+  it("container names may have 63 characters, not 64", () => {
+    const body = (name: string) => ({ name: "d", source: "external_container", source_config: { resource_spec: { sidecars: [{ name, image: "a:1" }] } }, source_revision_config: { image_uri: "a:1" } })
+    expect(decodeBody(CreateDeployment, body("a".repeat(63))).source_config?.resource_spec?.sidecars?.[0]?.name).toHaveLength(63)
+    expect(bodyIssues(CreateDeployment, body("a".repeat(64)))[0]!.loc).toStrictEqual(["body", "source_config", "resource_spec", "sidecars", 0, "name"])
+  })
+
+  it("custom_url: http and https accepted, anything unparseable refused", () => {
+    expect(decodeBody(SourceConfig, { custom_url: "http://agent.local" })).toStrictEqual({ custom_url: "http://agent.local" })
+    expect(decodeBody(SourceConfig, { custom_url: "https://agent.example.com" })).toStrictEqual({ custom_url: "https://agent.example.com" })
+    expect(bodyIssues(SourceConfig, { custom_url: "not a url" })).toStrictEqual([
+      { loc: ["body", "custom_url"], msg: "Input should be a valid URL with an http or https scheme", type: "url_parsing" }
+    ])
+  })
+
+  it("a listener's namespaces are unique, the duplicate named", () => {
+    expect(bodyIssues(CreateListener, { compute_config: { k8s_namespaces: ["a", "a"] } })).toStrictEqual([
+      { loc: ["body", "compute_config", "k8s_namespaces", 1], msg: "Duplicate namespace name 'a'", type: "value_error" }
+    ])
   })
 })

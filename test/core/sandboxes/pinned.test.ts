@@ -27,6 +27,7 @@ import {
 } from "../../../core/sandboxes/quantity.ts"
 import type { Quantity } from "../../../core/sandboxes/quantity.ts"
 import { generateSandboxName } from "../../../core/sandboxes/names.ts"
+import { parseEnvReferences, ProxyConfigInput } from "../../../core/sandboxes/proxy.ts"
 import { resolveStorageClass } from "../../../core/sandboxes/rules.ts"
 
 const parse = (text: string): Quantity => Result.getOrThrow(parseQuantity(text))
@@ -267,5 +268,25 @@ describe("generated sandbox names (names.ts)", () => {
   it("trim every leading and trailing '-'", () => {
     expect(generateSandboxName("x-_-", zero)).toBe("x-bbbbbb")
     expect(generateSandboxName("-_-x", zero)).toBe("x-bbbbbb")
+  })
+})
+
+describe("found by mutation testing in proxy.ts", () => {
+  const decode = decodeWithIssues(ProxyConfigInput, ["body", "proxy_config"])
+  const named = (name: string) => decode({ rules: [{ name, match_hosts: ["api.example.com"] }] })
+
+  it("a rule name has 1 to 63 characters", () => {
+    expect(Result.isSuccess(named("a".repeat(63)))).toBe(true)
+    expect(Result.getOrThrow(Result.flip(named("a".repeat(64)))).map(({ loc, type }) => ({ loc, type }))).toStrictEqual([
+      { loc: ["body", "proxy_config", "rules", 0, "name"], type: "string_too_long" }
+    ])
+    expect(Result.getOrThrow(Result.flip(named(""))).map(({ loc, type }) => ({ loc, type }))).toStrictEqual([
+      { loc: ["body", "proxy_config", "rules", 0, "name"], type: "string_too_short" }
+    ])
+  })
+
+  it("references right after one another are all found", () => {
+    expect(parseEnvReferences("${A}${B}")).toStrictEqual(Result.succeed(["A", "B"]))
+    expect(parseEnvReferences("${A}}${B}")).toStrictEqual(Result.succeed(["A", "B"]))
   })
 })

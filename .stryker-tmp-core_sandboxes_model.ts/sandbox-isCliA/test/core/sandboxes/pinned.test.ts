@@ -28,6 +28,7 @@ import {
   VolumeSize
 } from "../../../core/sandboxes/quantity.ts"
 import type { Quantity } from "../../../core/sandboxes/quantity.ts"
+import { generateSandboxName } from "../../../core/sandboxes/names.ts"
 import { resolveStorageClass } from "../../../core/sandboxes/rules.ts"
 
 const parse = (text: string): Quantity => Result.getOrThrow(parseQuantity(text))
@@ -256,5 +257,17 @@ describe("found by mutation testing in quantity.ts", () => {
 
   it("isQuantity wants an object, not a function carrying the fields", () => {
     expect(isQuantity(Object.assign(() => 1, { coefficient: 1n, exponent: 0, format: "BinarySI" }))).toBe(false)
+  })
+})
+
+describe("generated sandbox names (names.ts)", () => {
+  const zero = () => 0
+  it("collapse each run of invalid characters to one '-'", () => {
+    expect(generateSandboxName("My__Template", zero)).toBe("my-template-bbbbbb")
+  })
+
+  it("trim every leading and trailing '-'", () => {
+    expect(generateSandboxName("x-_-", zero)).toBe("x-bbbbbb")
+    expect(generateSandboxName("-_-x", zero)).toBe("x-bbbbbb")
   })
 })
