@@ -290,3 +290,13 @@ describe("found by mutation testing in proxy.ts", () => {
     expect(parseEnvReferences("${A}}${B}")).toStrictEqual(Result.succeed(["A", "B"]))
   })
 })
+
+describe("found by mutation testing in model.ts", () => {
+  const mount = (mount_path: string) => decodeWithIssues(CreateTemplate, ["body"])({ name: "t", image: "a:1", volume_mounts: [{ volume_name: "v", mount_path }] })
+  it("a mount path may end with '/', but no run of slashes alone is allowed (it is the root)", () => {
+    expect(Result.isSuccess(mount("/data/"))).toBe(true)
+    for (const root of ["/", "//", "///"]) {
+      expect(Result.getOrThrow(Result.flip(mount(root))).map(({ msg }) => msg)).toStrictEqual(["must not be the root directory"])
+    }
+  })
+})

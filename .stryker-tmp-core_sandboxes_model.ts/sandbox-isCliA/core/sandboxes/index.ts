@@ -1,8 +1,0 @@
-/** The sandbox area's pure domain: names, quantities, proxy configuration, wire shapes and rules. */
-// @ts-nocheck
-
-export * from "./names.ts"
-export * from "./quantity.ts"
-export * from "./proxy.ts"
-export * from "./model.ts"
-export * from "./rules.ts"

@@ -1,9 +1,0 @@
-/** Every area the server serves. A new area adds its module here. */
-// @ts-nocheck
-
-import type { ServerModule } from "./module.ts"
-import { deploymentsModule } from "./deployments/module.ts"
-import { sandboxModule } from "./sandboxes/module.ts"
-import { systemModule } from "./system/routes.ts"
-
-export const modules: ReadonlyArray<ServerModule> = [systemModule, deploymentsModule, sandboxModule]
