@@ -80,12 +80,8 @@ const DbCpuLimit = Schema.Finite.check(above(0), atMost(2 * resourceBounds.cpu))
 const HttpUrl = Schema.String.check(
   rule(
     (s: string) => {
-      try {
-        const url = new URL(s)
-        return url.protocol === "http:" || url.protocol === "https:"
-      } catch {
-        return false
-      }
+      const url = URL.parse(s)
+      return url !== null && (url.protocol === "http:" || url.protocol === "https:")
     },
     "Input should be a valid URL with an http or https scheme",
     "url_parsing"
