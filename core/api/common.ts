@@ -7,9 +7,14 @@ const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 /** True for a uuid in its canonical 8-4-4-4-12 hex form (any case). */
 export const isUuid = (text: string): boolean => uuidPattern.test(text)
 
-export const Uuid = Schema.String.check(rule(isUuid, "Input should be a valid UUID", "uuid_parsing")).annotate({
-  format: "uuid"
-})
+/**
+ * A uuid, in any case on the way in and lowercase once decoded: uuids are case-insensitive
+ * (RFC 9562), and every id the server stores and answers is lowercase, so an uppercase id in a
+ * path, query or body finds the same row.
+ */
+export const Uuid = Schema.String.annotate({ format: "uuid" })
+  .check(rule(isUuid, "Input should be a valid UUID", "uuid_parsing"))
+  .pipe(Schema.decode(SchemaTransformation.toLowerCase()))
 
 /** ISO 8601 UTC timestamp with milliseconds, as the server writes them. */
 export const Timestamp = Schema.String.annotate({ format: "date-time" })
@@ -34,7 +39,8 @@ export const sandboxPage: PageBounds = { maxLimit: 500, defaultLimit: 100 }
 /** The `limit`/`offset` query fields of a list endpoint. */
 export const pageQueryFields = (bounds: PageBounds) => ({
   limit: Schema.optionalKey(bounded(1, bounds.maxLimit)),
-  offset: Schema.optionalKey(bounded(0))
+  // Bounded so that every accepted offset is an exact integer SQLite can bind (9.2e18 is not).
+  offset: Schema.optionalKey(bounded(0, Number.MAX_SAFE_INTEGER))
 })
 
 export interface Page {

@@ -102,13 +102,60 @@ export const toValidationIssues = (issue: SchemaIssue.Issue, prefix: Loc = []): 
   return out
 }
 
+/** True for a string with an unpaired UTF-16 surrogate (`"\ud800"` in JSON), which no UTF-8 text can hold. */
+export const hasLoneSurrogate = (text: string): boolean => !(text as string & { isWellFormed(): boolean }).isWellFormed()
+
+const loneSurrogateMessage = "Input should be a valid string: it contains an unpaired UTF-16 surrogate, which is not Unicode text"
+
+/**
+ * Every string (and object key) in a decoded JSON value holding a lone surrogate, at its path.
+ * One shared check rather than one per string field: a lone surrogate cannot be stored as
+ * UTF-8 (SQLite, logs, git, a registry would each rewrite or refuse it differently), so it is
+ * refused wherever a string is accepted. Iterative, so a deeply nested body costs no stack.
+ */
+export const loneSurrogateIssues = (input: unknown, prefix: Loc = []): Array<ValidationIssue> => {
+  // Paths are linked lists, built into a `loc` only for an issue: copying a path per value would
+  // cost depth² on deep input.
+  interface Path {
+    readonly key: string | number
+    readonly parent: Path | undefined
+  }
+  const locOf = (path: Path | undefined): Loc => {
+    const keys: Array<string | number> = []
+    for (let node = path; node !== undefined; node = node.parent) keys.push(node.key)
+    return [...prefix, ...keys.reverse()]
+  }
+  const out: Array<ValidationIssue> = []
+  const report = (path: Path | undefined) => out.push(new ValidationIssue({ loc: [...locOf(path)], msg: loneSurrogateMessage, type: "string_unicode" }))
+  const stack: Array<readonly [unknown, Path | undefined]> = [[input, undefined]]
+  while (stack.length > 0) {
+    const [value, path] = stack.pop()!
+    if (typeof value === "string") {
+      if (hasLoneSurrogate(value)) report(path)
+    } else if (Array.isArray(value)) {
+      for (let index = value.length - 1; index >= 0; index--) stack.push([value[index], { key: index, parent: path }])
+    } else if (value !== null && typeof value === "object") {
+      const entries = Object.entries(value)
+      for (let index = entries.length - 1; index >= 0; index--) {
+        const [key, inner] = entries[index]!
+        if (hasLoneSurrogate(key)) report({ key, parent: path })
+        else stack.push([inner, { key, parent: path }])
+      }
+    }
+  }
+  return out
+}
+
 /**
  * Decodes `input` with `schema`, collecting every issue (not just the first) and, unless told
  * to ignore them (query strings), rejecting unknown keys as FastAPI models with `extra="forbid"` do.
+ * Strings with a lone surrogate are refused first, wherever they are (`loneSurrogateIssues`).
  */
 export const decodeWithIssues = <S extends Schema.Top>(schema: S, prefix: Loc = [], options: { readonly excess?: "error" | "ignore" } = {}) => {
   const decode = Schema.decodeUnknownExit(schema as any, { errors: "all", onExcessProperty: options.excess ?? "error" })
   return (input: unknown): Result.Result<S["Type"], Array<ValidationIssue>> => {
+    const surrogates = loneSurrogateIssues(input, prefix)
+    if (surrogates.length > 0) return Result.fail(surrogates)
     const exit = decode(input)
     if (Exit.isSuccess(exit)) return Result.succeed(exit.value as S["Type"])
     const error = findSchemaError(exit.cause)
@@ -129,17 +176,49 @@ const findSchemaError = (cause: unknown): Schema.SchemaError | undefined => {
 export const rule = <T>(predicate: (value: T) => boolean, msg: string, type = "value_error") =>
   Schema.makeFilter<T>((value) => (predicate(value) ? undefined : msg), { message: msg, [issueTypeKey]: type } as any)
 
-/** An integer whose 422 entry reads like pydantic's (`int_from_float`, `int_type`). */
+/** A check whose message depends on the value: `problem` answers why it is refused, or undefined. */
+export const ruleOf = <T>(problem: (value: T) => string | undefined, type = "value_error") =>
+  Schema.makeFilter<T>((value) => problem(value), { [issueTypeKey]: type } as any)
+
+/**
+ * An integer whose 422 entry reads like pydantic's (`int_from_float`, `int_type`). Only safe
+ * integers (|n| ≤ 2^53-1): a JSON number beyond that has already been rounded by the parser
+ * (9007199254740993 reads as …992), so it is refused rather than stored as another value.
+ */
 export const Int = Schema.Finite.check(
   Schema.makeFilter<number>((n) => (Number.isInteger(n) ? undefined : "Input should be a valid integer"), {
     message: "Input should be a valid integer",
     [issueTypeKey]: "int_from_float",
     toJsonSchema: () => ({ type: "integer" })
-  } as any)
+  } as any).abort(),
+  // Aborting: a bound checked on a rounded value would only repeat the problem.
+  rule(
+    (n: number) => Number.isSafeInteger(n),
+    `Input should be an integer from ${-Number.MAX_SAFE_INTEGER} to ${Number.MAX_SAFE_INTEGER}: larger integers cannot be represented exactly`,
+    "int_parsing_size"
+  ).abort()
 )
 
-/** A lower bound worded and typed as pydantic does (`greater_than_equal`). */
-export const atLeast = (min: number) => rule((n: number) => n >= min, `Input should be greater than or equal to ${min}`, "greater_than_equal")
+/** A lower bound worded and typed as pydantic does (`greater_than_equal`); shown as `minimum` in OpenAPI. */
+export const atLeast = (min: number) =>
+  Schema.makeFilter<number>((n) => (n >= min ? undefined : `Input should be greater than or equal to ${min}`), {
+    message: `Input should be greater than or equal to ${min}`,
+    [issueTypeKey]: "greater_than_equal",
+    toJsonSchema: () => ({ minimum: min })
+  } as any)
 
-/** An upper bound worded and typed as pydantic does (`less_than_equal`). */
-export const atMost = (max: number) => rule((n: number) => n <= max, `Input should be less than or equal to ${max}`, "less_than_equal")
+/** An upper bound worded and typed as pydantic does (`less_than_equal`); shown as `maximum` in OpenAPI. */
+export const atMost = (max: number) =>
+  Schema.makeFilter<number>((n) => (n <= max ? undefined : `Input should be less than or equal to ${max}`), {
+    message: `Input should be less than or equal to ${max}`,
+    [issueTypeKey]: "less_than_equal",
+    toJsonSchema: () => ({ maximum: max })
+  } as any)
+
+/** A strict lower bound (`greater_than`); shown as `exclusiveMinimum` in OpenAPI. */
+export const above = (min: number) =>
+  Schema.makeFilter<number>((n) => (n > min ? undefined : `Input should be greater than ${min}`), {
+    message: `Input should be greater than ${min}`,
+    [issueTypeKey]: "greater_than",
+    toJsonSchema: () => ({ exclusiveMinimum: min })
+  } as any)

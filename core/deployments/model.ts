@@ -7,9 +7,10 @@
  */
 import { Effect, Schema, SchemaTransformation } from "effect"
 import { Timestamp, Uuid } from "../api/common.ts"
-import { Int, issueTypeKey, rule } from "../api/validation.ts"
+import { above, atLeast, atMost, Int, issueTypeKey, rule, ruleOf } from "../api/validation.ts"
 import { resourceSpecIssues } from "./resourceSpec.ts"
 import { RevisionStatus } from "./revision.ts"
+import { gitRefProblem, imageReferenceProblem, repoPathProblem, repoUrlProblem } from "./sourceFields.ts"
 
 // ---------------------------------------------------------------------------------------------
 // Small building blocks
@@ -17,7 +18,8 @@ import { RevisionStatus } from "./revision.ts"
 /** Optional and nullable, as every field of spec 2.2, 2.3 and 2.5 is: absent and null mean "not set". */
 const nullable = <S extends Schema.Top>(schema: S) => Schema.optionalKey(Schema.NullOr(schema))
 
-const NonEmptyString = Schema.String.check(rule((s: string) => s.length > 0, "String should have at least 1 character", "string_too_short"))
+const nonEmpty = rule((s: string) => s.length > 0, "String should have at least 1 character", "string_too_short")
+const NonEmptyString = Schema.String.check(nonEmpty)
 
 const dnsLabelPattern = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/
 
@@ -45,50 +47,83 @@ export const DeploymentName = Schema.String.check(
   rule((s: string) => s.length === 0 || /^[a-z0-9_-]+$/.test(s), "Input should contain only lowercase letters, digits, '-' and '_'", "string_pattern_mismatch")
 )
 
-const atLeast = (min: number) =>
-  Int.check(rule((n: number) => n >= min, `Input should be greater than or equal to ${min}`, "greater_than_equal"))
+/**
+ * Upper bounds of the resource spec (docs/deployments.md, "Validation rules"): far above any
+ * real node, low enough that a typo (or 1e300) is refused instead of scheduled. A limit may be
+ * twice its request's bound, since an unset limit defaults to twice the request.
+ */
+export const resourceBounds = {
+  /** Replicas of any component. */
+  scale: 1000,
+  /** Cores of the database (a fraction allowed); limits up to twice as much. Replica CPU follows the real API: 0.1–8, limits 0.1–16. */
+  cpu: 64,
+  /** MB of memory requested per replica (256 GiB); limits up to twice as much. */
+  memoryMb: 262_144,
+  /** MB of memory of the cache store (64 GiB). */
+  redisMemoryMb: 65_536,
+  /** GiB of database storage (64 TiB). */
+  dbStorageGi: 65_536,
+  /** Database connections. */
+  dbMaxConnections: 10_000
+} as const
+
+const between = (min: number, max: number) => Int.check(atLeast(min), atMost(max))
 
 /** Replica counts: 0 is meaningful (scaled to zero). */
-const ReplicaCount = atLeast(0)
-/** CPU and memory amounts, storage sizes, connection counts: a zero would never schedule. */
-const PositiveInt = atLeast(1)
-const PositiveNumber = Schema.Number.check(
-  rule((n: number) => Number.isFinite(n) && n > 0, "Input should be greater than 0", "greater_than")
-)
+const ReplicaCount = between(0, resourceBounds.scale)
+/** Memory amounts, storage sizes, connection counts: a zero would never schedule. */
+const MemoryRequest = between(1, resourceBounds.memoryMb)
+const MemoryLimit = between(1, 2 * resourceBounds.memoryMb)
+/** The database's CPU may be a fraction of a core. */
+const DbCpuRequest = Schema.Finite.check(above(0), atMost(resourceBounds.cpu))
+const DbCpuLimit = Schema.Finite.check(above(0), atMost(2 * resourceBounds.cpu))
 
 /**
  * CPU amounts the real API types as fractional numbers with bounds (2026-08 document): requests
  * 0.1–8, limits 0.1–16. See docs/real-api.md.
  */
-const cpuAmount = (max: number) =>
-  Schema.Number.check(
-    Schema.makeFilter<number>((n) => (Number.isFinite(n) && n >= 0.1 ? undefined : "Input should be greater than or equal to 0.1"), {
-      message: "Input should be greater than or equal to 0.1",
-      [issueTypeKey]: "greater_than_equal",
-      toJsonSchema: () => ({ minimum: 0.1 })
-    } as any),
-    Schema.makeFilter<number>((n) => (n <= max ? undefined : `Input should be less than or equal to ${max}`), {
-      message: `Input should be less than or equal to ${max}`,
-      [issueTypeKey]: "less_than_equal",
-      toJsonSchema: () => ({ maximum: max })
-    } as any)
-  )
+const cpuAmount = (max: number) => Schema.Finite.check(atLeast(0.1), atMost(max))
 const CpuRequest = cpuAmount(8)
 const CpuLimit = cpuAmount(16)
 
 const HttpUrl = Schema.String.check(
   rule(
     (s: string) => {
-      try {
-        const url = new URL(s)
-        return url.protocol === "http:" || url.protocol === "https:"
-      } catch {
-        return false
-      }
+      const url = URL.parse(s)
+      return url !== null && (url.protocol === "http:" || url.protocol === "https:")
     },
     "Input should be a valid URL with an http or https scheme",
     "url_parsing"
   )
+)
+
+/** A grammar check that leaves the empty string to `NonEmptyString` (one issue per problem). */
+const grammar = (problem: (value: string) => string | undefined) => ruleOf((value: string) => (value === "" ? undefined : problem(value)))
+
+/** The source fields, each checked against its real grammar (sourceFields.ts); `type` is `value_error`. */
+const grammarString = (problem: (value: string) => string | undefined, description: string, examples: ReadonlyArray<string>) =>
+  Schema.String.annotate({ description, examples }).check(nonEmpty, grammar(problem))
+
+export const RepoUrl = grammarString(
+  repoUrlProblem,
+  "A git repository URL: https://host/owner/repo, ssh://git@host/owner/repo or git@host:owner/repo; no credentials",
+  ["https://github.com/acme/agent"]
+)
+export const RepoRef = grammarString(gitRefProblem, "A branch by its bare name (main) or as refs/heads/main, or a tag as refs/tags/v1; a valid git ref name", [
+  "main",
+  "refs/tags/v1.0.0"
+])
+export const RepoPath = grammarString((path) => repoPathProblem(path), "A path relative to the repository root, inside it", ["langgraph.json"])
+export const ImageReference = grammarString(
+  (reference) => imageReferenceProblem(reference),
+  "An OCI image reference: [registry[:port]/]repository[:tag][@digest]",
+  ["ghcr.io/acme/agent:1.0"]
+)
+/** A container's image (sidecars, init containers): the same grammar, named after its own field. */
+const ContainerImage = grammarString(
+  (reference) => imageReferenceProblem(reference, "image"),
+  "An OCI image reference: [registry[:port]/]repository[:tag][@digest]",
+  ["python:3.12"]
 )
 
 /** Free-form Kubernetes objects (volume sources, envFrom, securityContext) are passed through as given. */
@@ -190,7 +225,7 @@ export const ResourceRequirements = Schema.Struct({
 
 export const Container = Schema.Struct({
   name: DnsLabel,
-  image: NonEmptyString,
+  image: ContainerImage,
   imagePullPolicy: nullable(Schema.Literals(["Always", "Never", "IfNotPresent"])),
   command: nullable(Schema.Array(Schema.String)),
   args: nullable(Schema.Array(Schema.String)),
@@ -209,30 +244,30 @@ const resourceSpecFields = {
   max_scale: nullable(ReplicaCount),
   cpu: nullable(CpuRequest),
   cpu_limit: nullable(CpuLimit),
-  memory_mb: nullable(PositiveInt),
-  memory_limit_mb: nullable(PositiveInt),
+  memory_mb: nullable(MemoryRequest),
+  memory_limit_mb: nullable(MemoryLimit),
   queue_min_scale: nullable(ReplicaCount),
   queue_max_scale: nullable(ReplicaCount),
   queue_cpu: nullable(CpuRequest),
   queue_cpu_limit: nullable(CpuLimit),
-  queue_memory_mb: nullable(PositiveInt),
-  queue_memory_limit_mb: nullable(PositiveInt),
+  queue_memory_mb: nullable(MemoryRequest),
+  queue_memory_limit_mb: nullable(MemoryLimit),
   // The orchestrator_* and executor_* fields are marked "do not use" by the spec: accepted and
   // stored so existing clients keep working, never defaulted.
-  orchestrator_cpu: nullable(PositiveNumber),
-  orchestrator_cpu_limit: nullable(PositiveNumber),
-  orchestrator_memory_mb: nullable(PositiveInt),
-  orchestrator_memory_limit_mb: nullable(PositiveInt),
+  orchestrator_cpu: nullable(CpuRequest),
+  orchestrator_cpu_limit: nullable(CpuLimit),
+  orchestrator_memory_mb: nullable(MemoryRequest),
+  orchestrator_memory_limit_mb: nullable(MemoryLimit),
   orchestrator_min_scale: nullable(ReplicaCount),
   orchestrator_max_scale: nullable(ReplicaCount),
-  executor_cpu: nullable(PositiveNumber),
-  executor_cpu_limit: nullable(PositiveNumber),
-  executor_memory_mb: nullable(PositiveInt),
-  executor_memory_limit_mb: nullable(PositiveInt),
+  executor_cpu: nullable(CpuRequest),
+  executor_cpu_limit: nullable(CpuLimit),
+  executor_memory_mb: nullable(MemoryRequest),
+  executor_memory_limit_mb: nullable(MemoryLimit),
   redis_cpu: nullable(CpuRequest),
   redis_cpu_limit: nullable(CpuLimit),
-  redis_memory_mb: nullable(PositiveInt),
-  redis_memory_limit_mb: nullable(PositiveInt),
+  redis_memory_mb: nullable(between(1, resourceBounds.redisMemoryMb)),
+  redis_memory_limit_mb: nullable(between(1, 2 * resourceBounds.redisMemoryMb)),
   labels: nullable(StringMap),
   annotations: nullable(StringMap),
   service_account_name: nullable(NonEmptyString),
@@ -241,12 +276,12 @@ const resourceSpecFields = {
   volume_mounts: nullable(Schema.Array(PodVolumeMount)),
   init_containers: nullable(Schema.Array(Container)),
   sidecars: nullable(Schema.Array(Container)),
-  db_cpu: nullable(PositiveNumber),
-  db_cpu_limit: nullable(PositiveNumber),
-  db_memory_mb: nullable(PositiveInt),
-  db_memory_limit_mb: nullable(PositiveInt),
-  db_storage_gi: nullable(PositiveInt),
-  db_max_connections: nullable(PositiveInt)
+  db_cpu: nullable(DbCpuRequest),
+  db_cpu_limit: nullable(DbCpuLimit),
+  db_memory_mb: nullable(MemoryRequest),
+  db_memory_limit_mb: nullable(MemoryLimit),
+  db_storage_gi: nullable(between(1, resourceBounds.dbStorageGi)),
+  db_max_connections: nullable(between(1, resourceBounds.dbMaxConnections))
 }
 
 /** The resource spec's structure alone, before its cross-field checks. */
@@ -259,6 +294,7 @@ const containerGroups = ["init_containers", "sidecars"] as const
 const mountsOf = (spec: ResourceSpec): Array<{ readonly mount: PodVolumeMount; readonly path: ReadonlyArray<string | number> }> => [
   ...(spec.volume_mounts ?? []).map((mount, index) => ({ mount, path: ["volume_mounts", index, "name"] })),
   ...containerGroups.flatMap((group) =>
+    // Stryker disable next-line ArrayDeclaration: a placeholder element has no volumeMounts, so it adds no mount
     (spec[group] ?? []).flatMap((container, c) =>
       (container.volumeMounts ?? []).map((mount, index) => ({ mount, path: [group, c, "volumeMounts", index, "name"] }))
     )
@@ -267,6 +303,7 @@ const mountsOf = (spec: ResourceSpec): Array<{ readonly mount: PodVolumeMount; r
 
 /** Pod-level rules Kubernetes would otherwise reject at deploy time, reported at request time instead. */
 export const podIssues = (spec: ResourceSpec): Array<PathIssue> => {
+  // Stryker disable next-line ArrayDeclaration: a placeholder element declares no name a mount could use, and one element has no duplicate
   const volumes = spec.volumes ?? []
   const declared = new Set(volumes.map((volume) => volume.name))
   const containers = containerGroups.flatMap((group) => (spec[group] ?? []).map((container, index) => ({ container, path: [group, index, "name"] })))
@@ -292,7 +329,7 @@ export type ListenerConfig = typeof ListenerConfig.Type
 
 export const SourceConfig = Schema.Struct({
   integration_id: nullable(Uuid),
-  repo_url: nullable(NonEmptyString),
+  repo_url: nullable(RepoUrl),
   deployment_type: nullable(DeploymentType),
   build_on_push: nullable(Schema.Boolean),
   custom_url: nullable(HttpUrl),
@@ -306,9 +343,9 @@ export type SourceConfig = typeof SourceConfig.Type
 export type SourceConfigField = keyof typeof SourceConfig.fields
 
 export const SourceRevisionConfig = Schema.Struct({
-  repo_ref: nullable(NonEmptyString),
-  graph_config_path: nullable(NonEmptyString),
-  image_uri: nullable(NonEmptyString),
+  repo_ref: nullable(RepoRef),
+  graph_config_path: nullable(RepoPath),
+  image_uri: nullable(ImageReference),
   repo_commit_sha: nullable(Schema.String)
 }).annotate({ identifier: "SourceRevisionConfig" })
 export type SourceRevisionConfig = typeof SourceRevisionConfig.Type

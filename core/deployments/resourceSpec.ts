@@ -68,8 +68,9 @@ const orderedPairs: ReadonlyArray<readonly [NumericField, NumericField]> = [
 
 const describe = (spec: ResourceSpec, field: NumericField, value: number): string => {
   if (isSet(spec[field])) return `${field} (${value})`
-  const origin = derivations.find((derivation) => derivation.field === field)
-  return `${field} (${value}, defaulted from ${origin?.from})`
+  // An unset field with an effective value was derived, so its derivation exists.
+  const origin = derivations.find((derivation) => derivation.field === field)!
+  return `${field} (${value}, defaulted from ${origin.from})`
 }
 
 /**

@@ -33,6 +33,7 @@ import {
   type SourceRevisionConfigField
 } from "./model.ts"
 import { everDeployed, type RevisionStatus } from "./revision.ts"
+import { branchOf } from "./sourceFields.ts"
 
 // ---------------------------------------------------------------------------------------------
 // Shared vocabulary
@@ -144,8 +145,10 @@ const flattened = new WeakMap<FieldsByGroup, FieldList>()
 
 const eachField = (fields: FieldsByGroup): FieldList => {
   let list = flattened.get(fields)
+  // Stryker disable next-line ConditionalExpression,BlockStatement: a cache; computing the list every time gives the same list
   if (!list) {
     list = groups.flatMap((group) => fields[group].map((field) => ({ group, field })))
+    // Stryker disable next-line CallExpression: a cache; not storing the list only recomputes it
     flattened.set(fields, list)
   }
   return list
@@ -279,7 +282,9 @@ export interface CreateOptions {
  */
 export const planCreate = (body: CreateDeployment, options: CreateOptions): Result.Result<NewDeployment, ValidationError> => {
   const { source } = body
-  const resolved = resolveSecrets(body.secrets ?? [], [])
+  const incoming = body.secrets ?? []
+  // Stryker disable next-line ArrayDeclaration: on create nothing is stored; a non-secret in the stored list can never match a secret's name
+  const resolved = resolveSecrets(incoming, [])
   const issues = [
     ...wrongSourceIssues(source, body),
     ...readOnlyIssues(source, body),
@@ -343,7 +348,10 @@ export const immutableIssues = (current: StoredDeployment, patch: PatchDeploymen
   // A field of the other source is already reported by wrongSourceIssues: say it once.
   const ownFields = immutableSourceConfigFields.filter((field) => !sourceOnlyFields[otherSource(current.source)].source_config.includes(field))
   const nested = ownFields
-    .filter((field) => isSet(patch.source_config?.[field]) && !sameValue(patch.source_config?.[field], current.source_config[field]))
+    .filter((field) => {
+      const sent = patch.source_config?.[field]
+      return isSet(sent) && !sameValue(sent, current.source_config[field])
+    })
     .map((field) => issue(fieldLoc("source_config", field), `${field} cannot be changed after creation`, "frozen_field"))
   return [...topLevel, ...nested]
 }
@@ -434,8 +442,14 @@ const pushedRepoMatches = (repoUrl: string, push: PushEvent): boolean => {
   return repo === normalizeRepo(clone_url) || repo === normalizeRepo(html_url) || repo.endsWith(`/${full_name.toLowerCase()}`)
 }
 
-/** A branch is configured by its bare name (spec 2.3); a push names its full ref. */
-const pushedRefMatches = (repoRef: string, pushedRef: string): boolean => pushedRef === repoRef || pushedRef === `refs/heads/${repoRef}`
+/**
+ * A branch is configured by its bare name (spec 2.3) or as `refs/heads/<name>`; a push names
+ * its full ref. A tag never matches: tags cannot build on push.
+ */
+const pushedRefMatches = (repoRef: string, pushedRef: string): boolean => {
+  const branch = branchOf(repoRef)
+  return branch !== null && pushedRef === `refs/heads/${branch}`
+}
 
 const isDeletion = (push: PushEvent): boolean => push.deleted === true || /^0+$/.test(push.after)
 

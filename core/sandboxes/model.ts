@@ -9,7 +9,8 @@
  */
 import { Effect, Schema } from "effect"
 import { Timestamp, Uuid } from "../api/common.ts"
-import { atLeast, atMost, Int, issueTypeKey, rule } from "../api/validation.ts"
+import { atLeast, atMost, Int, issueTypeKey, rule, ruleOf } from "../api/validation.ts"
+import { imageReferenceProblem } from "../deployments/sourceFields.ts"
 import { DnsLabel } from "./names.ts"
 import { BoxLifecycle } from "./lifecycle.ts"
 import { ProxyConfig, ProxyConfigInput } from "./proxy.ts"
@@ -37,9 +38,10 @@ const AbsolutePath = Schema.String.check(
   rule((path: string) => !path.split("/").includes(".."), "must not contain '..' segments", "value_error")
 )
 
-const Image = Schema.String.check(
+/** An OCI image reference, checked as the deployment area checks `image_uri` (sourceFields.ts). */
+const Image = Schema.String.annotate({ description: "An OCI image reference: [registry[:port]/]repository[:tag][@digest]", examples: ["python:3.12"] }).check(
   rule((image: string) => image.length >= 1, "must be at least 1 character", "string_too_short"),
-  rule((image: string) => !/\s/.test(image), "must not contain whitespace", "value_error")
+  ruleOf((image: string) => (image === "" ? undefined : imageReferenceProblem(image, "image")), "value_error")
 )
 
 const Replicas = Int.check(atLeast(0)).check(atMost(maxPoolReplicas))

@@ -40,7 +40,8 @@ export const parseEnvReferences = (value: string): Result.Result<ReadonlyArray<s
       return Result.fail(`invalid variable name '${name}' at position ${position}: must be a C identifier (letters, digits and '_', not starting with a digit)`)
     }
     if (!names.includes(name)) names.push(name)
-    position = value.indexOf("${", close + 1)
+    // From the '}' itself: it cannot start "${".
+    position = value.indexOf("${", close)
   }
   return Result.succeed(names)
 }

@@ -50,15 +50,21 @@ const normalize = (coefficient: bigint, exponent: number, format: QuantityFormat
 
 const makeQuantity = normalize
 
+// Stryker disable next-line EqualityOperator: -0n is 0n, so `n <= 0n` gives the same result (the `>=` flip is excluded with it; the negative-limit tests kill it)
 const abs = (n: bigint): bigint => (n < 0n ? -n : n)
 
 /** |value| ≤ bound, compared exactly (the value may have a fractional part). */
 const magnitudeAtMost = (q: Quantity, bound: bigint): boolean =>
-  q.exponent >= 0 ? abs(q.coefficient) * pow10(q.exponent) <= bound : abs(q.coefficient) <= bound * pow10(-q.exponent)
+  abs(q.coefficient) * pow10(Math.max(q.exponent, 0)) <= bound * pow10(Math.max(-q.exponent, 0))
 
-const invalid = (input: string, reason: string) => Result.fail(`Invalid quantity '${input}': ${reason}`)
+/** The input as a message quotes it: control characters escaped as in JSON ("10Gi\\n"), so a message stays one line. */
+const shown = (input: string): string => input.replace(/[\u0000-\u001f\u007f]/g, (character) => JSON.stringify(character).slice(1, -1))
 
-const quantityPattern = /^([+-]?)([0-9]*)(?:\.([0-9]*))?(.*)$/
+const invalid = (input: string, reason: string) => Result.fail(`Invalid quantity '${shown(input)}': ${reason}`)
+
+// `[\s\S]*`, not `.*`: the suffix takes everything left, line breaks included ("10Gi\n" is an
+// unknown suffix, not a failed match).
+const quantityPattern = /^([+-]?)([0-9]*)(?:\.([0-9]*))?([\s\S]*)$/
 
 /** Reads the suffix into a power of 1024 or of 10, or says why it is not one. */
 const readSuffix = (suffix: string): { readonly binary: number; readonly decimal: number } | string => {
@@ -69,7 +75,7 @@ const readSuffix = (suffix: string): { readonly binary: number; readonly decimal
     const value = Number(exponent[1])
     return Math.abs(value) <= maxExponentMagnitude ? { binary: 0, decimal: value } : `exponent ${exponent[1]} is out of range (-${maxExponentMagnitude} to ${maxExponentMagnitude})`
   }
-  return `unknown suffix '${suffix}'; expected ${suffixHelp}`
+  return `unknown suffix '${shown(suffix)}'; expected ${suffixHelp}`
 }
 
 /**
@@ -79,11 +85,12 @@ const readSuffix = (suffix: string): { readonly binary: number; readonly decimal
 export const parseQuantity = (input: string): Result.Result<Quantity, string> => {
   if (input.length === 0) return Result.fail("Invalid quantity '': must not be empty")
   if (input.length > maxQuantityLength) return invalid(`${input.slice(0, 20)}...`, `must be at most ${maxQuantityLength} characters`)
-  const [, sign = "", whole = "", fraction = "", suffix = ""] = quantityPattern.exec(input)!
+  // The pattern matches every string; only the fraction group is optional.
+  const [, sign, whole, fraction = "", suffix] = quantityPattern.exec(input)! as unknown as [string, string, string, string | undefined, string]
   if (whole === "" && fraction === "") return invalid(input, `expected a number such as 1.5, optionally followed by ${suffixHelp}`)
   const scale = readSuffix(suffix)
   if (typeof scale === "string") return invalid(input, scale)
-  const digits = BigInt(`${whole}${fraction}` || "0")
+  const digits = BigInt(`${whole}${fraction}`)
   const signed = sign === "-" ? -digits : digits
   const quantity = normalize(signed * 1024n ** BigInt(scale.binary), scale.decimal - fraction.length, scale.binary > 0 ? "BinarySI" : "DecimalSI")
   if (!magnitudeAtMost(quantity, maxQuantityMagnitude)) return invalid(input, "is too large; quantities must be at most 2^63-1 in magnitude")
@@ -229,9 +236,13 @@ const wholeMillicores: QuantityConstraint = {
   problem: (q) => (Result.isFailure(toMillis(q)) ? "must be a whole number of millicores (at most 3 decimal places)" : undefined),
   type: "value_error"
 }
-/** Millicores are stored as an int64 as well, so CPU is bounded 1000 times tighter than bytes. */
+/**
+ * Millicores are stored as an int64 as well, so CPU is bounded 1000 times tighter than bytes:
+ * the value in millicores (the quantity × 10^3, exact) must fit, so "9223372036854775.807" is
+ * the largest CPU quantity (not 9223372036854775, as a truncated bound/1000 would say).
+ */
 const millicoresFitInt64: QuantityConstraint = {
-  problem: (q) => (magnitudeAtMost(q, maxQuantityMagnitude / 1000n) ? undefined : `must be at most ${maxQuantityMagnitude}m`),
+  problem: (q) => (magnitudeAtMost({ ...q, exponent: q.exponent + 3 }, maxQuantityMagnitude) ? undefined : `must be at most ${maxQuantityMagnitude}m`),
   type: "less_than_equal"
 }
 

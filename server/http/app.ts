@@ -186,8 +186,9 @@ const decodeBody = (route: CompiledRoute, raw: Buffer, contentType: string | und
   }
   let parsed: unknown
   try {
-    parsed = JSON.parse(raw.toString("utf8"))
+    parsed = JSON.parse(new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(raw))
   } catch (error) {
+    if ((error as { code?: string }).code === "ERR_ENCODING_INVALID_ENCODED_DATA") return Result.fail(ValidationError.single(["body"], "Invalid UTF-8 in the request body", "json_invalid"))
     return Result.fail(ValidationError.single(["body", jsonPosition(error)], "JSON decode error", "json_invalid"))
   }
   // A body of n bytes nests at most n/2 levels: small bodies skip the walk.

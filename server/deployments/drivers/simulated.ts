@@ -39,12 +39,12 @@ const failureHooks = (source: Source): ReadonlyArray<FailureHook> => [
   { marker: "fail-deploy", at: "DEPLOYING", becomes: "DEPLOY_FAILED", message: "Deploy failed (fail-deploy marker)" }
 ]
 
-const markerText = (source: Source, config: SourceRevisionConfig): string =>
-  source === "external_container" ? (config.image_uri ?? "") : `${config.graph_config_path ?? ""} ${config.repo_ref ?? ""}`
+const markerFields = (source: Source, config: SourceRevisionConfig): ReadonlyArray<string | null | undefined> =>
+  source === "external_container" ? [config.image_uri] : [config.graph_config_path, config.repo_ref]
 
-/** The failure hook a revision's config asks for, if any (the first marker found wins). */
+/** The failure hook a revision's config asks for, if any (the first marker found wins); each field is read on its own. */
 export const failureHookFor = (source: Source, config: SourceRevisionConfig): FailureHook | null =>
-  failureHooks(source).find((hook) => markerText(source, config).includes(hook.marker)) ?? null
+  failureHooks(source).find((hook) => markerFields(source, config).some((field) => field?.includes(hook.marker) === true)) ?? null
 
 /** The simulated step after `status`, or null when the revision is done. */
 export const simulatedStep = (
