@@ -28,6 +28,7 @@ import { randomBytes } from "node:crypto"
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { copyFile, readFile } from "node:fs/promises"
 import { cpus, loadavg, tmpdir, totalmem } from "node:os"
+import { Agent, request as httpRequest } from "node:http"
 import { join } from "node:path"
 import { WebSocket } from "ws"
 import { launchArgv } from "../server/sandboxes/dataplane/commands.ts"
@@ -131,6 +132,24 @@ const execHttp = async (box: Box, command = "true") => {
   if (response.status !== 200 || body.exit_code !== 0) throw new Error(`execute ${command}: ${response.status} ${JSON.stringify(body)}`)
   return body
 }
+
+const agent = new Agent({ keepAlive: true, maxSockets: 1 })
+/** The same POST /execute through node:http with a kept-alive socket: the client's share of `fetch`. */
+const execHttpRaw = (box: Box, command = "true") =>
+  new Promise<void>((resolve, reject) => {
+    const body = JSON.stringify({ command, timeout: 30, shell: "/bin/sh" })
+    const req = httpRequest(`${box.dataplane_url}/execute`, { method: "POST", agent, headers: { "x-api-key": KEY, "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (response) => {
+      const chunks: Array<Buffer> = []
+      response.on("data", (chunk: Buffer) => chunks.push(chunk))
+      response.on("end", () => {
+        const answer = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { exit_code: number }
+        if (response.statusCode === 200 && answer.exit_code === 0) resolve()
+        else reject(new Error(`execute: ${response.statusCode} ${JSON.stringify(answer)}`))
+      })
+    })
+    req.on("error", reject)
+    req.end(body)
+  })
 
 const execWs = (box: Box, command = "true") =>
   new Promise<void>((resolve, reject) => {
@@ -269,6 +288,7 @@ const exec = async (box: Box) => {
   const nsenterOnly = ["/usr/bin/nsenter", "-t", String(run.pid), "--all", "--root", "--wd", "--", "/.slipway/busybox", "true"]
   const variants: Array<[string, () => Promise<unknown>]> = [
     ["http", () => execHttp(box)],
+    ["httpNode", () => execHttpRaw(box)],
     ["ws", () => execWs(box)],
     ["floor", () => spawnWait(full)],
     ["spawnTrue", () => spawnWait(["/bin/true"])],
@@ -283,9 +303,9 @@ const exec = async (box: Box) => {
       samples.get(name)!.push(ms)
     }
   const out = Object.fromEntries([...samples].map(([name, values]) => [name, summary(values)])) as Record<string, Summary>
-  results.exec = { ...out, ratioHttp: round(out.http!.p50 / out.floor!.p50, 2), ratioWs: round(out.ws!.p50 / out.floor!.p50, 2) }
+  results.exec = { ...out, ratioHttp: round(out.http!.p50 / out.floor!.p50, 2), ratioHttpNode: round(out.httpNode!.p50 / out.floor!.p50, 2), ratioWs: round(out.ws!.p50 / out.floor!.p50, 2) }
   for (const [name, s] of Object.entries(out)) log(`exec ${name}: ${JSON.stringify(s)}`)
-  log(`exec ratio to floor (p50): http ${round(out.http!.p50 / out.floor!.p50, 2)}x, ws ${round(out.ws!.p50 / out.floor!.p50, 2)}x`)
+  log(`exec ratio to floor (p50): http ${round(out.http!.p50 / out.floor!.p50, 2)}x, http (node:http) ${round(out.httpNode!.p50 / out.floor!.p50, 2)}x, ws ${round(out.ws!.p50 / out.floor!.p50, 2)}x`)
 }
 
 const files = async (box: Box) => {
@@ -295,9 +315,12 @@ const files = async (box: Box) => {
   writeFileSync(source, randomBytes(FILE_BYTES))
   const content = await readFile(source)
   const rate = (ms: number) => round(FILE_BYTES / 1024 / 1024 / (ms / 1000), 0)
-  const up: Array<number> = []
-  const down: Array<number> = []
+  const up: Record<string, Array<number>> = { layer: [], tmpfs: [] }
+  const down: Record<string, Array<number>> = { layer: [], tmpfs: [] }
   const copy: Array<number> = []
+  // `layer`: the box's home, on its writable layer (overlay on a loop-mounted ext4 image);
+  // `tmpfs`: the box's own /tmp, in memory, which leaves out the box's disk path.
+  const places: Array<[string, string]> = [["layer", "/home/user/big.bin"], ["tmpfs", "/tmp/big.bin"]]
   for (let i = 0; i < 3; i++) {
     const [cpMs] = await timed(async () => {
       const r = spawnSync("cp", [source, join(dir, `copy-${i}.bin`)])
@@ -305,20 +328,22 @@ const files = async (box: Box) => {
     })
     copy.push(rate(cpMs))
     rmSync(join(dir, `copy-${i}.bin`))
-    const form = new FormData()
-    form.append("file", new Blob([content]), "big.bin")
-    const [upMs, response] = await timed(() => fetch(`${box.dataplane_url}/upload?path=/home/user/big.bin`, { method: "POST", headers: { "x-api-key": KEY }, body: form }))
-    const upBody = await response.text()
-    if (response.status !== 200) throw new Error(`upload: ${response.status} ${upBody}`)
-    up.push(rate(upMs))
-    const [downMs, bytes] = await timed(async () => {
-      const r = await fetch(`${box.dataplane_url}/download?path=/home/user/big.bin`, { headers: { "x-api-key": KEY } })
-      if (r.status !== 200) throw new Error(`download: ${r.status}`)
-      return Buffer.from(await r.arrayBuffer())
-    })
-    if (!bytes.equals(content)) throw new Error("downloaded bytes differ from the uploaded file")
-    down.push(rate(downMs))
-    await execHttp(box, "rm -f /home/user/big.bin")
+    for (const [place, path] of places) {
+      const form = new FormData()
+      form.append("file", new Blob([content]), "big.bin")
+      const [upMs, response] = await timed(() => fetch(`${box.dataplane_url}/upload?path=${path}`, { method: "POST", headers: { "x-api-key": KEY }, body: form }))
+      const upBody = await response.text()
+      if (response.status !== 200) throw new Error(`upload: ${response.status} ${upBody}`)
+      up[place]!.push(rate(upMs))
+      const [downMs, bytes] = await timed(async () => {
+        const r = await fetch(`${box.dataplane_url}/download?path=${path}`, { headers: { "x-api-key": KEY } })
+        if (r.status !== 200) throw new Error(`download: ${r.status}`)
+        return Buffer.from(await r.arrayBuffer())
+      })
+      if (!bytes.equals(content)) throw new Error("downloaded bytes differ from the uploaded file")
+      down[place]!.push(rate(downMs))
+      await execHttp(box, `rm -f ${path}`)
+    }
   }
   const cpFresh = async () => {
     // The same bytes through a fresh copy with Node's copyFile (copy_file_range): the disk's own pace.
@@ -329,7 +354,7 @@ const files = async (box: Box) => {
   const nodeCopy = await cpFresh()
   rmSync(dir, { recursive: true, force: true })
   results.files = { bytes: FILE_BYTES, uploadMBs: up, downloadMBs: down, cpMBs: copy, nodeCopyFileMBs: nodeCopy }
-  log(`files 64 MiB: upload ${up.join("/")} MB/s, download ${down.join("/")} MB/s, cp ${copy.join("/")} MB/s, copyFile ${nodeCopy} MB/s`)
+  log(`files 64 MiB: upload ${up.layer!.join("/")} MB/s (tmpfs ${up.tmpfs!.join("/")}), download ${down.layer!.join("/")} MB/s (tmpfs ${down.tmpfs!.join("/")}), cp ${copy.join("/")} MB/s, copyFile ${nodeCopy} MB/s`)
 }
 
 const burst = async () => {
@@ -456,7 +481,7 @@ const main = async () => {
   log(`server up in ${round(target.startupMs, 0)} ms at ${target.url}`)
   const template = await api("POST", "/v2/sandboxes/templates", { name: "small", image: "python:3.12-slim", resources: { cpu: "500m", memory: "64Mi", storage: "64Mi" } })
   if (template.status !== 201) throw new Error(`template: ${template.status} ${JSON.stringify(template.body)}`)
-  const big = await api("POST", "/v2/sandboxes/templates", { name: "files", image: "python:3.12-slim", resources: { cpu: "1", memory: "256Mi", storage: "512Mi" } })
+  const big = await api("POST", "/v2/sandboxes/templates", { name: "files", image: "python:3.12-slim", resources: { cpu: "1", memory: "1Gi", storage: "512Mi" } })
   if (big.status !== 201) throw new Error(`template: ${big.status} ${JSON.stringify(big.body)}`)
   // The first box pulls and unpacks the image: every later create is from the cached image.
   const [pullMs, first] = await timed(() => mustCreate("small", "exec-box"))
