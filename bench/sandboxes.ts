@@ -21,7 +21,7 @@
  *
  * Environment: BENCH_SAMPLES (exec and claim samples, default 200), BENCH_CREATES (cold creates, default 30),
  * BENCH_DENSITY (boxes, default 200), BENCH_BURST (default 100), BENCH_ONLY (comma-separated scenarios),
- * BENCH_KEEP (keep the data directory). Results: bench/results/sandboxes.json.
+ * BENCH_KEEP (keep the data directory), BENCH_CPU_PROF (a directory: the server runs with --cpu-prof, profile written there). Results: bench/results/sandboxes.json.
  */
 import { spawn, spawnSync } from "node:child_process"
 import { randomBytes } from "node:crypto"
@@ -226,6 +226,13 @@ const memoryOf = (pid: number) => {
   }
 }
 
+/** CPU time the process itself spent (user + system, not its children), in ms. */
+const cpuMs = (pid: number) => {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100
+}
+
 const memAvailable = () => Number(/^MemAvailable:\s+(\d+) kB/m.exec(readFileSync("/proc/meminfo", "utf8"))?.[1] ?? 0) * 1024
 const MiB = (bytes: number) => round(bytes / 1024 / 1024, 2)
 
@@ -303,7 +310,16 @@ const exec = async (box: Box) => {
       samples.get(name)!.push(ms)
     }
   const out = Object.fromEntries([...samples].map(([name, values]) => [name, summary(values)])) as Record<string, Summary>
-  results.exec = { ...out, ratioHttp: round(out.http!.p50 / out.floor!.p50, 2), ratioHttpNode: round(out.httpNode!.p50 / out.floor!.p50, 2), ratioWs: round(out.ws!.p50 / out.floor!.p50, 2) }
+  // The server's own CPU per exec (user + system of its process, fork included, not the children's): load does not change it.
+  const serverPid = target!.process.pid!
+  const cpuPerExec: Record<string, number> = {}
+  for (const [name, fn] of variants.slice(0, 3)) {
+    const before = cpuMs(serverPid)
+    for (let i = 0; i < 100; i++) await fn()
+    cpuPerExec[name] = round((cpuMs(serverPid) - before) / 100, 2)
+  }
+  log(`exec: server CPU per exec (ms): ${JSON.stringify(cpuPerExec)}`)
+  results.exec = { ...out, serverCpuMsPerExec: cpuPerExec, ratioHttp: round(out.http!.p50 / out.floor!.p50, 2), ratioHttpNode: round(out.httpNode!.p50 / out.floor!.p50, 2), ratioWs: round(out.ws!.p50 / out.floor!.p50, 2) }
   for (const [name, s] of Object.entries(out)) log(`exec ${name}: ${JSON.stringify(s)}`)
   log(`exec ratio to floor (p50): http ${round(out.http!.p50 / out.floor!.p50, 2)}x, http (node:http) ${round(out.httpNode!.p50 / out.floor!.p50, 2)}x, ws ${round(out.ws!.p50 / out.floor!.p50, 2)}x`)
 }
@@ -320,6 +336,8 @@ const files = async (box: Box) => {
   const copy: Array<number> = []
   // `layer`: the box's home, on its writable layer (overlay on a loop-mounted ext4 image);
   // `tmpfs`: the box's own /tmp, in memory, which leaves out the box's disk path.
+  const serverPid = target!.process.pid!
+  const cpu = { up: 0, down: 0 }
   const places: Array<[string, string]> = [["layer", "/home/user/big.bin"], ["tmpfs", "/tmp/big.bin"]]
   for (let i = 0; i < 3; i++) {
     const [cpMs] = await timed(async () => {
@@ -331,10 +349,13 @@ const files = async (box: Box) => {
     for (const [place, path] of places) {
       const form = new FormData()
       form.append("file", new Blob([content]), "big.bin")
+      let mark = cpuMs(serverPid)
       const [upMs, response] = await timed(() => fetch(`${box.dataplane_url}/upload?path=${path}`, { method: "POST", headers: { "x-api-key": KEY }, body: form }))
       const upBody = await response.text()
       if (response.status !== 200) throw new Error(`upload: ${response.status} ${upBody}`)
       up[place]!.push(rate(upMs))
+      cpu.up += cpuMs(serverPid) - mark
+      mark = cpuMs(serverPid)
       const [downMs, bytes] = await timed(async () => {
         const r = await fetch(`${box.dataplane_url}/download?path=${path}`, { headers: { "x-api-key": KEY } })
         if (r.status !== 200) throw new Error(`download: ${r.status}`)
@@ -342,6 +363,7 @@ const files = async (box: Box) => {
       })
       if (!bytes.equals(content)) throw new Error("downloaded bytes differ from the uploaded file")
       down[place]!.push(rate(downMs))
+      cpu.down += cpuMs(serverPid) - mark
       await execHttp(box, `rm -f ${path}`)
     }
   }
@@ -353,7 +375,10 @@ const files = async (box: Box) => {
   }
   const nodeCopy = await cpFresh()
   rmSync(dir, { recursive: true, force: true })
-  results.files = { bytes: FILE_BYTES, uploadMBs: up, downloadMBs: down, cpMBs: copy, nodeCopyFileMBs: nodeCopy }
+  const perMiB = (ms: number) => round(ms / (places.length * 3 * 64), 2)
+  const serverCpuMsPerMiB = { upload: perMiB(cpu.up), download: perMiB(cpu.down) }
+  log(`files: server CPU per MiB (ms): ${JSON.stringify(serverCpuMsPerMiB)}`)
+  results.files = { serverCpuMsPerMiB, bytes: FILE_BYTES, uploadMBs: up, downloadMBs: down, cpMBs: copy, nodeCopyFileMBs: nodeCopy }
   log(`files 64 MiB: upload ${up.layer!.join("/")} MB/s (tmpfs ${up.tmpfs!.join("/")}), download ${down.layer!.join("/")} MB/s (tmpfs ${down.tmpfs!.join("/")}), cp ${copy.join("/")} MB/s, copyFile ${nodeCopy} MB/s`)
 }
 
@@ -463,7 +488,7 @@ const main = async () => {
   target = await spawnTarget({
     name: "server",
     command: process.execPath,
-    args: ["server/main.ts"],
+    args: env.BENCH_CPU_PROF ? ["--cpu-prof", "--cpu-prof-dir", env.BENCH_CPU_PROF, "server/main.ts"] : ["server/main.ts"],
     env: {
       PORT: String(port),
       HOST: "127.0.0.1",
