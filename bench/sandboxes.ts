@@ -155,14 +155,16 @@ const execWs = (box: Box, command = "true") =>
   new Promise<void>((resolve, reject) => {
     const ws = new WebSocket(`${box.dataplane_url.replace(/^http/, "ws")}/execute/ws`, { headers: { "x-api-key": KEY }, perMessageDeflate: false })
     let code: number | undefined
+    let output = ""
     ws.on("open", () => ws.send(JSON.stringify({ type: "execute", command, shell: "/bin/sh", timeout_seconds: 30 })))
     ws.on("message", (data) => {
-      const frame = JSON.parse(String(data)) as { type: string; exit_code?: number; error?: string }
+      const frame = JSON.parse(String(data)) as { type: string; exit_code?: number; error?: string; data?: string }
+      if (frame.type === "stdout" || frame.type === "stderr") output += `${frame.type}: ${frame.data}`
       if (frame.type === "exit") code = frame.exit_code
       if (frame.type === "error") reject(new Error(`ws: ${frame.error}`))
       if (frame.type === "exit") {
         if (code === 0) resolve()
-        else reject(new Error(`ws exit ${code}`))
+        else reject(new Error(`ws exit ${code}: ${output.slice(0, 500)}`))
         ws.close()
       }
     })
@@ -534,13 +536,25 @@ const main = async () => {
 }
 
 let exitCode = 0
+let cleaning: Promise<void> | undefined
+const cleanupOnce = () => (cleaning ??= cleanup())
+// Ctrl-C or a kill: the server is detached and boxes outlive it, so clean up before leaving.
+let interrupted = false
+for (const signal of ["SIGINT", "SIGTERM"] as const)
+  process.on(signal, () => {
+    if (interrupted) process.exit(130)
+    interrupted = true
+    log(`${signal}: cleaning up (again to leave at once)`)
+    void cleanupOnce().finally(() => process.exit(130))
+  })
 try {
   await main()
 } catch (error) {
+  if (interrupted) await cleanupOnce()
   log(`failed: ${(error as Error).stack ?? error}`)
   if (target) log(`server output (tail): ${target.output().slice(-2000)}`)
   exitCode = 1
 } finally {
-  await cleanup()
+  await cleanupOnce()
 }
 process.exit(exitCode)
