@@ -135,10 +135,10 @@ const execHttp = async (box: Box, command = "true") => {
 
 const agent = new Agent({ keepAlive: true, maxSockets: 1 })
 /** The same POST /execute through node:http with a kept-alive socket: the client's share of `fetch`. */
-const execHttpRaw = (box: Box, command = "true") =>
+const execHttpRaw = (box: Box, command = "true", via: Agent | false = agent) =>
   new Promise<void>((resolve, reject) => {
     const body = JSON.stringify({ command, timeout: 30, shell: "/bin/sh" })
-    const req = httpRequest(`${box.dataplane_url}/execute`, { method: "POST", agent, headers: { "x-api-key": KEY, "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (response) => {
+    const req = httpRequest(`${box.dataplane_url}/execute`, { method: "POST", agent: via, headers: { "x-api-key": KEY, "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (response) => {
       const chunks: Array<Buffer> = []
       response.on("data", (chunk: Buffer) => chunks.push(chunk))
       response.on("end", () => {
@@ -298,6 +298,7 @@ const exec = async (box: Box) => {
   const variants: Array<[string, () => Promise<unknown>]> = [
     ["http", () => execHttp(box)],
     ["httpNode", () => execHttpRaw(box)],
+    ["httpNodeFresh", () => execHttpRaw(box, "true", false)],
     ["ws", () => execWs(box)],
     ["floor", () => spawnWait(full)],
     ["spawnTrue", () => spawnWait(["/bin/true"])],
@@ -306,8 +307,11 @@ const exec = async (box: Box) => {
   for (const [, fn] of variants) for (let i = 0; i < 20; i++) await fn()
   // Interleaved, so the machine's load falls on every variant alike.
   const samples = new Map<string, Array<number>>(variants.map(([name]) => [name, []]))
+  // Each round starts at another variant: whatever a round's first command pays (the bench's own GC, the previous
+  // round's children being reaped) does not fall on one variant.
   for (let i = 0; i < SAMPLES; i++)
-    for (const [name, fn] of variants) {
+    for (let k = 0; k < variants.length; k++) {
+      const [name, fn] = variants[(i + k) % variants.length]!
       const [ms] = await timed(fn)
       samples.get(name)!.push(ms)
     }
