@@ -245,8 +245,9 @@ export const logs = async (settings: Settings, output: Output, ref: string, opti
   const tail = options.tail === undefined ? undefined : Number(options.tail)
   if (tail !== undefined && (!Number.isInteger(tail) || tail < 1)) throw new CliError(ExitCode.usage, "UsageError", `--tail must be a positive integer, got ${options.tail}`)
   const connection = { baseUrl: settings.url, apiKey: requireKey(settings), tenantId: settings.tenantId, userAgent }
-  const read = async (offset: number) => {
-    const result = await call(readRevisionLogs(connection, deployment.id, revisionId, kind, { offset, order: "asc" }), `reading the ${kind} logs of revision ${revisionId}`)
+  let cursor: string | null = null
+  const read = async () => {
+    const result = await call(readRevisionLogs(connection, deployment.id, revisionId, kind, { cursor, order: "asc", limit: 1000 }), `reading the ${kind} logs of revision ${revisionId}`)
     if (!result.available) {
       throw new CliError(
         ExitCode.unavailable,
@@ -254,14 +255,13 @@ export const logs = async (settings: Settings, output: Output, ref: string, opti
         `${result.reason}: this server does not serve revision logs yet. Revision ${revisionId} is ${revision.status}${revision.status_message ? `: ${revision.status_message}` : ""}`
       )
     }
+    cursor = result.next
     return result.lines
   }
   const print = (lines: ReadonlyArray<{ message: string }>) => {
     for (const line of lines) process.stdout.write(output.json ? `${JSON.stringify(line)}\n` : `${formatLogLine(line as any)}\n`)
   }
-  let seen = 0
-  const first = await read(0)
-  seen = first.length
+  const first = await read()
   if (!options.follow) {
     const shown = tail === undefined ? first : first.slice(-tail)
     if (output.json) output.result({ deployment_id: deployment.id, revision_id: revisionId, type: kind, lines: shown }, () => "")
@@ -273,9 +273,7 @@ export const logs = async (settings: Settings, output: Output, ref: string, opti
   for (;;) {
     const done = revision.status === "DEPLOYED" || isFailedRevisionStatus(revision.status)
     await new Promise((resolve) => setTimeout(resolve, 1000))
-    const next = await read(seen)
-    seen += next.length
-    print(next)
+    print(await read())
     if (done) break
     revision = await getRevision()
   }

@@ -25,7 +25,7 @@ export interface LogLine {
 }
 
 export type LogsResult =
-  | { readonly available: true; readonly lines: ReadonlyArray<LogLine> }
+  | { readonly available: true; readonly lines: ReadonlyArray<LogLine>; /** Pass as `cursor` to read on after these lines. */ readonly next: string | null }
   | { readonly available: false; readonly reason: string }
 
 export interface LogConnection {
@@ -38,8 +38,8 @@ export interface LogConnection {
 }
 
 export interface LogQuery {
-  /** Entries to skip (oldest first): how many a follower has already printed. */
-  readonly offset?: number | undefined
+  /** Where to go on from: the `next` of an earlier read (the server's `next_offset` cursor). */
+  readonly cursor?: string | null | undefined
   readonly limit?: number | undefined
   readonly order?: "asc" | "desc" | undefined
 }
@@ -90,7 +90,7 @@ export const readRevisionLogs = (
       logsEndpoint(kind),
       {
         params: { deployment_id: deploymentId, revision_id: revisionId },
-        body: { order: query.order ?? "asc", ...(query.limit === undefined ? {} : { limit: query.limit }), ...(query.offset === undefined ? {} : { offset: query.offset }) }
+        body: { order: query.order ?? "asc", ...(query.limit === undefined ? {} : { limit: query.limit }), ...(query.cursor == null ? {} : { offset: query.cursor }) }
       },
       { baseUrl: connection.baseUrl, dialect: "slipway", apiKey: connection.apiKey, tenantId: connection.tenantId, userAgent: connection.userAgent ?? defaultUserAgent, timeoutMs, fetch }
     )
@@ -121,7 +121,8 @@ export const readRevisionLogs = (
         if (status < 200 || status >= 300) return Effect.fail(fromErrorResponse(status, body ?? { detail: `HTTP ${status}` }))
         const lines = parseLogAnswer(body)
         if (lines === undefined) return Effect.succeed({ available: false, reason: `the ${kind} logs answer holds no list of entries` })
-        return Effect.succeed({ available: true, lines })
+        const next = (body as { next_offset?: unknown } | undefined)?.next_offset
+        return Effect.succeed({ available: true, lines, next: typeof next === "string" ? next : (query.cursor ?? null) })
       })
     )
   })
@@ -136,7 +137,7 @@ export const failureLogTail = (
 ): Effect.Effect<{ readonly kind: LogKind; readonly result: LogsResult }, ClientError> => {
   const kind: LogKind = status === "BUILD_FAILED" ? "build" : "deploy"
   return readRevisionLogs(connection, deploymentId, revisionId, kind, { order: "asc" }).pipe(
-    Effect.map((result) => ({ kind, result: result.available ? { available: true as const, lines: result.lines.slice(-count) } : result }))
+    Effect.map((result) => ({ kind, result: result.available ? { ...result, lines: result.lines.slice(-count) } : result }))
   )
 }
 

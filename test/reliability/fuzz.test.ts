@@ -49,6 +49,9 @@ const validBodies: Record<string, () => any> = {
   updatePool: () => ({ name: unique("fz-pool"), replicas: 2 }),
   createBox: () => ({ template_name: "fz-template", name: unique("fz-box"), wait_for_ready: false, timeout: 60 }),
   updateBox: () => ({ name: unique("fz-box") }),
+  getBuildLogs: () => ({ limit: 50, order: "asc", offset: null, level: "INFO", query: "pull", start_time: null, end_time: null }),
+  getDeployLogs: () => ({ limit: 10, order: "desc", query: null }),
+  getRevisionDeployLogs: () => ({ limit: 100 }),
   createDeployment: () => ({
     name: unique("fz-dep"),
     source: "external_container",
