@@ -4,6 +4,7 @@
  * server's data directory (`<dir of the database>/runtime/`). Deployments and sandboxes each
  * have a driver over it; neither owns it.
  */
+import { createHash } from "node:crypto"
 import { existsSync } from "node:fs"
 import { dirname, join, resolve } from "node:path"
 import { Context, Effect, Layer } from "effect"
@@ -50,7 +51,8 @@ export const LocalHostLive = Layer.effect(
     const root = runtimeRoot(config.databasePath)
     const trace = (event: string, detail?: Record<string, unknown>) => log.debug(event, detail)
     const images = makeImageStore({ root: join(root, "images"), ...imageStoreOptionsFromEnv(), log })
-    const boxes = makeBoxRunner({ root: join(root, "boxes"), log: trace })
+    // A cgroup parent of this runtime's own: servers with other data directories on the host never touch its boxes.
+    const boxes = makeBoxRunner({ root: join(root, "boxes"), log: trace, cgroupParent: `slipway-${createHash("sha256").update(root).digest("hex").slice(0, 12)}` })
     const volumes = makeVolumeStore({ root: join(root, "volumes"), log: trace })
     yield* Effect.promise(() => volumes.remountAll())
     log.info("local runtime", { root, host: hostToolsSummary(hostTools()), limits: boxes.limitsMode() })
@@ -59,6 +61,8 @@ export const LocalHostLive = Layer.effect(
       Effect.promise(async () => {
         await Promise.allSettled([...running.values()].map((box) => box.stop()))
         running.clear()
+        // What is left of boxes that were stopping or half-removed (mounts, cgroups) is cleaned; their files stay.
+        await boxes.recover().catch((error) => log.warn("local runtime cleanup failed", { error: String(error) }))
         await volumes.unmountAll()
       })
     )

@@ -281,8 +281,24 @@ export const makeBoxRunner = (options: BoxRunnerOptions): BoxRunner => {
           .map((e) => e.name)
       : []
 
+  /** Host uids that own a running process (boxes of another runner on this host included). */
+  const uidsInUse = (): Set<number> => {
+    const uids = new Set<number>()
+    for (const entry of readdirSync("/proc")) {
+      if (!/^\d+$/.test(entry)) continue
+      try {
+        const uid = statSync(`/proc/${entry}`).uid
+        if (uid >= UID_BASE) uids.add(uid)
+      } catch {
+        /* exited meanwhile */
+      }
+    }
+    return uids
+  }
+
   const allocateUid = (id: string): number => {
-    const used = new Set(boxIds().filter((b) => b !== id).map((b) => readRecord(b)?.hostUid))
+    // Never share a uid with another box, of this runner (its records) or of another one (its processes).
+    const used = new Set<number | undefined>([...boxIds().filter((b) => b !== id).map((b) => readRecord(b)?.hostUid), ...uidsInUse()])
     let h = 0
     for (const c of id) h = (h * 31 + c.charCodeAt(0)) >>> 0
     for (let i = 0; i < UID_SLOTS; i++) {

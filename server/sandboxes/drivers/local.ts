@@ -29,6 +29,9 @@ export const makeLocalSandboxDriver = Effect.gen(function* () {
   const report = (sandboxId: string, event: Parameters<BoxObservationSink>[0]["event"]) => Effect.runPromise(sink({ sandboxId, event }))
   /** Starts in flight, so a stop or teardown waits for them. */
   const starting = new Map<string, Promise<void>>()
+  /** Teardowns in flight: the server's shutdown waits for them, so no box is left half-removed (mounted). */
+  const tearingDown = new Set<Promise<void>>()
+  yield* Effect.addFinalizer(() => Effect.promise(() => Promise.allSettled([...tearingDown, ...starting.values()])))
 
   const bringUp = async (work: BoxWork): Promise<void> => {
     const id = work.sandboxId
@@ -88,10 +91,14 @@ export const makeLocalSandboxDriver = Effect.gen(function* () {
         await box?.stop()
       }),
     teardown: (sandboxId) =>
-      Effect.promise(async () => {
-        await settle(sandboxId)
-        host.running.delete(sandboxId)
-        await host.boxes.destroy(sandboxId).catch((error) => log.warn("sandbox teardown failed", { sandbox_id: sandboxId, error: messageOf(error) }))
+      Effect.promise(() => {
+        const work = (async () => {
+          await settle(sandboxId)
+          host.running.delete(sandboxId)
+          await host.boxes.destroy(sandboxId).catch((error) => log.warn("sandbox teardown failed", { sandbox_id: sandboxId, error: messageOf(error) }))
+        })()
+        tearingDown.add(work)
+        return work.finally(() => tearingDown.delete(work))
       }),
     createVolume: (volumeId, sizeBytes) =>
       Effect.tryPromise({ try: () => host.volumes.create(volumeId, Number(sizeBytes)), catch: (error) => new VolumeError({ message: messageOf(error) }) }).pipe(Effect.asVoid),
