@@ -11,11 +11,12 @@ import * as net from "node:net"
 import { Effect } from "effect"
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { replicaBoxId } from "../../server/deployments/drivers/local.ts"
+import { replicaBoxPrefix } from "../../server/deployments/drivers/local.ts"
 import { makeDeploymentDatabases } from "../../server/deployments/local/databases.ts"
 import { startServer } from "../../server/index.ts"
 import { makeLogger } from "../../server/log.ts"
 import { makeBoxRunner } from "../../server/runtime/local/boxes.ts"
+import { cgroupParentFor } from "../../server/runtime/local/LocalHost.ts"
 import { runCommand } from "../../server/runtime/local/command.ts"
 import { buildTestImages, pushTestImages, removeTestImages, type TestImageRefs } from "../support/images.ts"
 import { startRegistry, type TestRegistry } from "../support/registry.ts"
@@ -68,7 +69,7 @@ afterAll(async () => {
   let closed: unknown
   await within(90_000, "server.close()", server?.close() ?? Promise.resolve()).catch((error) => (closed = error))
   // Whatever a failure left: boxes, then the database servers.
-  const leftover = existsSync(boxesRoot()) ? await makeBoxRunner({ root: boxesRoot() }).recover() : { running: [], stopped: [] }
+  const leftover = existsSync(boxesRoot()) ? await makeBoxRunner({ root: boxesRoot(), cgroupParent: cgroupParentFor(join(database.dir, "runtime")) }).recover() : { running: [], stopped: [] }
   for (const box of leftover.running) await box.destroy().catch(() => undefined)
   await makeDeploymentDatabases({ dataDir: join(database.dir, "runtime", "deployment-data") }).close().catch(() => undefined)
   await registry?.stop()
@@ -125,9 +126,9 @@ let runner: ReturnType<typeof makeBoxRunner> | undefined
 
 /** The running replica boxes of a revision. */
 const replicaBoxes = async (revisionId: string) => {
-  runner ??= makeBoxRunner({ root: boxesRoot() })
-  const prefix = replicaBoxId(revisionId, 0).slice(0, -1)
-  const ids = existsSync(boxesRoot()) ? readdirSync(boxesRoot()).filter((id) => id.startsWith(prefix) && /-\d+$/.test(id)) : []
+  runner ??= makeBoxRunner({ root: boxesRoot(), cgroupParent: cgroupParentFor(join(database.dir, "runtime")) })
+  const prefix = replicaBoxPrefix(revisionId)
+  const ids = existsSync(boxesRoot()) ? readdirSync(boxesRoot()).filter((id) => id.startsWith(prefix) && /-\d+-[0-9a-f]{6}$/.test(id)) : []
   const boxes = await Promise.all(ids.map((id) => runner!.attach(id)))
   return boxes.filter((box) => box !== undefined)
 }
@@ -374,7 +375,7 @@ describe("restart and delete", () => {
     expect((await request("GET", `/v2/deployments/${app.id}`)).status).toBe(404)
     expect(await replicaBoxes(app.v2!)).toHaveLength(0)
     expect((await get("agent", "/version")).status).toBe(404)
-    expect(readdirSync(boxesRoot()).filter((id) => id.startsWith(replicaBoxId(app.v2!, 0).slice(0, -1)))).toEqual([])
+    expect(readdirSync(boxesRoot()).filter((id) => id.startsWith(replicaBoxPrefix(app.v2!)))).toEqual([])
     // Its Redis no longer answers, its files are gone, its database is dropped.
     expect(existsSync(join(database.dir, "runtime", "deployment-data", "deployments", app.id, "databases.json"))).toBe(false)
     expect(existsSync(join(database.dir, "runtime", "deployment-data", "deployments", app.id, "redis"))).toBe(false)

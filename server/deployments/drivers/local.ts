@@ -24,6 +24,7 @@
  * (fresh boxes; replicas left running by a crashed server are removed first), without a new
  * revision. See docs/deployments-local.md.
  */
+import { randomBytes } from "node:crypto"
 import { mkdirSync, readFileSync, rmSync } from "node:fs"
 import { join } from "node:path"
 import { Effect, Layer } from "effect"
@@ -158,7 +159,16 @@ interface Run {
  * The box of replica `index` of a revision: short, because the box runner's unix sockets live
  * under its state directory and a socket path must fit in 108 bytes.
  */
-export const replicaBoxId = (revisionId: string, index: number): string => `d-${revisionId.replace(/-/g, "").slice(0, 16)}-${index}`
+/**
+ * A replica's box id: its revision, its index and a suffix of its own run, so a revision started
+ * again (a redeploy) never shares an id with the boxes of its previous run, which may still be
+ * draining and whose late teardown would otherwise remove the new ones.
+ */
+export const replicaBoxId = (revisionId: string, index: number, run: string = randomBytes(3).toString("hex")): string =>
+  `${replicaBoxPrefix(revisionId)}${index}-${run}`
+
+/** What every replica box id of a revision starts with. */
+export const replicaBoxPrefix = (revisionId: string): string => `d-${revisionId.replace(/-/g, "").slice(0, 16)}-`
 
 const targetOf = (replica: Replica): ProxyTarget => ({ host: replica.forward!.host, port: replica.forward!.port })
 
@@ -510,8 +520,9 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
         }
         const count = Math.max(1, spec.min_scale ?? 1)
         await progress(`starting ${count} replica${count === 1 ? "" : "s"}`)
+        const runSuffix = randomBytes(3).toString("hex")
         for (let i = 0; i < count; i++) {
-          run.replicas.push({ id: replicaBoxId(work.revisionId, i), name: `${work.revisionId.slice(0, 8)}-${i}`, boxes: [], egress: [], dirs: [], restarts: 0 })
+          run.replicas.push({ id: replicaBoxId(work.revisionId, i, runSuffix), name: `${work.revisionId.slice(0, 8)}-${i}`, boxes: [], egress: [], dirs: [], restarts: 0 })
         }
         const started = await Promise.allSettled(run.replicas.map((replica) => startReplica(run, replica, image, spec, env, dbs)))
         const failed = started.find((r) => r.status === "rejected")

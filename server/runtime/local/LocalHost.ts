@@ -44,6 +44,9 @@ export const localRuntimeUnavailable = (root: string): string | null => {
 export const runtimeRoot = (databasePath: string) =>
   databasePath === ":memory:" || databasePath.startsWith("file:") ? join(process.env.TMPDIR ?? "/tmp", `slipway-runtime-${process.pid}`) : join(resolve(dirname(databasePath)), "runtime")
 
+/** The cgroup parent of the boxes of the runtime whose state is under `root`. */
+export const cgroupParentFor = (root: string) => `slipway-${createHash("sha256").update(resolve(root)).digest("hex").slice(0, 12)}`
+
 export const LocalHostLive = Layer.effect(
   LocalHost,
   Effect.gen(function* () {
@@ -52,7 +55,7 @@ export const LocalHostLive = Layer.effect(
     const trace = (event: string, detail?: Record<string, unknown>) => log.debug(event, detail)
     const images = makeImageStore({ root: join(root, "images"), ...imageStoreOptionsFromEnv(), log })
     // A cgroup parent of this runtime's own: servers with other data directories on the host never touch its boxes.
-    const boxes = makeBoxRunner({ root: join(root, "boxes"), log: trace, cgroupParent: `slipway-${createHash("sha256").update(root).digest("hex").slice(0, 12)}` })
+    const boxes = makeBoxRunner({ root: join(root, "boxes"), log: trace, cgroupParent: cgroupParentFor(root) })
     const volumes = makeVolumeStore({ root: join(root, "volumes"), log: trace })
     yield* Effect.promise(() => volumes.remountAll())
     log.info("local runtime", { root, host: hostToolsSummary(hostTools()), limits: boxes.limitsMode() })
