@@ -31,9 +31,11 @@ beforeAll(async () => {
     if (request.method === "POST" && match) {
       const body = text ? JSON.parse(text) : {}
       requests.push({ path: request.url!, body })
+      // The server's cursor protocol: `offset` is the `next_offset` of the previous answer (opaque text).
       const offset = Number(body.offset ?? 0)
+      const logs = visibleLines().slice(offset)
       response.writeHead(200, { "content-type": "application/json" })
-      return response.end(JSON.stringify({ logs: visibleLines().slice(offset) }))
+      return response.end(JSON.stringify({ logs, next_offset: String(offset + logs.length) }))
     }
     const headers: Record<string, string> = {}
     for (const [key, value] of Object.entries(request.headers)) if (typeof value === "string" && key !== "host" && key !== "content-length") headers[key] = value
@@ -61,8 +63,8 @@ describe("logs", () => {
     expect(lines).toEqual(lines.map((_, index) => `t${index} [info] line ${index}`))
     expect(run.stderr).toContain(`revision ${created.json().revision_id}: DEPLOYED`)
     // It asked for what it had not seen yet, oldest first.
-    const offsets = requests.map((request) => request.body.offset)
-    expect(offsets[0]).toBe(0)
+    expect(requests[0]!.body.offset).toBeUndefined()
+    const offsets = requests.map((request) => Number(request.body.offset ?? 0))
     // Lines arrived while it followed: some reads started past the first line and before the last.
     expect(offsets.some((offset) => offset > 0 && offset < 8)).toBe(true)
     expect(offsets).toEqual([...offsets].sort((a, b) => a - b))
