@@ -34,6 +34,8 @@ export interface RequestOptions {
   readonly raw?: string | Buffer
 }
 
+const idempotent = new Set(["GET", "HEAD", "PUT", "DELETE", "OPTIONS"])
+
 export const makeRequester =
   (baseUrl: string, defaultKey: string) =>
   async <T = any>(method: string, path: string, options: RequestOptions = {}): Promise<ApiResponse<T>> => {
@@ -46,7 +48,17 @@ export const makeRequester =
       body = JSON.stringify(options.body)
       headers["content-type"] ??= "application/json"
     }
-    const response = await fetch(baseUrl + path, { method, headers, ...(body !== undefined ? { body } : {}) })
+    const send = () => fetch(baseUrl + path, { method, headers, ...(body !== undefined ? { body } : {}) })
+    let response: Response
+    try {
+      response = await send()
+    } catch (error) {
+      // A reused keep-alive connection the server closed as the request went out (no byte
+      // answered): HTTP clients retry an idempotent request once on a fresh connection.
+      const code = ((error as { cause?: { code?: string } }).cause ?? {}).code
+      if (!idempotent.has(method) || (code !== "UND_ERR_SOCKET" && code !== "ECONNRESET")) throw error
+      response = await send()
+    }
     const text = await response.text()
     let parsed: unknown = text
     try {
