@@ -13,11 +13,12 @@
  * only copies. Call `removeTestImages()` in `afterAll`. Note: Debian's static busybox `wget` segfaults;
  * use `nc` in images.
  */
-import { chmodSync, existsSync, mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { chmodSync, existsSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { runCommand } from "../../server/runtime/local/command.ts"
 import { isStaticElf, which } from "../../server/runtime/local/tools.ts"
+import { sweepDeadDirectories } from "./sweep.ts"
 
 export type TestImageName = "busybox" | "http-ok" | "crash" | "never-healthy"
 export const TEST_IMAGE_NAMES: ReadonlyArray<TestImageName> = ["busybox", "http-ok", "crash", "never-healthy"]
@@ -56,23 +57,7 @@ let built: Promise<string> | undefined
 
 const BUILD_PREFIX = "slipway-test-images-"
 
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM"
-  }
-}
-
-/** Removes the build directories of test processes that are gone. */
-const sweepDeadBuilds = () => {
-  for (const entry of readdirSync(tmpdir())) {
-    if (!entry.startsWith(BUILD_PREFIX)) continue
-    const pid = Number(entry.slice(BUILD_PREFIX.length).split("-")[0])
-    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && !alive(pid)) rmSync(join(tmpdir(), entry), { recursive: true, force: true })
-  }
-}
+const sweepDeadBuilds = () => sweepDeadDirectories(BUILD_PREFIX)
 
 /** Builds the four images into one OCI layout (once per process); resolves to the layout's path. */
 export const buildTestImages = (): Promise<string> =>

@@ -12,7 +12,7 @@
  * without calling stop() does not leave it running.
  */
 import { spawn, type ChildProcess } from "node:child_process"
-import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { request as httpRequest } from "node:http"
 import { request as httpsRequest } from "node:https"
 import { createServer } from "node:net"
@@ -21,6 +21,7 @@ import { join } from "node:path"
 import bcrypt from "bcryptjs"
 import { runCommand } from "../../server/runtime/local/command.ts"
 import { which } from "../../server/runtime/local/tools.ts"
+import { sweepDeadDirectories } from "./sweep.ts"
 
 export interface RegistryCredentials {
   readonly username: string
@@ -72,23 +73,7 @@ const killAllOnExit = () => {
 
 const DIR_PREFIX = "slipway-registry-"
 
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM"
-  }
-}
-
-/** Removes the directories of registries whose test process is gone (it was killed before stop()). */
-const sweepDeadRegistries = () => {
-  for (const entry of readdirSync(tmpdir())) {
-    if (!entry.startsWith(DIR_PREFIX)) continue
-    const pid = Number(entry.slice(DIR_PREFIX.length).split("-")[0])
-    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && !alive(pid)) rmSync(join(tmpdir(), entry), { recursive: true, force: true })
-  }
-}
+const sweepDeadRegistries = () => sweepDeadDirectories(DIR_PREFIX)
 
 /** GET /v2/ over HTTP, or HTTPS trusting `ca`; resolves to the status code. */
 const probe = (host: string, ca: string | undefined): Promise<number> =>
