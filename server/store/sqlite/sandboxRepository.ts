@@ -10,26 +10,14 @@ import { type Db, deferred, immediate } from "./database.ts"
 import { isShallow, makeOffsetIndex } from "./offsets.ts"
 
 import type { BoxLifecycle } from "../../../core/index.ts"
+import type { PoolRecord, SandboxRecord, TemplateMount, VolumeRecord } from "../SandboxStore.ts"
 
 export type SandboxStatus = BoxLifecycle
 
-export interface VolumeRow {
-  readonly id: string
-  readonly tenant_id: string
-  readonly organization_id: string
-  readonly name: string
-  readonly size_bytes: bigint
-  readonly size: string
-  readonly storage_class: string
-  readonly created_at: string
-  readonly updated_at: string
-}
+/** Volumes, pools and sandboxes are stored as the store's records (no JSON columns). */
+export type VolumeRow = VolumeRecord
 
-export interface MountRow {
-  readonly volume_id: string
-  readonly volume_name: string
-  readonly mount_path: string
-}
+export type MountRow = TemplateMount
 
 export interface TemplateRow {
   readonly id: string
@@ -50,30 +38,9 @@ export interface TemplateRow {
   readonly updated_at: string
 }
 
-export interface PoolRow {
-  readonly id: string
-  readonly tenant_id: string
-  readonly name: string
-  readonly template_id: string
-  readonly template_name: string
-  readonly replicas: number
-  readonly created_at: string
-  readonly updated_at: string
-}
+export type PoolRow = PoolRecord
 
-export interface SandboxRow {
-  readonly id: string
-  readonly tenant_id: string
-  readonly name: string
-  readonly template_id: string
-  readonly template_name: string
-  readonly pool_id: string | null
-  readonly pool_name: string | null
-  readonly status: SandboxStatus
-  readonly status_message: string | null
-  readonly created_at: string
-  readonly updated_at: string
-}
+export type SandboxRow = SandboxRecord
 
 export type NewVolume = Omit<VolumeRow, never>
 /** The columns a template answer needs (see `templateViewColumns`). */
