@@ -10,8 +10,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { pushTestImages, removeTestImages } from "../support/images.ts"
-import { startRegistry } from "../support/registry.ts"
+import { type ImageMirror, startImageMirror } from "../support/mirror.ts"
 import { type ChildServer, spawnServer, tempDatabasePath, TEST_KEY } from "../support/server.ts"
 import { slipway } from "./run.ts"
 
@@ -19,17 +18,13 @@ let server: ChildServer
 let database: ReturnType<typeof tempDatabasePath>
 let workDir: string
 let env: Record<string, string>
-let registry: Awaited<ReturnType<typeof startRegistry>>
+let mirror: ImageMirror
 
 beforeAll(async () => {
   database = tempDatabasePath("slipway-cli-exec")
   workDir = mkdtempSync(join(tmpdir(), "slipway-cli-exec-"))
-  registry = await startRegistry()
-  await pushTestImages(registry.host, { only: ["busybox"] })
-  server = await spawnServer({
-    databasePath: database.path,
-    env: { SLIPWAY_RUNTIME: "local", SLIPWAY_REGISTRY_MIRROR: registry.host, SLIPWAY_INSECURE_REGISTRIES: registry.host }
-  })
+  mirror = await startImageMirror({ setProcessEnv: false })
+  server = await spawnServer({ databasePath: database.path, env: { SLIPWAY_RUNTIME: "local", ...mirror.env } })
   env = { SLIPWAY_URL: server.url, SLIPWAY_API_KEY: TEST_KEY }
   const template = await server.request("POST", "/v2/sandboxes/templates", { body: { name: "shell", image: "python:3.12-slim", resources: { cpu: "500m", memory: "128Mi" } } })
   expect(template.status, JSON.stringify(template.body)).toBe(201)
@@ -43,8 +38,7 @@ afterAll(async () => {
     server.process.kill("SIGTERM")
     await server.exited
   }
-  await registry?.stop()
-  removeTestImages()
+  await mirror?.stop()
   database?.remove()
   if (workDir) rmSync(workDir, { recursive: true, force: true })
 })

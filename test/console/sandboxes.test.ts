@@ -5,8 +5,7 @@
  * cannot execute; on the local runtime its terminal runs commands in the real box.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { pushTestImages, removeTestImages } from "../support/images.ts"
-import { startRegistry } from "../support/registry.ts"
+import { type ImageMirror, startImageMirror } from "../support/mirror.ts"
 import { startTestServer, type TestServer } from "../support/server.ts"
 import { launchBrowser, type TestBrowser } from "./browser.ts"
 
@@ -108,15 +107,11 @@ describe("console: a box's terminal on the local runtime", () => {
   // A real server with the `local` runtime: the box runs under bubblewrap from an image pulled
   // from a real registry (the test's mirror of Docker Hub), and its dataplane answers at
   // {server}/sandboxes/{id}, the console's own origin.
-  let registry: Awaited<ReturnType<typeof startRegistry>>
+  let mirror: ImageMirror
   let server: TestServer
-  const saved = { mirror: process.env.SLIPWAY_REGISTRY_MIRROR, insecure: process.env.SLIPWAY_INSECURE_REGISTRIES }
 
   beforeAll(async () => {
-    registry = await startRegistry()
-    await pushTestImages(registry.host, { only: ["busybox"] })
-    process.env.SLIPWAY_REGISTRY_MIRROR = registry.host
-    process.env.SLIPWAY_INSECURE_REGISTRIES = registry.host
+    mirror = await startImageMirror()
     server = await startTestServer({ runtime: "local" })
     await ok(server.request("POST", "/v2/sandboxes/templates", { body: { name: "shell", image: "python:3.12-slim", resources: { cpu: "500m", memory: "256Mi" } } }))
     await ok(server.request("POST", "/v2/sandboxes/boxes", { body: { template_name: "shell", name: "dev", wait_for_ready: true, timeout: 120 } }))
@@ -124,10 +119,7 @@ describe("console: a box's terminal on the local runtime", () => {
 
   afterAll(async () => {
     await server?.close()
-    await registry?.stop()
-    removeTestImages()
-    process.env.SLIPWAY_REGISTRY_MIRROR = saved.mirror
-    process.env.SLIPWAY_INSECURE_REGISTRIES = saved.insecure
+    await mirror?.stop()
   }, 60_000)
 
   it("runs commands in the box and shows stdout, stderr and the exit code", async () => {

@@ -1,22 +1,17 @@
 /** A server restart brings every box back to the state the database says, with its files. */
 import { afterAll, beforeAll, expect, it } from "vitest"
-import { pushTestImages, removeTestImages } from "../support/images.ts"
-import { startRegistry } from "../support/registry.ts"
+import { type ImageMirror, startImageMirror } from "../support/mirror.ts"
 import { startTestServer, tempDatabasePath } from "../support/server.ts"
 
-let registry: Awaited<ReturnType<typeof startRegistry>>
+let mirror: ImageMirror
 const database = tempDatabasePath("restart")
 
 beforeAll(async () => {
-  registry = await startRegistry()
-  await pushTestImages(registry.host, { only: ["busybox"] })
-  process.env.SLIPWAY_REGISTRY_MIRROR = registry.host
-  process.env.SLIPWAY_INSECURE_REGISTRIES = registry.host
+  mirror = await startImageMirror()
 }, 180_000)
 
 afterAll(async () => {
-  await registry?.stop()
-  removeTestImages()
+  await mirror?.stop()
   database.remove()
 })
 
