@@ -2,7 +2,7 @@
 import { render } from "preact"
 import { useEffect, useState } from "preact/hooks"
 import { clearSession, loadSession, request, saveSession, type Session } from "./api.ts"
-import { ErrorBox } from "./ui.tsx"
+import { ErrorBox, useAction } from "./ui.tsx"
 import { CreateDeployment, DeploymentList, DeploymentPage } from "./views/deployments.tsx"
 import { BoxList, BoxPage, PoolList, TemplateList, VolumeList } from "./views/sandboxes.tsx"
 
@@ -29,26 +29,18 @@ const verify = async (session: Session) => {
   await request(session, "GET", "/v2/deployments?limit=1")
 }
 
+/** Verifies `session`, keeps it for this tab and remembers its tenant, then hands it to `then`. */
+const enterSession = async (session: Session, then: (session: Session) => void) => {
+  await verify(session)
+  saveSession(session)
+  remember(session.tenant)
+  then(session)
+}
+
 const SignIn = ({ onSignedIn }: { onSignedIn: (session: Session) => void }) => {
   const [key, setKey] = useState("")
   const [tenant, setTenant] = useState("")
-  const [error, setError] = useState<unknown>(null)
-  const [busy, setBusy] = useState(false)
-  const submit = async (event: Event) => {
-    event.preventDefault()
-    setBusy(true)
-    setError(null)
-    const session = { key: key.trim(), tenant: tenant.trim() }
-    try {
-      await verify(session)
-      saveSession(session)
-      remember(session.tenant)
-      onSignedIn(session)
-    } catch (cause) {
-      setError(cause)
-      setBusy(false)
-    }
-  }
+  const { error, busy, run: submit } = useAction(() => enterSession({ key: key.trim(), tenant: tenant.trim() }, onSignedIn), { stayBusy: true })
   return (
     <main class="signin">
       <form class="card form" id="signin" onSubmit={submit}>
@@ -77,21 +69,8 @@ const SignIn = ({ onSignedIn }: { onSignedIn: (session: Session) => void }) => {
 
 const TenantPicker = ({ session, onChange }: { session: Session; onChange: (session: Session) => void }) => {
   const [tenant, setTenant] = useState(session.tenant)
-  const [error, setError] = useState<unknown>(null)
+  const { error, run: submit } = useAction(() => enterSession({ key: session.key, tenant: tenant.trim() }, onChange))
   useEffect(() => setTenant(session.tenant), [session.tenant])
-  const submit = async (event: Event) => {
-    event.preventDefault()
-    const next = { key: session.key, tenant: tenant.trim() }
-    setError(null)
-    try {
-      await verify(next)
-      saveSession(next)
-      remember(next.tenant)
-      onChange(next)
-    } catch (cause) {
-      setError(cause)
-    }
-  }
   return (
     <form class="tenant" id="tenant" onSubmit={submit}>
       <label>

@@ -34,6 +34,30 @@ export const ErrorBox = ({ error, signingIn }: { error: unknown; signingIn?: boo
 
 export const Empty = ({ children }: { children: ComponentChildren }) => <p class="empty">{children}</p>
 
+/**
+ * An action started from a form or a button: its busy flag and its error (shown by `ErrorBox`).
+ * `run(event?)` prevents the form's default, runs `action` once at a time, and keeps `busy` after
+ * a success when `stayBusy` (the page navigates away); a failure shows the error and re-enables.
+ */
+export const useAction = (action: () => Promise<unknown> | unknown, options: { readonly stayBusy?: boolean } = {}) => {
+  const [error, setError] = useState<unknown>(null)
+  const [busy, setBusy] = useState(false)
+  const run = async (event?: Event) => {
+    event?.preventDefault()
+    if (busy) return
+    setBusy(true)
+    setError(null)
+    try {
+      await action()
+      if (!options.stayBusy) setBusy(false)
+    } catch (cause) {
+      setError(cause)
+      setBusy(false)
+    }
+  }
+  return { error, busy, run }
+}
+
 /** A modal confirmation (the native <dialog>): resolves through `onConfirm` or `onCancel`. */
 export const Confirm = (props: {
   title: string
@@ -44,22 +68,11 @@ export const Confirm = (props: {
   onCancel: () => void
 }) => {
   const ref = useRef<HTMLDialogElement>(null)
-  const [error, setError] = useState<unknown>(null)
-  const [busy, setBusy] = useState(false)
+  const { error, busy, run: confirm } = useAction(props.onConfirm, { stayBusy: true })
   useEffect(() => {
     const dialog = ref.current
     if (dialog && !dialog.open) dialog.showModal()
   }, [])
-  const confirm = async () => {
-    setBusy(true)
-    setError(null)
-    try {
-      await props.onConfirm()
-    } catch (cause) {
-      setError(cause)
-      setBusy(false)
-    }
-  }
   return (
     <dialog ref={ref} class="confirm" onCancel={(event) => (event.preventDefault(), props.onCancel())}>
       <h3>{props.title}</h3>
@@ -69,7 +82,7 @@ export const Confirm = (props: {
         <button type="button" onClick={props.onCancel}>
           Cancel
         </button>
-        <button type="button" class={props.danger ? "danger" : "primary"} disabled={busy} onClick={confirm}>
+        <button type="button" class={props.danger ? "danger" : "primary"} disabled={busy} onClick={() => confirm()}>
           {props.action}
         </button>
       </div>

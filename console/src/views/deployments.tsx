@@ -1,7 +1,7 @@
 /** Deployments: the list, the create form, and a deployment's page (revision timeline, logs, redeploy, delete). */
 import { useEffect, useRef, useState } from "preact/hooks"
 import { ApiError, type Deployment, type LogEntry, listAll, request, type Revision, type Session } from "../api.ts"
-import { Confirm, Empty, ErrorBox, Status, Time, usePoll } from "../ui.tsx"
+import { Confirm, Empty, ErrorBox, Status, Time, useAction, usePoll } from "../ui.tsx"
 
 const imageOf = (deployment: { source: string; source_revision_config: Revision["source_revision_config"] }) =>
   deployment.source === "external_container"
@@ -87,13 +87,8 @@ export const CreateDeployment = ({ session }: { session: Session }) => {
   const [name, setName] = useState("")
   const [image, setImage] = useState("")
   const [secrets, setSecrets] = useState("")
-  const [error, setError] = useState<unknown>(null)
-  const [busy, setBusy] = useState(false)
-  const submit = async (event: Event) => {
-    event.preventDefault()
-    setError(null)
-    setBusy(true)
-    try {
+  const { error, busy, run: submit } = useAction(
+    async () => {
       const parsed = parseSecrets(secrets)
       const created = await request<Deployment>(session, "POST", "/v2/deployments", {
         body: {
@@ -104,11 +99,9 @@ export const CreateDeployment = ({ session }: { session: Session }) => {
         }
       })
       location.hash = `#/deployments/${created.id}`
-    } catch (cause) {
-      setError(cause)
-      setBusy(false)
-    }
-  }
+    },
+    { stayBusy: true }
+  )
   return (
     <section>
       <header class="page-head">
@@ -290,21 +283,11 @@ export const DeploymentPage = ({ session, id }: { session: Session; id: string }
 
 const NewImage = ({ session, deployment, onDone }: { session: Session; deployment: Deployment; onDone: () => void }) => {
   const [image, setImage] = useState("")
-  const [error, setError] = useState<unknown>(null)
-  const [busy, setBusy] = useState(false)
-  const submit = async (event: Event) => {
-    event.preventDefault()
-    setBusy(true)
-    setError(null)
-    try {
-      await request(session, "PATCH", `/v2/deployments/${deployment.id}`, { body: { source_revision_config: { image_uri: image } } })
-      setImage("")
-      onDone()
-    } catch (cause) {
-      setError(cause)
-    }
-    setBusy(false)
-  }
+  const { error, busy, run: submit } = useAction(async () => {
+    await request(session, "PATCH", `/v2/deployments/${deployment.id}`, { body: { source_revision_config: { image_uri: image } } })
+    setImage("")
+    onDone()
+  })
   return (
     <form class="card inline" id="new-image" onSubmit={submit}>
       <label>

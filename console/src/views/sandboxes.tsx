@@ -1,7 +1,7 @@
 /** The sandbox area: boxes (and a box's page with its terminal), templates, pools and volumes. */
 import { useEffect, useRef, useState } from "preact/hooks"
 import { type ExecuteResult, execute, listAll, type Pool, request, type Sandbox, type Session, type Template, type Volume } from "../api.ts"
-import { Confirm, Empty, ErrorBox, formatBytes, quantityBytes, Status, Time, usePoll } from "../ui.tsx"
+import { Confirm, Empty, ErrorBox, formatBytes, quantityBytes, Status, Time, useAction, usePoll } from "../ui.tsx"
 
 const base = "/v2/sandboxes"
 const boxPath = (name: string) => `${base}/boxes/${encodeURIComponent(name)}`
@@ -60,21 +60,11 @@ export const BoxList = ({ session }: { session: Session }) => {
 const CreateBox = ({ session, templates, onDone }: { session: Session; templates: ReadonlyArray<Template>; onDone: () => void }) => {
   const [template, setTemplate] = useState("")
   const [name, setName] = useState("")
-  const [error, setError] = useState<unknown>(null)
-  const [busy, setBusy] = useState(false)
-  const submit = async (event: Event) => {
-    event.preventDefault()
-    setBusy(true)
-    setError(null)
-    try {
-      await request(session, "POST", `${base}/boxes`, { body: { template_name: template || templates[0]?.name || "", ...(name ? { name } : {}) } })
-      setName("")
-      onDone()
-    } catch (cause) {
-      setError(cause)
-    }
-    setBusy(false)
-  }
+  const { error, busy, run: submit } = useAction(async () => {
+    await request(session, "POST", `${base}/boxes`, { body: { template_name: template || templates[0]?.name || "", ...(name ? { name } : {}) } })
+    setName("")
+    onDone()
+  })
   return (
     <form class="card inline" id="create-box" onSubmit={submit}>
       <label>
