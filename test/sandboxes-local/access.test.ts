@@ -1,0 +1,231 @@
+/**
+ * Registries, service URLs and download URLs end to end (issue 15): a real server with the
+ * `local` runtime, two real OCI registries (a Docker Hub mirror, and a private one that demands
+ * a login), boxes running a real HTTP server, and the published npm `langsmith@0.12.0` client
+ * (`langsmith/sandbox`), unmodified.
+ */
+import { readFileSync, existsSync } from "node:fs"
+import * as Current from "langsmith/sandbox"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { makeLogger } from "../../server/log.ts"
+import { pushTestImages, removeTestImages, testImageRefs } from "../support/images.ts"
+import { startRegistry } from "../support/registry.ts"
+import { startTestServer, type TestServer } from "../support/server.ts"
+
+const credentials = { username: "robot", password: `pw-${crypto.randomUUID()}` }
+const secondPassword = `pw2-${crypto.randomUUID()}`
+
+let mirror: Awaited<ReturnType<typeof startRegistry>>
+let privateRegistry: Awaited<ReturnType<typeof startRegistry>>
+let t: TestServer
+const logs: Array<string> = []
+const saved = { mirror: process.env.SLIPWAY_REGISTRY_MIRROR, insecure: process.env.SLIPWAY_INSECURE_REGISTRIES }
+
+beforeAll(async () => {
+  mirror = await startRegistry()
+  privateRegistry = await startRegistry({ auth: credentials })
+  await pushTestImages(mirror.host, { only: ["busybox"] })
+  await pushTestImages(privateRegistry.host, { only: ["busybox"], authFile: privateRegistry.authFile! })
+  process.env.SLIPWAY_REGISTRY_MIRROR = mirror.host
+  process.env.SLIPWAY_INSECURE_REGISTRIES = `${mirror.host},${privateRegistry.host}`
+  t = await startTestServer({ runtime: "local", logger: makeLogger("debug", (line) => void logs.push(line)) })
+}, 180_000)
+
+afterAll(async () => {
+  await t?.close()
+  await mirror?.stop()
+  await privateRegistry?.stop()
+  removeTestImages()
+  process.env.SLIPWAY_REGISTRY_MIRROR = saved.mirror
+  process.env.SLIPWAY_INSECURE_REGISTRIES = saved.insecure
+}, 60_000)
+
+const client = (key = t.key) => new Current.SandboxClient({ apiKey: key, apiEndpoint: `${t.url}/v2/sandboxes`, maxRetries: 0 })
+
+/** The database as stored on disk (the main file and its WAL). */
+const databaseBytes = () => [t.databasePath, `${t.databasePath}-wal`].filter(existsSync).map((path) => readFileSync(path).toString("latin1")).join("")
+
+const privateImage = () => testImageRefs(privateRegistry.host).busybox
+
+const createBox = async (template: string, name: string, key = t.key) => {
+  const created = await t.request("POST", "/v2/sandboxes/boxes", { key, body: { template_name: template, name, wait_for_ready: true, timeout: 120 } })
+  expect(created.status).toBe(201)
+  return created.body as { id: string; name: string; status: string; status_message: string | null }
+}
+
+describe("registries through langsmith@0.12.0's client.registries", () => {
+  it("creates, lists, gets, updates and deletes a registry without ever answering its credentials", async () => {
+    const registries = client().registries
+    const created = await registries.create({ name: "scratch", url: "https://registry.example.com/acme", username: "bot", password: credentials.password })
+    expect(created).toMatchObject({ name: "scratch", url: "https://registry.example.com/acme", auth_type: "DOCKER_CONFIG", provider: "DOCKER_REGISTRY" })
+    expect(created.id).toMatch(/^[0-9a-f-]{36}$/)
+    const listed = await registries.list()
+    expect(listed.items!.map((r) => r.name)).toEqual(["scratch"])
+    expect(listed.registries).toEqual(listed.items)
+    expect(listed.next_cursor).toBeNull()
+    expect(await registries.retrieve("scratch")).toEqual(created)
+    const updated = await registries.update("scratch", { name: "scratch-2", password: secondPassword })
+    expect(updated).toMatchObject({ id: created.id, name: "scratch-2" })
+    const answers = JSON.stringify([created, listed, updated, await registries.list({ page_size: 1 }), await registries.retrieve("scratch-2")])
+    expect(answers).not.toContain(credentials.password)
+    expect(answers).not.toContain(secondPassword)
+    expect(answers).not.toContain("bot")
+    // Sealed at rest: neither password is in the database file in plain text.
+    const stored = databaseBytes()
+    expect(stored).toContain("scratch-2")
+    expect(stored).not.toContain(credentials.password)
+    expect(stored).not.toContain(secondPassword)
+    await registries.delete("scratch-2")
+    await expect(registries.retrieve("scratch-2")).rejects.toMatchObject({ status: 404 })
+  })
+
+  it("refuses a taken name, an AWS role, half a credential and a bad URL; pages with a cursor; keeps tenants apart", async () => {
+    const registries = client().registries
+    await registries.create({ name: "one", url: "ghcr.io", username: "u", password: "p" })
+    await registries.create({ name: "two", url: "127.0.0.1:5999", username: "u", password: "p" })
+    await expect(registries.create({ name: "one", url: "ghcr.io", username: "u", password: "p" })).rejects.toMatchObject({ status: 409 })
+    await expect(registries.create({ name: "aws", url: "1.dkr.ecr.us-east-1.amazonaws.com", auth_type: "AWS_ROLE", aws_role_arn: "arn:x" })).rejects.toMatchObject({ status: 400 })
+    await expect(registries.create({ name: "half", url: "ghcr.io", username: "u" })).rejects.toMatchObject({ status: 400 })
+    await expect(registries.create({ name: "bad", url: "not a host!", username: "u", password: "p" })).rejects.toMatchObject({ status: 422 })
+    const first = await registries.list({ page_size: 1 })
+    expect(first.items!.map((r) => r.name)).toEqual(["two"])
+    expect(first.items![0]!.provider).toBe("DOCKER_REGISTRY")
+    const second = await registries.list({ page_size: 1, cursor: first.next_cursor! })
+    expect(second.items!.map((r) => r.name)).toEqual(["one"])
+    expect(second.items![0]!.provider).toBe("GHCR")
+    expect((await registries.list({ name_contains: "tw" })).items!.map((r) => r.name)).toEqual(["two"])
+    const stranger = client(t.keyFor(crypto.randomUUID())).registries
+    expect((await stranger.list()).items).toEqual([])
+    await expect(stranger.retrieve("one")).rejects.toMatchObject({ status: 404 })
+    await registries.delete("one")
+    await registries.delete("two")
+  })
+})
+
+describe("a template on a private image", () => {
+  it("fails to pull without a stored registry and pulls with it", async () => {
+    const template = await t.request("POST", "/v2/sandboxes/templates", { body: { name: "private", image: privateImage(), resources: { cpu: "500m", memory: "256Mi", storage: "256Mi" } } })
+    expect(template.status).toBe(201)
+    const refused = await createBox("private", "no-login")
+    expect(refused.status).toBe("failed")
+    expect(refused.status_message).toMatch(/unauthorized/i)
+
+    await client().registries.create({ name: "private", url: privateRegistry.host, username: credentials.username, password: credentials.password })
+    const box = await createBox("private", "with-login")
+    expect(box).toMatchObject({ status: "ready" })
+    const sandbox = await client().getSandbox("with-login")
+    expect(await sandbox.run("echo pulled")).toMatchObject({ stdout: "pulled\n", exit_code: 0 })
+    // No log line carries the password; the per-pull credentials file is gone.
+    expect(logs.join("")).not.toContain(credentials.password)
+  }, 240_000)
+})
+
+describe("service URLs", () => {
+  const serve = async () => {
+    const sandbox = await client().getSandbox("with-login")
+    const started = await sandbox.run(
+      "mkdir -p /tmp/www && echo hello-from-the-box > /tmp/www/index.html && (setsid httpd -f -p 127.0.0.1:8080 -h /tmp/www </dev/null >/dev/null 2>&1 &) ; sleep 0.3; echo started"
+    )
+    expect(started).toMatchObject({ exit_code: 0 })
+  }
+
+  it("reaches a port in the box with the token, and refuses without it or for another port", async () => {
+    await serve()
+    const service = await client().serviceUrl("with-login", { port: 8080, expiresInSeconds: 600 })
+    const url = await service.serviceUrl()
+    const box = (await t.request("GET", "/v2/sandboxes/boxes/with-login")).body
+    expect(url).toBe(`${t.url}/sandbox-services/${box.id}/8080/`)
+    const answer = await service.fetch("/index.html")
+    expect(answer.status).toBe(200)
+    expect(await answer.text()).toBe("hello-from-the-box\n")
+
+    const anonymous = await fetch(`${url}index.html`)
+    expect(anonymous.status).toBe(401)
+    const forged = await fetch(`${url}index.html`, { headers: { "x-langsmith-sandbox-service-token": `${await service.token()}x` } })
+    expect(forged.status).toBe(401)
+    const otherPort = await fetch(`${t.url}/sandbox-services/${box.id}/9090/index.html`, { headers: { "x-langsmith-sandbox-service-token": await service.token() } })
+    expect(otherPort.status).toBe(403)
+    // Nothing listens on a port that is shared but unserved: a clear 502, not a hang.
+    const idle = await t.request("POST", "/v2/sandboxes/boxes/with-login/service-url", { body: { port: 9090 } })
+    const unserved = await fetch(idle.body.service_url, { headers: { "x-langsmith-sandbox-service-token": idle.body.token } })
+    expect(unserved.status).toBe(502)
+    const listed = await t.request("GET", "/v2/sandboxes/boxes/with-login/service-urls")
+    expect(listed.body.items.map((item: { port: number }) => item.port)).toEqual([8080, 9090])
+  })
+
+  it("sets a cookie through browser_url, and refuses an expired token", async () => {
+    const minted = await t.request("POST", "/v2/sandboxes/boxes/with-login/service-url", { body: { port: 8080, expires_in_seconds: 2 } })
+    expect(minted.status).toBe(200)
+    expect(Object.keys(minted.body).sort()).toEqual(["browser_url", "expires_at", "service_url", "token"])
+    const login = await fetch(minted.body.browser_url, { redirect: "manual" })
+    expect(login.status).toBe(303)
+    const cookie = login.headers.get("set-cookie")!
+    expect(cookie).toMatch(/HttpOnly/)
+    const viaCookie = await fetch(new URL(login.headers.get("location")!, t.url), { headers: { cookie: cookie.split(";")[0]! } })
+    expect(viaCookie.status).toBe(200)
+    expect(viaCookie.headers.get("content-security-policy")).toMatch(/^sandbox/)
+    await new Promise((resolve) => setTimeout(resolve, 2500))
+    const expired = await fetch(minted.body.service_url, { headers: { "x-langsmith-sandbox-service-token": minted.body.token } })
+    expect(expired.status).toBe(401)
+    const badLength = await t.request("POST", "/v2/sandboxes/boxes/with-login/service-url", { body: { port: 8080, expires_in_seconds: 86_401 } })
+    expect(badLength.status).toBe(422)
+  })
+
+  it("refuses another tenant's token, and stops every token of a port when its sharing is removed", async () => {
+    const strangerKey = t.keyFor(crypto.randomUUID())
+    const box = (await t.request("GET", "/v2/sandboxes/boxes/with-login")).body
+    // Another tenant cannot mint for this box at all…
+    const foreignMint = await t.request("POST", "/v2/sandboxes/boxes/with-login/service-url", { key: strangerKey, body: { port: 8080 } })
+    expect(foreignMint.status).toBe(404)
+    // …and its token for its own box does not open this one.
+    await t.request("POST", "/v2/sandboxes/templates", { key: strangerKey, body: { name: "mine", image: "python:3.12-slim", resources: { cpu: "500m", memory: "256Mi", storage: "256Mi" } } })
+    await createBox("mine", "mine", strangerKey)
+    const theirs = await client(strangerKey).serviceUrl("mine", { port: 8080 })
+    const crossed = await fetch(`${t.url}/sandbox-services/${box.id}/8080/index.html`, { headers: { "x-langsmith-sandbox-service-token": await theirs.token() } })
+    expect(crossed.status).toBe(403)
+
+    const ours = await client().serviceUrl("with-login", { port: 8080 })
+    expect((await ours.fetch("/index.html")).status).toBe(200)
+    const removed = await t.request("DELETE", "/v2/sandboxes/boxes/with-login/service-urls?port=8080")
+    expect(removed.status).toBe(204)
+    expect((await ours.fetch("/index.html")).status).toBe(401)
+    expect((await t.request("GET", "/v2/sandboxes/boxes/with-login/service-urls")).body.items.map((item: { port: number }) => item.port)).toEqual([9090])
+  }, 120_000)
+})
+
+describe("download URLs", () => {
+  it("fetches a file without an API key (Range included), wakes a stopped box, and refuses an expired or altered link", async () => {
+    const current = client()
+    const sandbox = await current.getSandbox("with-login")
+    await sandbox.write("/home/user/report.txt", "0123456789 a report from the box")
+    const link = await current.generateDownloadURL("with-login", "/home/user/report.txt", { contentType: "text/plain", contentDisposition: "inline" })
+    expect(link.expires_at).toBeNull()
+    expect(link.download_url.startsWith(`${t.url}/sandbox-downloads/`)).toBe(true)
+    const whole = await fetch(link.download_url)
+    expect(whole.status).toBe(200)
+    expect(await whole.text()).toBe("0123456789 a report from the box")
+    expect(whole.headers.get("content-type")).toBe("text/plain")
+    expect(whole.headers.get("content-disposition")).toMatch(/^inline; filename="report.txt"/)
+    expect(whole.headers.get("x-content-type-options")).toBe("nosniff")
+    const part = await fetch(link.download_url, { headers: { range: "bytes=2-5" } })
+    expect(part.status).toBe(206)
+    expect(await part.text()).toBe("2345")
+
+    const altered = await fetch(`${link.download_url.slice(0, -2)}xx`)
+    expect(altered.status).toBe(401)
+    const missing = await current.generateDownloadURL("with-login", "/home/user/nothing-here")
+    expect((await fetch(missing.download_url)).status).toBe(404)
+
+    await current.stopSandbox("with-login")
+    expect((await t.request("GET", "/v2/sandboxes/boxes/with-login/status")).body.status).toBe("stopped")
+    const woken = await fetch(link.download_url)
+    expect(woken.status).toBe(200)
+    expect(await woken.text()).toBe("0123456789 a report from the box")
+    expect((await t.request("GET", "/v2/sandboxes/boxes/with-login/status")).body.status).toBe("ready")
+
+    const short = await current.generateDownloadURL("with-login", "/home/user/report.txt", { expiresInSeconds: 1 })
+    expect(short.expires_at).not.toBeNull()
+    await new Promise((resolve) => setTimeout(resolve, 2100))
+    expect((await fetch(short.download_url)).status).toBe(401)
+  }, 120_000)
+})
