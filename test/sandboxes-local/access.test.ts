@@ -4,7 +4,10 @@
  * a login), boxes running a real HTTP server, and the published npm `langsmith@0.12.0` client
  * (`langsmith/sandbox`), unmodified.
  */
+import { execFileSync } from "node:child_process"
+import { createHash } from "node:crypto"
 import { readFileSync, existsSync } from "node:fs"
+import { connect } from "node:net"
 import * as Current from "langsmith/sandbox"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { makeLogger } from "../../server/log.ts"
@@ -115,8 +118,26 @@ describe("a template on a private image", () => {
     expect(box).toMatchObject({ status: "ready" })
     const sandbox = await client().getSandbox("with-login")
     expect(await sandbox.run("echo pulled")).toMatchObject({ stdout: "pulled\n", exit_code: 0 })
-    // No log line carries the password; the per-pull credentials file is gone.
+    // No log line carries the password.
     expect(logs.join("")).not.toContain(credentials.password)
+  }, 240_000)
+
+  it("does not hand the cached private image to another tenant, by tag or by digest", async () => {
+    const manifest = execFileSync("skopeo", ["inspect", "--raw", "--tls-verify=false", "--authfile", privateRegistry.authFile!, `docker://${privateImage()}`])
+    const digest = `sha256:${createHash("sha256").update(manifest).digest("hex")}`
+    const strangerKey = t.keyFor(crypto.randomUUID())
+    const byDigest = `${privateImage().replace(/:1$/, "")}@${digest}`
+    for (const [name, image] of [["by-tag", privateImage()], ["by-digest", byDigest]] as const) {
+      const template = await t.request("POST", "/v2/sandboxes/templates", { key: strangerKey, body: { name, image, resources: { cpu: "500m", memory: "256Mi", storage: "256Mi" } } })
+      expect(template.status).toBe(201)
+      const box = await createBox(name, `${name}-box`, strangerKey)
+      expect(box.status).toBe("failed")
+      expect(box.status_message).toMatch(/unauthorized/i)
+    }
+    // The owner pulls the same digest from the cache after showing access.
+    await t.request("POST", "/v2/sandboxes/templates", { body: { name: "private-pinned", image: byDigest, resources: { cpu: "500m", memory: "256Mi", storage: "256Mi" } } })
+    expect(await createBox("private-pinned", "pinned")).toMatchObject({ status: "ready" })
+    await t.request("DELETE", "/v2/sandboxes/boxes/pinned")
   }, 240_000)
 })
 
@@ -151,6 +172,7 @@ describe("service URLs", () => {
     expect(unserved.status).toBe(502)
     const listed = await t.request("GET", "/v2/sandboxes/boxes/with-login/service-urls")
     expect(listed.body.items.map((item: { port: number }) => item.port)).toEqual([8080, 9090])
+    expect(listed.body.items[0]).toMatchObject({ access: "token", port: 8080 })
   })
 
   it("sets a cookie through browser_url, and refuses an expired token", async () => {
@@ -171,6 +193,45 @@ describe("service URLs", () => {
     expect(badLength.status).toBe(422)
   })
 
+  it("tunnels an upgraded connection (WebSocket) both ways", async () => {
+    const sandbox = await client().getSandbox("with-login")
+    const script = [
+      "#!/bin/sh",
+      'while read -r line; do line=$(printf %s "$line" | tr -d "\\r"); [ -z "$line" ] && break; done',
+      'printf "HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: echo\\r\\nConnection: Upgrade\\r\\n\\r\\n"',
+      "exec cat"
+    ].join("\n")
+    await sandbox.write("/tmp/echo.sh", script + "\n")
+    const started = await sandbox.run("chmod +x /tmp/echo.sh && (setsid nc -ll -p 8081 -e /tmp/echo.sh </dev/null >/dev/null 2>&1 &) ; sleep 0.3; echo ok")
+    expect(started.exit_code).toBe(0)
+    const service = await client().serviceUrl("with-login", { port: 8081 })
+    const url = new URL(await service.serviceUrl())
+    const socket = connect(Number(url.port), url.hostname)
+    const received: Array<Buffer> = []
+    socket.on("data", (chunk: Buffer) => received.push(chunk))
+    socket.write(
+      `GET ${url.pathname}socket HTTP/1.1\r\nHost: ${url.host}\r\nConnection: Upgrade\r\nUpgrade: echo\r\nX-Langsmith-Sandbox-Service-Token: ${await service.token()}\r\n\r\n`
+    )
+    const until = async (predicate: () => boolean) => {
+      for (let i = 0; i < 100 && !predicate(); i++) await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    await until(() => Buffer.concat(received).toString().includes("\r\n\r\n"))
+    expect(Buffer.concat(received).toString()).toMatch(/^HTTP\/1.1 101/)
+    received.length = 0
+    socket.write("ping through the tunnel\n")
+    await until(() => Buffer.concat(received).toString().includes("ping through the tunnel"))
+    expect(Buffer.concat(received).toString()).toBe("ping through the tunnel\n")
+    socket.destroy()
+
+    const refused = connect(Number(url.port), url.hostname)
+    const answer: Array<Buffer> = []
+    refused.on("data", (chunk: Buffer) => answer.push(chunk))
+    refused.write(`GET ${url.pathname} HTTP/1.1\r\nHost: ${url.host}\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n`)
+    await until(() => answer.length > 0)
+    expect(Buffer.concat(answer).toString()).toMatch(/^HTTP\/1.1 401/)
+    refused.destroy()
+  })
+
   it("refuses another tenant's token, and stops every token of a port when its sharing is removed", async () => {
     const strangerKey = t.keyFor(crypto.randomUUID())
     const box = (await t.request("GET", "/v2/sandboxes/boxes/with-login")).body
@@ -189,7 +250,7 @@ describe("service URLs", () => {
     const removed = await t.request("DELETE", "/v2/sandboxes/boxes/with-login/service-urls?port=8080")
     expect(removed.status).toBe(204)
     expect((await ours.fetch("/index.html")).status).toBe(401)
-    expect((await t.request("GET", "/v2/sandboxes/boxes/with-login/service-urls")).body.items.map((item: { port: number }) => item.port)).toEqual([9090])
+    expect((await t.request("GET", "/v2/sandboxes/boxes/with-login/service-urls")).body.items.map((item: { port: number }) => item.port)).toEqual([8081, 9090])
   }, 120_000)
 })
 
