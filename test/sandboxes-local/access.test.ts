@@ -43,6 +43,10 @@ afterAll(async () => {
   process.env.SLIPWAY_INSECURE_REGISTRIES = saved.insecure
 }, 60_000)
 
+/** A token service URL (the client answers a login URL only when `access` is set). */
+const serviceUrl = async (name: string, port: number, key = t.key, expiresInSeconds?: number) =>
+  (await client(key).serviceUrl(name, { port, ...(expiresInSeconds ? { expiresInSeconds } : {}) })) as Current.ServiceUrl
+
 const client = (key = t.key) => new Current.SandboxClient({ apiKey: key, apiEndpoint: `${t.url}/v2/sandboxes`, maxRetries: 0 })
 
 /** The database as stored on disk (the main file and its WAL). */
@@ -152,7 +156,7 @@ describe("service URLs", () => {
 
   it("reaches a port in the box with the token, and refuses without it or for another port", async () => {
     await serve()
-    const service = await client().serviceUrl("with-login", { port: 8080, expiresInSeconds: 600 })
+    const service = await serviceUrl("with-login", 8080, t.key, 600)
     const url = await service.serviceUrl()
     const box = (await t.request("GET", "/v2/sandboxes/boxes/with-login")).body
     expect(url).toBe(`${t.url}/sandbox-services/${box.id}/8080/`)
@@ -204,7 +208,7 @@ describe("service URLs", () => {
     await sandbox.write("/tmp/echo.sh", script + "\n")
     const started = await sandbox.run("chmod +x /tmp/echo.sh && (setsid nc -ll -p 8081 -e /tmp/echo.sh </dev/null >/dev/null 2>&1 &) ; sleep 0.3; echo ok")
     expect(started.exit_code).toBe(0)
-    const service = await client().serviceUrl("with-login", { port: 8081 })
+    const service = await serviceUrl("with-login", 8081)
     const url = new URL(await service.serviceUrl())
     const socket = connect(Number(url.port), url.hostname)
     const received: Array<Buffer> = []
@@ -241,11 +245,11 @@ describe("service URLs", () => {
     // …and its token for its own box does not open this one.
     await t.request("POST", "/v2/sandboxes/templates", { key: strangerKey, body: { name: "mine", image: "python:3.12-slim", resources: { cpu: "500m", memory: "256Mi", storage: "256Mi" } } })
     await createBox("mine", "mine", strangerKey)
-    const theirs = await client(strangerKey).serviceUrl("mine", { port: 8080 })
+    const theirs = await serviceUrl("mine", 8080, strangerKey)
     const crossed = await fetch(`${t.url}/sandbox-services/${box.id}/8080/index.html`, { headers: { "x-langsmith-sandbox-service-token": await theirs.token() } })
     expect(crossed.status).toBe(403)
 
-    const ours = await client().serviceUrl("with-login", { port: 8080 })
+    const ours = await serviceUrl("with-login", 8080)
     expect((await ours.fetch("/index.html")).status).toBe(200)
     const removed = await t.request("DELETE", "/v2/sandboxes/boxes/with-login/service-urls?port=8080")
     expect(removed.status).toBe(204)
