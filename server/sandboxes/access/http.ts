@@ -241,7 +241,8 @@ export const makeAccessHttp = (shared: AccessShared): RawHttp => {
 
   const answerError = (request: IncomingMessage, response: ServerResponse) => (error: unknown) => {
     const known = asDataplaneError(error)
-    if (!(error instanceof DataplaneError)) log.warn("sandbox link failed", { path: (request.url ?? "").split("?")[0]!.slice(0, 80), error: (error as Error)?.message })
+    // The URL holds the token (download links, browser_url): only the kind of link is logged.
+    if (!(error instanceof DataplaneError)) log.warn("sandbox link failed", { link: (request.url ?? "").split("/")[1]!.split("?")[0], error: (error as Error)?.message })
     if (!request.readableEnded) request.resume()
     if (response.headersSent) return void response.destroy()
     sendError(request, response, known)
