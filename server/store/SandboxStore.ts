@@ -159,6 +159,8 @@ export class SandboxStore extends Context.Service<
 
     // Registries (credentials sealed by the caller) and service URL grants (migration 240).
     readonly registryByName: (tenantId: string, name: string) => Op<RegistryRecord | undefined>
+    /** By id (a snapshot's `registry_id`), within the tenant. */
+    readonly registryById: (tenantId: string, id: string) => Op<RegistryRecord | undefined>
     /** A page of the tenant's registries, newest first; `nameContains` filters by substring (case-sensitive). */
     readonly listRegistries: (tenantId: string, page: Page, nameContains?: string) => Op<ReadonlyArray<RegistryRecord>>
     /** Every registry of the tenant (what an image pull chooses its credentials from). */

@@ -255,6 +255,8 @@ export const sandboxStoreSuite = (backend: string, stores: Layer.Layer<SandboxSt
         yield* store.insertRegistry(registry("alpha", 2, other))
         expect(yield* store.registryByName(tenantId, "alpha")).toEqual(first)
         expect(yield* store.registryByName(tenantId, "gamma")).toBeUndefined()
+        expect(yield* store.registryById(tenantId, second.id)).toEqual(second)
+        expect(yield* store.registryById(other, second.id)).toBeUndefined()
         const all = { limit: 10, offset: 0 }
         expect((yield* store.listRegistries(tenantId, all)).map((r) => r.name)).toEqual(["beta_1", "alpha"])
         expect((yield* store.listRegistries(tenantId, { limit: 1, offset: 1 })).map((r) => r.name)).toEqual(["alpha"])

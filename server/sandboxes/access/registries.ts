@@ -19,16 +19,19 @@ export interface PullCredentials {
 
 export const makeRegistryCredentials =
   (store: SandboxStore["Service"], secrets: SecretBox, warn: (message: string, fields: Record<string, unknown>) => void) =>
-  (tenantId: string, image: string): Effect.Effect<PullCredentials | undefined> =>
+  (tenantId: string, image: string, registryId?: string | null): Effect.Effect<PullCredentials | undefined> =>
     Effect.gen(function* () {
-      let reference: { readonly domain: string; readonly path: string }
-      try {
-        reference = parseReference(image)
-      } catch {
-        return undefined // the pull reports the invalid reference
+      // A named registry (a snapshot's `registry_id`) wins; else the one matching the image's host.
+      let chosen = registryId ? yield* store.registryById(tenantId, registryId) : undefined
+      if (!chosen) {
+        let reference: { readonly domain: string; readonly path: string }
+        try {
+          reference = parseReference(image)
+        } catch {
+          return undefined // the pull reports the invalid reference
+        }
+        chosen = registryFor(reference, yield* store.tenantRegistries(tenantId))
       }
-      const registries = yield* store.tenantRegistries(tenantId)
-      const chosen = registryFor(reference, registries)
       if (!chosen) return undefined
       try {
         return { registry: chosen.name, username: chosen.username, password: secrets.open(chosen.password_sealed) }

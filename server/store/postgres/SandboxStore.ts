@@ -209,6 +209,7 @@ export const makePostgresSandboxStore = (kit: PgStoreKit): SandboxStore["Service
     allSandboxes: () => query<SandboxRecord>(`SELECT ${sandboxColumns} ${sandboxFrom} ORDER BY s.seq`),
 
     registryByName: (tenantId, name) => one<RegistryRecord>(`SELECT ${registryColumns} FROM sandbox_registries WHERE tenant_id = $1 AND name = $2`, [tenantId, name]),
+    registryById: (tenantId, id) => one<RegistryRecord>(`SELECT ${registryColumns} FROM sandbox_registries WHERE tenant_id = $1 AND id = $2`, [tenantId, id]),
     listRegistries: (tenantId, { limit, offset }, nameContains) =>
       nameContains
         ? query<RegistryRecord>(

@@ -76,6 +76,7 @@ export const makeSqliteSandboxStore = (db: Db): SandboxStore["Service"] => {
     allSandboxes: () => op(() => repo.allSandboxes()),
 
     registryByName: (tenantId, name) => op(() => registries.registryByName(tenantId, name)),
+    registryById: (tenantId, id) => op(() => registries.registryById(tenantId, id)),
     listRegistries: (tenantId, page, nameContains) => op(() => registries.listRegistries(tenantId, sqlPage(page), nameContains)),
     tenantRegistries: (tenantId) => op(() => registries.tenantRegistries(tenantId)),
     insertRegistry: (registry) => naming("registry", registry.name, () => registries.insertRegistry(registry)),

@@ -11,6 +11,7 @@ const likeLiteral = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`)
 
 export const makeRegistryRepository = (db: Db) => {
   const byName = db.prepare(`SELECT ${registryColumns} FROM sandbox_registries WHERE tenant_id = ? AND name = ?`)
+  const byId = db.prepare(`SELECT ${registryColumns} FROM sandbox_registries WHERE tenant_id = ? AND id = ?`)
   const list = db.prepare(`SELECT ${registryColumns} FROM sandbox_registries WHERE tenant_id = ? ORDER BY seq DESC LIMIT ? OFFSET ?`)
   const listContaining = db.prepare(
     `SELECT ${registryColumns} FROM sandbox_registries WHERE tenant_id = ? AND name LIKE ? ESCAPE '\\' ORDER BY seq DESC LIMIT ? OFFSET ?`
@@ -36,6 +37,7 @@ export const makeRegistryRepository = (db: Db) => {
 
   return {
     registryByName: (tenantId: string, name: string) => byName.get(tenantId, name) as RegistryRecord | undefined,
+    registryById: (tenantId: string, id: string) => byId.get(tenantId, id) as RegistryRecord | undefined,
     listRegistries: (tenantId: string, page: Page, nameContains: string | undefined) =>
       (nameContains
         ? listContaining.all(tenantId, `%${likeLiteral(nameContains)}%`, page.limit, page.offset)
