@@ -110,7 +110,8 @@ export const makeSandboxController = Effect.gen(function* () {
           Effect.suspend(() => {
             tenants.delete(id)
             notify(id)
-            return Effect.forkDetach(Effect.andThen(dataplane.release(id), driver.teardown(id)))
+            // Its service URL grants go with it (they name the box by id, without a foreign key).
+            return Effect.forkDetach(Effect.andThen(dataplane.release(id), driver.teardown(id)).pipe(Effect.andThen(Effect.ignore(store.deleteServiceGrants(id)))))
           }),
         { discard: true }
       ),

@@ -9,6 +9,7 @@ import { createHash } from "node:crypto"
 import { readFileSync, existsSync } from "node:fs"
 import { connect } from "node:net"
 import * as Current from "langsmith/sandbox"
+import Database from "better-sqlite3"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { makeLogger } from "../../server/log.ts"
 import { pushTestImages, removeTestImages, testImageRefs } from "../support/images.ts"
@@ -248,6 +249,20 @@ describe("service URLs", () => {
     const theirs = await serviceUrl("mine", 8080, strangerKey)
     const crossed = await fetch(`${t.url}/sandbox-services/${box.id}/8080/index.html`, { headers: { "x-langsmith-sandbox-service-token": await theirs.token() } })
     expect(crossed.status).toBe(403)
+    // Deleting a box removes its grants.
+    const mine = (await t.request("GET", "/v2/sandboxes/boxes/mine", { key: strangerKey })).body
+    const grantsOf = (sandboxId: string) => {
+      const db = new Database(t.databasePath, { readonly: true })
+      try {
+        return (db.prepare("SELECT count(*) AS n FROM sandbox_service_grants WHERE sandbox_id = ?").get(sandboxId) as { n: number }).n
+      } finally {
+        db.close()
+      }
+    }
+    expect(grantsOf(mine.id)).toBe(1)
+    expect((await t.request("DELETE", "/v2/sandboxes/boxes/mine", { key: strangerKey })).status).toBe(204)
+    for (let i = 0; i < 100 && grantsOf(mine.id) > 0; i++) await new Promise((resolve) => setTimeout(resolve, 50))
+    expect(grantsOf(mine.id)).toBe(0)
 
     const ours = await serviceUrl("with-login", 8080)
     expect((await ours.fetch("/index.html")).status).toBe(200)
