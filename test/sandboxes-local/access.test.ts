@@ -309,3 +309,15 @@ describe("download URLs", () => {
     expect((await fetch(short.download_url)).status).toBe(401)
   }, 120_000)
 })
+
+describe("malformed links", () => {
+  it("answer 401/404, never crash the server", async () => {
+    for (const path of ["/sandbox-downloads/%E0%A4%A", "/sandbox-downloads/", "/sandbox-service-login?token=%ZZ", "/sandbox-service-login", "/sandbox-services/nope/80/", "/sandbox-services/00000000-0000-4000-8000-000000000000/99999/"]) {
+      const response = await fetch(`${t.url}${path}`, { redirect: "manual" })
+      expect([401, 404], path).toContain(response.status)
+    }
+    const post = await fetch(`${t.url}/sandbox-downloads/x.y`, { method: "POST", body: "x" })
+    expect(post.status).toBe(405)
+    expect((await t.request("GET", "/health", { key: null })).status).toBe(200)
+  })
+})

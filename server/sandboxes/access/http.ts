@@ -253,7 +253,8 @@ export const makeAccessHttp = (shared: AccessShared): RawHttp => {
       const url = request.url ?? "/"
       if (url.startsWith(DOWNLOAD_PREFIX)) {
         const token = url.slice(DOWNLOAD_PREFIX.length).split(/[/?]/)[0]!
-        void download(request, response, decodeURIComponent(token)).catch(answerError(request, response))
+        // Tokens are base64url and '.': nothing to decode (a stray '%' just fails verification).
+        void download(request, response, token).catch(answerError(request, response))
         return true
       }
       if (url === SERVICE_LOGIN_PATH || url.startsWith(`${SERVICE_LOGIN_PATH}?`)) {
