@@ -19,7 +19,7 @@ export const secretsCommand: AdminCommand = {
   usage:
     "secrets rotate   re-seal every stored secret value and webhook secret with a new key, in one transaction\n" +
     "                 (stop the server first; with SLIPWAY_SECRETS_KEY set, the new key is SLIPWAY_NEW_SECRETS_KEY)",
-  run: async ({ deployments, run, secrets, positionals, fail }) => {
+  run: async ({ deployments, sandboxes, run, secrets, positionals, fail }) => {
     if (positionals[0] !== "rotate") fail(`unknown secrets action "${positionals[0] ?? ""}" (rotate)`)
     if (secrets.source === "memory") fail("an in-memory database has no stored secrets to rotate")
     let newKey: string
@@ -35,13 +35,15 @@ export const secretsCommand: AdminCommand = {
     const current = makeSecretBox(secrets.key, secrets.previous)
     const replacement = makeSecretBox(newKey)
     const counts = await run(deployments.resealSecrets((stored) => replacement.seal(current.open(stored))))
+    // Sandbox registries' passwords (sealed the same way) follow before the key file is replaced.
+    const registryPasswords = await run(sandboxes.resealRegistryPasswords((stored) => replacement.seal(current.open(stored))))
     if (secrets.source === "file") promoteNextKey(secrets.path!)
     process.stderr.write(
-      `keys: re-sealed ${counts.secretValues} secret values and ${counts.webhookSecrets} webhook secrets with a new key` +
+      `keys: re-sealed ${counts.secretValues} secret values, ${counts.webhookSecrets} webhook secrets and ${registryPasswords} registry passwords with a new key` +
         (secrets.source === "file"
           ? ` (now in ${secrets.path}).\n`
           : `.\nkeys: set SLIPWAY_SECRETS_KEY to the value of SLIPWAY_NEW_SECRETS_KEY before starting the server again.\n`)
     )
-    process.stdout.write(`${JSON.stringify({ rotated: true, secret_values: counts.secretValues, webhook_secrets: counts.webhookSecrets })}\n`)
+    process.stdout.write(`${JSON.stringify({ rotated: true, secret_values: counts.secretValues, webhook_secrets: counts.webhookSecrets, registry_passwords: registryPasswords })}\n`)
   }
 }

@@ -323,7 +323,9 @@ export const makeApp = (options: AppOptions) => {
 
     // Self-hosted LangSmith serves the control plane under /api-host (docs/real-api.md): the same routes.
     const hosted = path.startsWith(apiHostPrefix)
-    const match = router.match(method === "HEAD" ? "GET" : method, hosted ? path.slice(apiHostPrefix.length - 1) : path)
+    // The npm langsmith client's generated resources (registries, ...) call the sandbox area under /api/v2/sandboxes.
+    const sandboxApi = path.startsWith("/api/v2/sandboxes/")
+    const match = router.match(method === "HEAD" ? "GET" : method, hosted ? path.slice(apiHostPrefix.length - 1) : sandboxApi ? path.slice(4) : path)
     if (match._tag === "NotFound" || (hosted && match._tag === "Found" && match.endpoint.area === "sandbox")) {
       return sendError(response, new NotFound({ message: "Not Found" }), requestId)
     }

@@ -27,6 +27,8 @@ export class Dataplane extends Context.Service<
     readonly handle?: (request: IncomingMessage, response: ServerResponse, target: DataplaneRequest) => void
     /** Serves a WebSocket upgrade (`/execute/ws`). */
     readonly upgrade?: (request: IncomingMessage, socket: Duplex, head: Buffer, target: DataplaneRequest) => void
+    /** A unix socket that reaches `port` inside the running box (service URLs); absent when boxes cannot be reached. */
+    readonly connectPort?: (sandboxId: string, port: number) => Promise<string>
     /** Ends what the dataplane runs for a box (its commands and sessions) when the box stops or goes. */
     readonly release: (sandboxId: string) => Effect.Effect<void>
   }

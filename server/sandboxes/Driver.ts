@@ -16,6 +16,8 @@ export interface BoxWork {
   readonly name: string
   readonly template: TemplateRecord
   readonly volumes: ReadonlyArray<{ readonly volumeId: string; readonly mountPath: string; readonly sizeBytes: bigint }>
+  /** Credentials of the tenant's stored registry for the image's host, when one matches (never logged). */
+  readonly registryAuth?: { readonly registry: string; readonly username: string; readonly password: string } | undefined
 }
 
 /** What the driver saw happen to a box (only `Provisioned`, `Failed` and `Progress` come from drivers). */

@@ -7,9 +7,11 @@
  */
 import { Context, Deferred, Effect, Layer } from "effect"
 import { type BoxEvent, nextBoxState, wantsRunning } from "../../core/index.ts"
+import { makeSecretBox } from "../deployments/secrets.ts"
 import { ServerEnv } from "../module.ts"
 import { SandboxStore, type SandboxRecord } from "../store/SandboxStore.ts"
 import type { StoreError } from "../store/StoreError.ts"
+import { makeRegistryCredentials } from "./access/registries.ts"
 import { Dataplane } from "./Dataplane.ts"
 import { type BoxWork, SandboxDriver } from "./Driver.ts"
 
@@ -33,7 +35,8 @@ export const makeSandboxController = Effect.gen(function* () {
   const store = yield* SandboxStore
   const driver = yield* SandboxDriver
   const dataplane = yield* Dataplane
-  const { log } = yield* ServerEnv
+  const { log, config } = yield* ServerEnv
+  const registryAuthFor = makeRegistryCredentials(store, makeSecretBox(config.secretsKey, config.previousSecretsKeys), log.warn)
   /** Which tenant each box the driver knows belongs to (reports carry only the box id). */
   const tenants = new Map<string, string>()
   /** Callers waiting for a box to settle. */
@@ -78,7 +81,8 @@ export const makeSandboxController = Effect.gen(function* () {
           volume ? [{ volumeId: volume.id, mountPath: mount.mount_path, sizeBytes: volume.size_bytes }] : []
         )
       )
-      return { tenantId: box.tenant_id, sandboxId: box.id, name: box.name, template, volumes: volumes.flat() } satisfies BoxWork
+      const registryAuth = yield* registryAuthFor(box.tenant_id, template.image)
+      return { tenantId: box.tenant_id, sandboxId: box.id, name: box.name, template, volumes: volumes.flat(), registryAuth } satisfies BoxWork
     })
 
   const start = (box: SandboxRecord) =>
@@ -106,7 +110,8 @@ export const makeSandboxController = Effect.gen(function* () {
           Effect.suspend(() => {
             tenants.delete(id)
             notify(id)
-            return Effect.forkDetach(Effect.andThen(dataplane.release(id), driver.teardown(id)))
+            // Its service URL grants go with it (they name the box by id, without a foreign key).
+            return Effect.forkDetach(Effect.andThen(dataplane.release(id), driver.teardown(id)).pipe(Effect.andThen(Effect.ignore(store.deleteServiceGrants(id)))))
           }),
         { discard: true }
       ),

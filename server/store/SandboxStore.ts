@@ -81,6 +81,29 @@ export interface SandboxRecord {
 
 export type NewSandbox = Omit<SandboxRecord, "template_name" | "pool_name">
 
+/** A private image registry's credentials; `password` is sealed (server/deployments/secrets.ts), never plaintext. */
+export interface RegistryRecord {
+  readonly id: string
+  readonly tenant_id: string
+  readonly name: string
+  readonly url: string
+  readonly username: string
+  /** The password as sealed with the server's secrets key. */
+  readonly password_sealed: string
+  readonly created_at: string
+  readonly updated_at: string
+}
+
+/** One port of one box shared by service URLs: every token minted for it names this grant, and dies with it. */
+export interface ServiceGrantRecord {
+  readonly id: string
+  readonly tenant_id: string
+  readonly sandbox_id: string
+  readonly port: number
+  readonly created_at: string
+  readonly expires_at: string
+}
+
 type Op<A, E = never> = Effect.Effect<A, StoreError | E>
 
 export class SandboxStore extends Context.Service<
@@ -133,5 +156,30 @@ export class SandboxStore extends Context.Service<
     readonly setSandboxStatus: (id: string, from: BoxLifecycle, to: BoxLifecycle, message: string | null, now: string) => Op<boolean>
     /** System scan for the controller's resume at start: every sandbox (any tenant) with its state. */
     readonly allSandboxes: () => Op<ReadonlyArray<SandboxRecord>>
+
+    // Registries (credentials sealed by the caller) and service URL grants (migration 240).
+    readonly registryByName: (tenantId: string, name: string) => Op<RegistryRecord | undefined>
+    /** By id (a snapshot's `registry_id`), within the tenant. */
+    readonly registryById: (tenantId: string, id: string) => Op<RegistryRecord | undefined>
+    /** A page of the tenant's registries, newest first; `nameContains` filters by substring (case-sensitive). */
+    readonly listRegistries: (tenantId: string, page: Page, nameContains?: string) => Op<ReadonlyArray<RegistryRecord>>
+    /** Every registry of the tenant (what an image pull chooses its credentials from). */
+    readonly tenantRegistries: (tenantId: string) => Op<ReadonlyArray<RegistryRecord>>
+    readonly insertRegistry: (registry: RegistryRecord) => Op<void, SandboxConflict>
+    /** Writes name, url, username, password_sealed and updated_at of `after`. */
+    readonly updateRegistry: (after: RegistryRecord) => Op<void, SandboxConflict>
+    readonly deleteRegistry: (id: string) => Op<void>
+    /** Every sealed password through `reseal` (secrets key rotation); answers how many. */
+    readonly resealRegistryPasswords: (reseal: (sealed: string) => string) => Op<number>
+
+    readonly serviceGrant: (sandboxId: string, port: number) => Op<ServiceGrantRecord | undefined>
+    readonly serviceGrantById: (id: string) => Op<ServiceGrantRecord | undefined>
+    /** The box's grants expiring after `now`, by port. */
+    readonly listServiceGrants: (sandboxId: string, now: string) => Op<ReadonlyArray<ServiceGrantRecord>>
+    /** Inserts the grant, replacing any grant of the same box and port. */
+    readonly putServiceGrant: (grant: ServiceGrantRecord) => Op<void>
+    readonly extendServiceGrant: (id: string, expiresAt: string) => Op<void>
+    /** Removes the box's grant for `port`, or all of them; answers how many. */
+    readonly deleteServiceGrants: (sandboxId: string, port?: number) => Op<number>
   }
 >()("slipway/SandboxStore") {}

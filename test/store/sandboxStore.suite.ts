@@ -232,4 +232,77 @@ export const sandboxStoreSuite = (backend: string, stores: Layer.Layer<SandboxSt
         expect(yield* store.volumesAttached([data.id])).toEqual([])
       })
     )
+
+    it.effect("keeps registries per tenant, newest first, refuses a taken name, and filters by a literal substring", () =>
+      Effect.gen(function* () {
+        const store = yield* SandboxStore
+        const { tenantId } = yield* organization
+        const other = (yield* organization).tenantId
+        const registry = (name: string, offsetMs: number, tenant = tenantId) => ({
+          id: randomUUID(),
+          tenant_id: tenant,
+          name,
+          url: "registry.example.com/acme",
+          username: "robot",
+          password_sealed: "enc:v1:c2VhbGVk",
+          created_at: at(offsetMs),
+          updated_at: at(offsetMs)
+        })
+        const first = registry("alpha", 0)
+        const second = registry("beta_1", 1)
+        yield* store.insertRegistry(first)
+        yield* store.insertRegistry(second)
+        yield* store.insertRegistry(registry("alpha", 2, other))
+        expect(yield* store.registryByName(tenantId, "alpha")).toEqual(first)
+        expect(yield* store.registryByName(tenantId, "gamma")).toBeUndefined()
+        expect(yield* store.registryById(tenantId, second.id)).toEqual(second)
+        expect(yield* store.registryById(other, second.id)).toBeUndefined()
+        const all = { limit: 10, offset: 0 }
+        expect((yield* store.listRegistries(tenantId, all)).map((r) => r.name)).toEqual(["beta_1", "alpha"])
+        expect((yield* store.listRegistries(tenantId, { limit: 1, offset: 1 })).map((r) => r.name)).toEqual(["alpha"])
+        expect((yield* store.listRegistries(tenantId, all, "ta_")).map((r) => r.name)).toEqual(["beta_1"])
+        expect(yield* store.listRegistries(tenantId, all, "%")).toEqual([])
+        expect((yield* store.tenantRegistries(tenantId)).map((r) => r.name)).toEqual(["alpha", "beta_1"])
+        const taken = yield* Effect.flip(store.insertRegistry(registry("alpha", 3)))
+        expect(taken._tag).toBe("SandboxConflict")
+        const renamed = yield* Effect.flip(store.updateRegistry({ ...second, name: "alpha" }))
+        expect(renamed._tag).toBe("SandboxConflict")
+        const updated = { ...second, name: "gamma", url: "ghcr.io", username: "bot", password_sealed: "enc:v1:bmV3", updated_at: at(9) }
+        yield* store.updateRegistry(updated)
+        expect(yield* store.registryByName(tenantId, "gamma")).toEqual(updated)
+        yield* store.deleteRegistry(first.id)
+        expect(yield* store.registryByName(tenantId, "alpha")).toBeUndefined()
+        expect(yield* store.registryByName(other, "alpha")).toBeDefined()
+        const resealed = yield* store.resealRegistryPasswords((sealed) => `${sealed}!`)
+        expect(resealed).toBeGreaterThanOrEqual(2)
+        expect((yield* store.registryByName(tenantId, "gamma"))!.password_sealed).toBe("enc:v1:bmV3!")
+      })
+    )
+
+    it.effect("keeps one service URL grant per box and port, lists the unexpired ones, and removes one or all", () =>
+      Effect.gen(function* () {
+        const store = yield* SandboxStore
+        const { tenantId } = yield* organization
+        const sandboxId = randomUUID()
+        const grant = (port: number, expiresAt: string) => ({ id: randomUUID(), tenant_id: tenantId, sandbox_id: sandboxId, port, created_at: at(), expires_at: expiresAt })
+        const web = grant(8080, at(60_000))
+        yield* store.putServiceGrant(web)
+        yield* store.putServiceGrant(grant(9000, at(1_000)))
+        expect(yield* store.serviceGrant(sandboxId, 8080)).toEqual(web)
+        expect(yield* store.serviceGrantById(web.id)).toEqual(web)
+        expect((yield* store.listServiceGrants(sandboxId, at(5_000))).map((g) => g.port)).toEqual([8080])
+        expect((yield* store.listServiceGrants(sandboxId, at(0))).map((g) => g.port)).toEqual([8080, 9000])
+        yield* store.extendServiceGrant(web.id, at(120_000))
+        expect((yield* store.serviceGrant(sandboxId, 8080))!.expires_at).toBe(at(120_000))
+        const replacement = grant(8080, at(30_000))
+        yield* store.putServiceGrant(replacement)
+        expect(yield* store.serviceGrantById(web.id)).toBeUndefined()
+        expect(yield* store.serviceGrant(sandboxId, 8080)).toEqual(replacement)
+        expect(yield* store.deleteServiceGrants(sandboxId, 9000)).toBe(1)
+        expect(yield* store.serviceGrant(sandboxId, 9000)).toBeUndefined()
+        yield* store.putServiceGrant(grant(9001, at(1_000)))
+        expect(yield* store.deleteServiceGrants(sandboxId)).toBe(2)
+        expect(yield* store.listServiceGrants(sandboxId, at(0))).toEqual([])
+      })
+    )
   })

@@ -70,6 +70,19 @@ export interface PulledImage {
 
 export interface PullOptions {
   readonly onProgress?: (message: string) => void
+  /**
+   * Credentials for the reference's registry (a stored sandbox registry): written for this pull
+   * only, as a docker-config file of mode 0600 in a private directory under the store's tmp/,
+   * given to skopeo as `--authfile` (never on a command line) and removed when the pull ends.
+   * They take the place of the store's `authFile` for this pull.
+   */
+  readonly auth?: RegistryAuth
+}
+
+/** A username and password for one registry host. */
+export interface RegistryAuth {
+  readonly username: string
+  readonly password: string
 }
 
 export interface ImageStoreLog {
@@ -212,6 +225,8 @@ const CachedImage = Schema.Struct({
   digest: Schema.String,
   source: Schema.String,
   pulledAt: Schema.String,
+  /** Pulled with credentials: a later pull by digest must show it may read the image too. */
+  private: Schema.optionalKey(Schema.Boolean),
   config: Schema.Struct({
     entrypoint: Schema.Array(Schema.String),
     cmd: Schema.Array(Schema.String),
@@ -514,17 +529,43 @@ export const makeImageStore = (options: ImageStoreOptions): ImageStore => {
     }
   }
 
+  /** A docker-config file for one pull: 0600 in a 0700 directory of tmp/ (swept if the process dies), removed by `remove`. */
+  const writeAuthFile = async (domain: string, auth: RegistryAuth): Promise<{ readonly path: string; readonly remove: () => Promise<void> }> => {
+    const dir = await mkdtemp(join(tmpDir, `${process.pid}-auth-`))
+    activeWork.add(dir)
+    const remove = async () => {
+      await rm(dir, { recursive: true, force: true }).catch(() => undefined)
+      activeWork.delete(dir)
+    }
+    try {
+      await chmod(dir, 0o700)
+      const path = join(dir, "auth.json")
+      const encoded = Buffer.from(`${auth.username}:${auth.password}`, "utf8").toString("base64")
+      await writeFile(path, JSON.stringify({ auths: { [domain]: { auth: encoded } } }), { mode: 0o600, flag: "wx" })
+      return { path, remove }
+    } catch (error) {
+      await remove()
+      throw error
+    }
+  }
+
   const tlsArgs = (domain: string, flag: string): ReadonlyArray<string> => (insecure.has(domain) ? [`${flag}=false`] : [])
 
-  const resolveDigest = async (ref: ImageReference, source: { domain: string; name: string }, global: ReadonlyArray<string>): Promise<string> => {
+  const resolveDigest = async (
+    ref: ImageReference,
+    source: { domain: string; name: string },
+    global: ReadonlyArray<string>,
+    authFile: string | undefined,
+    pinned?: string
+  ): Promise<string> => {
     counters.resolves++
-    const target = `docker://${source.name}:${ref.tag ?? "latest"}`
+    const target = pinned ? `docker://${source.name}@${pinned}` : `docker://${source.name}:${ref.tag ?? "latest"}`
     const argv = [skopeo, ...global, "inspect", "--raw", ...tlsArgs(source.domain, "--tls-verify"), ...(authFile ? ["--authfile", authFile] : ["--no-creds"]), target]
     let bytes: Buffer
     try {
       bytes = (await runCommand(argv, { timeoutMs: timeouts.resolveMs })).stdoutBytes
     } catch (error) {
-      throw pullErrorFrom(error, { reference: ref.reference, registry: source.domain, insecure: insecure.has(source.domain), authFile: authFile !== undefined, step: "resolving the tag" })
+      throw pullErrorFrom(error, { reference: ref.reference, registry: source.domain, insecure: insecure.has(source.domain), authFile: authFile !== undefined, step: pinned ? "checking access" : "resolving the tag" })
     }
     let parsed: unknown
     try {
@@ -543,7 +584,8 @@ export const makeImageStore = (options: ImageStoreOptions): ImageStore => {
     source: { domain: string; name: string },
     digest: string,
     global: ReadonlyArray<string>,
-    emit: (message: string) => void
+    emit: (message: string) => void,
+    authFile: string | undefined
   ): Promise<CachedImage> => {
     const started = Date.now()
     const work = await mkdtemp(join(tmpDir, `${process.pid}-`))
@@ -602,7 +644,14 @@ export const makeImageStore = (options: ImageStoreOptions): ImageStore => {
       for (const entry of await readdir(bundle)) {
         if (entry !== "rootfs") await rm(join(bundle, entry), { recursive: true, force: true })
       }
-      const cached: CachedImage = { reference: ref.reference, digest, source: `${source.name}@${digest}`, pulledAt: new Date().toISOString(), config }
+      const cached: CachedImage = {
+        reference: ref.reference,
+        digest,
+        source: `${source.name}@${digest}`,
+        pulledAt: new Date().toISOString(),
+        ...(authFile !== undefined ? { private: true } : {}),
+        config
+      }
       await writeFile(join(bundle, "image.json"), JSON.stringify(cached, null, 2) + "\n")
       // umoci creates the bundle 0700; boxes in user namespaces must be able to reach rootfs/.
       await chmod(bundle, 0o755)
@@ -635,31 +684,42 @@ export const makeImageStore = (options: ImageStoreOptions): ImageStore => {
       return Promise.reject(new ImagePullError({ kind: "invalid_reference", message, reference: typeof input === "string" ? input : String(input) }))
     }
     const source = sourceOf(ref, mirror)
-    return byReference(ref.reference, pullOptions.onProgress, async (emit) => {
+    const auth = pullOptions.auth
+    // Pulls with other credentials (or none) do not share one operation: each shows its own access.
+    const key = auth ? `${ref.reference}\0${createHash("sha256").update(`${ref.domain}\0${auth.username}\0${auth.password}`).digest("hex")}` : ref.reference
+    return byReference(key, pullOptions.onProgress, async (emit) => {
       const global = await prepare()
-      if (authFile !== undefined) await checkAuthFile(authFile, ref.reference)
-      let digest = ref.digest
-      if (digest !== undefined) {
-        const hit = await readCached(digest)
+      const credentials = auth ? await writeAuthFile(ref.domain, auth) : undefined
+      try {
+        const pullAuthFile = credentials?.path ?? authFile
+        if (!credentials && authFile !== undefined) await checkAuthFile(authFile, ref.reference)
+        let digest = ref.digest
+        if (digest !== undefined) {
+          const hit = await readCached(digest)
+          if (hit) {
+            // An image pulled with credentials is only handed to a caller who can read it too.
+            if (hit.private) await resolveDigest(ref, source, global, pullAuthFile, digest)
+            counters.cacheHits++
+            emit(`cached ${shortDigest(digest)}`)
+            return toPulled(hit, ref.reference)
+          }
+        } else {
+          emit(`resolving ${ref.reference}`)
+          digest = await resolveDigest(ref, source, global, pullAuthFile)
+        }
+        const pinned = digest
+        const hit = await readCached(pinned)
         if (hit) {
           counters.cacheHits++
-          emit(`cached ${shortDigest(digest)}`)
+          emit(`cached ${shortDigest(pinned)}`)
           return toPulled(hit, ref.reference)
         }
-      } else {
-        emit(`resolving ${ref.reference}`)
-        digest = await resolveDigest(ref, source, global)
+        const cached = await byDigest(pinned, emit, (emitDigest) => fetchAndUnpack(ref, source, pinned, global, emitDigest, pullAuthFile))
+        emit(`ready ${shortDigest(pinned)}`)
+        return toPulled(cached, ref.reference)
+      } finally {
+        await credentials?.remove()
       }
-      const pinned = digest
-      const hit = await readCached(pinned)
-      if (hit) {
-        counters.cacheHits++
-        emit(`cached ${shortDigest(pinned)}`)
-        return toPulled(hit, ref.reference)
-      }
-      const cached = await byDigest(pinned, emit, (emitDigest) => fetchAndUnpack(ref, source, pinned, global, emitDigest))
-      emit(`ready ${shortDigest(pinned)}`)
-      return toPulled(cached, ref.reference)
     }).catch((error: unknown) => {
       if (error instanceof ImagePullError) {
         options.log?.warn("image pull failed", { reference: ref.reference, kind: error.kind, message: error.message })

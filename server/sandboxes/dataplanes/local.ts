@@ -8,6 +8,7 @@ import { ServerEnv } from "../../module.ts"
 import { LocalHost } from "../../runtime/local/LocalHost.ts"
 import { Dataplane } from "../Dataplane.ts"
 import { DataplaneError, makeDataplane, rejectUpgrade, sendError } from "../dataplane/index.ts"
+import { makePortRelays } from "./ports.ts"
 
 const NOT_RUNNING = "Sandbox is starting: it is not running yet (or was stopped); retry shortly"
 
@@ -17,7 +18,8 @@ export const LocalDataplane = Layer.effect(
     const { publicUrl, log } = yield* ServerEnv
     const host = yield* LocalHost
     const protocol = makeDataplane({ log: (message) => log.warn("dataplane", { message }) })
-    yield* Effect.addFinalizer(() => Effect.promise(() => protocol.close()))
+    const relays = makePortRelays()
+    yield* Effect.addFinalizer(() => Effect.promise(() => protocol.close().finally(() => relays.close())))
     return Dataplane.of({
       name: "local",
       urlFor: (sandboxId) => `${publicUrl}/sandboxes/${sandboxId}`,
@@ -31,7 +33,11 @@ export const LocalDataplane = Layer.effect(
         if (!box) return rejectUpgrade(socket, 503, "ServiceUnavailable", NOT_RUNNING)
         protocol.upgrade(_request, socket, head, box, target.subpath, target.sandboxId)
       },
-      release: (sandboxId) => Effect.promise(() => protocol.closeBox(sandboxId))
+      connectPort: (sandboxId, port) => {
+        const box = host.running.get(sandboxId)
+        return box ? relays.socketFor(box, port) : Promise.reject(new DataplaneError(503, "ServiceUnavailable", NOT_RUNNING))
+      },
+      release: (sandboxId) => Effect.promise(() => protocol.closeBox(sandboxId).finally(() => relays.release(sandboxId)))
     })
   })
 )

@@ -42,7 +42,10 @@ export const makeLocalSandboxDriver = Effect.gen(function* () {
       return
     }
     await report(id, { _tag: "Progress", message: `pulling image ${work.template.image}` })
-    const image = await host.images.pull(work.template.image, { onProgress: (message) => void report(id, { _tag: "Progress", message }) })
+    const image = await host.images.pull(work.template.image, {
+      onProgress: (message) => void report(id, { _tag: "Progress", message }),
+      ...(work.registryAuth ? { auth: { username: work.registryAuth.username, password: work.registryAuth.password } } : {})
+    })
     await report(id, { _tag: "Progress", message: "starting box" })
     const box: RunningBox = await host.boxes.start({
       id,

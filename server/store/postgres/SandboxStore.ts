@@ -8,7 +8,7 @@
 import { Effect, Layer } from "effect"
 import { SandboxConflict } from "../../../core/index.ts"
 import type { Page } from "../DeploymentStore.ts"
-import { type PoolRecord, type SandboxRecord, SandboxStore, type TemplateMount, type TemplateRecord, type TemplateView, type VolumeRecord } from "../SandboxStore.ts"
+import { type PoolRecord, type RegistryRecord, type SandboxRecord, type ServiceGrantRecord, SandboxStore, type TemplateMount, type TemplateRecord, type TemplateView, type VolumeRecord } from "../SandboxStore.ts"
 import type { StoreError } from "../StoreError.ts"
 import type { Sql } from "./client.ts"
 import { isShallow, makePager, pageWhere, type SeqTable } from "./pages.ts"
@@ -27,6 +27,9 @@ const poolFrom = "FROM sandbox_pools p JOIN sandbox_templates pt ON pt.id = p.te
 const sandboxColumns =
   "s.id, s.tenant_id, s.name, s.template_id, st.name AS template_name, s.pool_id, sp.name AS pool_name, s.status, s.status_message, s.created_at, s.updated_at"
 const sandboxFrom = "FROM sandboxes s JOIN sandbox_templates st ON st.id = s.template_id LEFT JOIN sandbox_pools sp ON sp.id = s.pool_id"
+
+const registryColumns = "id, tenant_id, name, url, username, password_sealed, created_at, updated_at"
+const grantColumns = "id, tenant_id, sandbox_id, port, created_at, expires_at"
 
 /** The list queries ($1 tenant, $2 limit, $3 checkpoint seq, $4 rows to skip from it). */
 export const pgListSql = {
@@ -203,7 +206,61 @@ export const makePostgresSandboxStore = (kit: PgStoreKit): SandboxStore["Service
     deleteSandbox: (id) => Effect.asVoid(execute("DELETE FROM sandboxes WHERE id = $1", [id])),
     setSandboxStatus: (id, from, to, message, now) =>
       Effect.map(execute("UPDATE sandboxes SET status = $1, status_message = $2, updated_at = $3 WHERE id = $4 AND status = $5", [to, message, now, id, from]), (n) => n > 0),
-    allSandboxes: () => query<SandboxRecord>(`SELECT ${sandboxColumns} ${sandboxFrom} ORDER BY s.seq`)
+    allSandboxes: () => query<SandboxRecord>(`SELECT ${sandboxColumns} ${sandboxFrom} ORDER BY s.seq`),
+
+    registryByName: (tenantId, name) => one<RegistryRecord>(`SELECT ${registryColumns} FROM sandbox_registries WHERE tenant_id = $1 AND name = $2`, [tenantId, name]),
+    registryById: (tenantId, id) => one<RegistryRecord>(`SELECT ${registryColumns} FROM sandbox_registries WHERE tenant_id = $1 AND id = $2`, [tenantId, id]),
+    listRegistries: (tenantId, { limit, offset }, nameContains) =>
+      nameContains
+        ? query<RegistryRecord>(
+            `SELECT ${registryColumns} FROM sandbox_registries WHERE tenant_id = $1 AND strpos(name, $4) > 0 ORDER BY seq DESC LIMIT $2 OFFSET $3`,
+            [tenantId, limit, offset, nameContains]
+          )
+        : query<RegistryRecord>(`SELECT ${registryColumns} FROM sandbox_registries WHERE tenant_id = $1 ORDER BY seq DESC LIMIT $2 OFFSET $3`, [tenantId, limit, offset]),
+    tenantRegistries: (tenantId) => query<RegistryRecord>(`SELECT ${registryColumns} FROM sandbox_registries WHERE tenant_id = $1 ORDER BY seq`, [tenantId]),
+    insertRegistry: (r) =>
+      Effect.asVoid(
+        executeNaming(
+          `INSERT INTO sandbox_registries (id, tenant_id, name, url, username, password_sealed, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+          [r.id, r.tenant_id, r.name, r.url, r.username, r.password_sealed, r.created_at, r.updated_at],
+          conflict("registry", r.name)
+        )
+      ),
+    updateRegistry: (r) =>
+      Effect.asVoid(
+        executeNaming(
+          "UPDATE sandbox_registries SET name = $1, url = $2, username = $3, password_sealed = $4, updated_at = $5 WHERE id = $6",
+          [r.name, r.url, r.username, r.password_sealed, r.updated_at, r.id],
+          conflict("registry", r.name)
+        )
+      ),
+    deleteRegistry: (id) => Effect.asVoid(execute("DELETE FROM sandbox_registries WHERE id = $1", [id])),
+    resealRegistryPasswords: (reseal) =>
+      transaction(
+        Effect.gen(function* () {
+          const rows = yield* query<{ id: string; password_sealed: string }>("SELECT id, password_sealed FROM sandbox_registries ORDER BY seq")
+          for (const row of rows) yield* execute("UPDATE sandbox_registries SET password_sealed = $1 WHERE id = $2", [reseal(row.password_sealed), row.id])
+          return rows.length
+        })
+      ),
+
+    serviceGrant: (sandboxId, port) => one<ServiceGrantRecord>(`SELECT ${grantColumns} FROM sandbox_service_grants WHERE sandbox_id = $1 AND port = $2`, [sandboxId, port]),
+    serviceGrantById: (id) => one<ServiceGrantRecord>(`SELECT ${grantColumns} FROM sandbox_service_grants WHERE id = $1`, [id]),
+    listServiceGrants: (sandboxId, now) =>
+      query<ServiceGrantRecord>(`SELECT ${grantColumns} FROM sandbox_service_grants WHERE sandbox_id = $1 AND expires_at > $2 ORDER BY port`, [sandboxId, now]),
+    putServiceGrant: (g) =>
+      Effect.asVoid(
+        execute(
+          `INSERT INTO sandbox_service_grants (id, tenant_id, sandbox_id, port, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)
+           ON CONFLICT (sandbox_id, port) DO UPDATE SET id = EXCLUDED.id, tenant_id = EXCLUDED.tenant_id, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at`,
+          [g.id, g.tenant_id, g.sandbox_id, g.port, g.created_at, g.expires_at]
+        )
+      ),
+    extendServiceGrant: (id, expiresAt) => Effect.asVoid(execute("UPDATE sandbox_service_grants SET expires_at = $1 WHERE id = $2", [expiresAt, id])),
+    deleteServiceGrants: (sandboxId, port) =>
+      port === undefined
+        ? execute("DELETE FROM sandbox_service_grants WHERE sandbox_id = $1", [sandboxId])
+        : execute("DELETE FROM sandbox_service_grants WHERE sandbox_id = $1 AND port = $2", [sandboxId, port])
   }
 }
 

@@ -282,6 +282,35 @@ export const postgresMigrations: ReadonlyArray<PgMigration> = [
     `
   },
   {
+    // Private image registries and service URL grants (mirrors SQLite's 240): passwords are
+    // stored sealed with the secrets key; grants name their box without a foreign key.
+    id: "240_sandbox_registries",
+    sql: `
+      CREATE TABLE sandbox_registries (
+        seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        id text COLLATE "C" NOT NULL UNIQUE,
+        tenant_id text COLLATE "C" NOT NULL REFERENCES tenants(id),
+        name text COLLATE "C" NOT NULL,
+        url text NOT NULL,
+        username text NOT NULL,
+        password_sealed text NOT NULL,
+        created_at timestamptz NOT NULL,
+        updated_at timestamptz NOT NULL
+      );
+      CREATE UNIQUE INDEX sandbox_registries_name ON sandbox_registries(tenant_id, name);
+
+      CREATE TABLE sandbox_service_grants (
+        id text COLLATE "C" PRIMARY KEY,
+        tenant_id text COLLATE "C" NOT NULL,
+        sandbox_id text COLLATE "C" NOT NULL,
+        port integer NOT NULL CHECK (port BETWEEN 1 AND 65535),
+        created_at timestamptz NOT NULL,
+        expires_at timestamptz NOT NULL
+      );
+      CREATE UNIQUE INDEX sandbox_service_grants_port ON sandbox_service_grants(sandbox_id, port);
+    `
+  },
+  {
     // Several replicas share the revision runtime's work (docs/postgres.md, "Claiming work"):
     // a step is claimed under a lease; a replica that dies stops renewing it and, once it has
     // expired, another replica claims the step. `lease_owner`/`lease_until` are NULL when free.

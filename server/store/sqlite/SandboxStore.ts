@@ -6,6 +6,7 @@ import type { StoreError } from "../StoreError.ts"
 import { type Db, sqliteTransactional } from "./database.ts"
 import { isUniqueViolation, op, toStoreError } from "./errors.ts"
 import { toTemplateRecord, toTemplateView } from "../rows.ts"
+import { makeRegistryRepository } from "./registryRepository.ts"
 import { makeSandboxRepository } from "./sandboxRepository.ts"
 import { sqlPage } from "./page.ts"
 import { SqliteDatabase } from "./SqliteDatabase.ts"
@@ -22,6 +23,7 @@ const naming = <A>(kind: string, name: string, work: () => A): Effect.Effect<A, 
 
 export const makeSqliteSandboxStore = (db: Db): SandboxStore["Service"] => {
   const repo = makeSandboxRepository(db)
+  const registries = makeRegistryRepository(db)
   return {
     transaction: sqliteTransactional(db),
 
@@ -71,7 +73,22 @@ export const makeSqliteSandboxStore = (db: Db): SandboxStore["Service"] => {
     renameSandbox: (sandbox, name, now) => naming("sandbox", name, () => repo.renameSandbox(sandbox.id, name, now)),
     deleteSandbox: (id) => op(() => repo.deleteSandbox(id)),
     setSandboxStatus: (id, from, to, message, now) => op(() => repo.setSandboxStatus(id, from, to, message, now)),
-    allSandboxes: () => op(() => repo.allSandboxes())
+    allSandboxes: () => op(() => repo.allSandboxes()),
+
+    registryByName: (tenantId, name) => op(() => registries.registryByName(tenantId, name)),
+    registryById: (tenantId, id) => op(() => registries.registryById(tenantId, id)),
+    listRegistries: (tenantId, page, nameContains) => op(() => registries.listRegistries(tenantId, sqlPage(page), nameContains)),
+    tenantRegistries: (tenantId) => op(() => registries.tenantRegistries(tenantId)),
+    insertRegistry: (registry) => naming("registry", registry.name, () => registries.insertRegistry(registry)),
+    updateRegistry: (registry) => naming("registry", registry.name, () => registries.updateRegistry(registry)),
+    deleteRegistry: (id) => op(() => registries.deleteRegistry(id)),
+    resealRegistryPasswords: (reseal) => op(() => registries.resealRegistryPasswords(reseal)),
+    serviceGrant: (sandboxId, port) => op(() => registries.serviceGrant(sandboxId, port)),
+    serviceGrantById: (id) => op(() => registries.serviceGrantById(id)),
+    listServiceGrants: (sandboxId, now) => op(() => registries.listServiceGrants(sandboxId, now)),
+    putServiceGrant: (grant) => op(() => registries.putServiceGrant(grant)),
+    extendServiceGrant: (id, expiresAt) => op(() => registries.extendServiceGrant(id, expiresAt)),
+    deleteServiceGrants: (sandboxId, port) => op(() => registries.deleteServiceGrants(sandboxId, port))
   }
 }
 

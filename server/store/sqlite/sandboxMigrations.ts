@@ -136,5 +136,36 @@ export const sandboxMigrations: ReadonlyArray<Migration> = [
       DROP INDEX sandbox_volumes_name;
       CREATE UNIQUE INDEX sandbox_volumes_name_in_organization ON sandbox_volumes(organization_id, name);
     `
+  },
+  {
+    // Private image registries (credentials sealed with the secrets key; the password column
+    // never holds plaintext) and the ports of boxes shared by service URLs. A grant names its
+    // box by id without a foreign key: a rebuild of the sandboxes table must not touch it, and
+    // a token is only honoured while its box exists under the token's tenant.
+    id: "240_sandbox_registries",
+    sql: `
+      CREATE TABLE sandbox_registries (
+        seq INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        tenant_id TEXT NOT NULL REFERENCES tenants(id),
+        name TEXT NOT NULL,
+        url TEXT NOT NULL,
+        username TEXT NOT NULL,
+        password_sealed TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE UNIQUE INDEX sandbox_registries_name ON sandbox_registries(tenant_id, name);
+
+      CREATE TABLE sandbox_service_grants (
+        id TEXT PRIMARY KEY,
+        tenant_id TEXT NOT NULL,
+        sandbox_id TEXT NOT NULL,
+        port INTEGER NOT NULL CHECK (port BETWEEN 1 AND 65535),
+        created_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL
+      );
+      CREATE UNIQUE INDEX sandbox_service_grants_port ON sandbox_service_grants(sandbox_id, port);
+    `
   }
 ]

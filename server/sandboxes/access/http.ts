@@ -1,0 +1,310 @@
+/**
+ * The links the access endpoints mint, served outside the API table (no API key: the token is
+ * the credential):
+ *
+ * - `GET|HEAD {public}/sandbox-downloads/{token}`: the pinned file of the box, through the
+ *   dataplane's `/download` (Range, If-None-Match, HEAD), with the content type and disposition
+ *   the link was minted with. A stopped box is started first.
+ * - `{public}/sandbox-services/{box id}/{port}/…` (any method, and WebSocket upgrades): proxied to
+ *   that port inside the box, path after the prefix, with the token in the header
+ *   `X-Langsmith-Sandbox-Service-Token` or the cookie `browser_url` sets. The token and the cookie
+ *   are removed before the request reaches the box.
+ * - `GET {public}/sandbox-service-login?token=…` (`browser_url`): sets that cookie (HttpOnly,
+ *   SameSite=Lax, scoped to the service's path, as long as the token lives) and redirects.
+ *
+ * A missing, malformed, expired or withdrawn token is 401; a valid token for another box or
+ * port is 403 (another tenant's token never names this box). Answers of a box are served with a
+ * `Content-Security-Policy: sandbox` (an opaque origin): they share Slipway's origin, and must not
+ * read what the console keeps there.
+ */
+import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from "node:http"
+import { connect } from "node:net"
+import { posix } from "node:path"
+import type { Duplex } from "node:stream"
+import { Effect } from "effect"
+import type { RawHttp } from "../../module.ts"
+import { DataplaneError, rejectUpgrade, sendError } from "../dataplane/index.ts"
+import {
+  type AccessShared,
+  DOWNLOAD_PREFIX,
+  makeAccessShared,
+  SERVICE_COOKIE,
+  SERVICE_LOGIN_PATH,
+  SERVICE_PREFIX,
+  SERVICE_TOKEN_HEADER,
+  servicePath
+} from "./shared.ts"
+import { type DownloadClaims, type ServiceClaims, unexpired } from "./tokens.ts"
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+/** How long a link waits for a stopped box it woke to be ready. */
+const WAKE_MS = 60_000
+/** Browsers get the service in an opaque origin: scripts, forms and popups work; Slipway's storage and cookies are out of reach. */
+const SERVICE_CSP = "sandbox allow-scripts allow-forms allow-popups allow-popups-to-escape-sandbox allow-modals allow-downloads allow-pointer-lock allow-presentation"
+
+const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer", "transfer-encoding", "upgrade", "host"])
+
+/** `{sandboxId, port, rest}` of a service URL path, or undefined. */
+export const parseServicePath = (url: string): { readonly sandboxId: string; readonly port: number; readonly rest: string | undefined } | undefined => {
+  if (!url.startsWith(SERVICE_PREFIX)) return undefined
+  const match = /^([0-9a-fA-F-]{36})\/([0-9]{1,5})(\/[^]*|\?[^]*)?$/.exec(url.slice(SERVICE_PREFIX.length))
+  if (!match || !UUID.test(match[1]!.toLowerCase())) return undefined
+  const port = Number(match[2])
+  if (port < 1 || port > 65535) return undefined
+  const tail = match[3]
+  return { sandboxId: match[1]!.toLowerCase(), port, rest: tail === undefined || tail.startsWith("?") ? undefined : tail }
+}
+
+const cookieToken = (header: string | undefined): string | undefined => {
+  if (!header) return undefined
+  for (const part of header.split(";")) {
+    const eq = part.indexOf("=")
+    if (eq !== -1 && part.slice(0, eq).trim() === SERVICE_COOKIE) return part.slice(eq + 1).trim()
+  }
+  return undefined
+}
+
+/** The Cookie header without Slipway's cookie (the box never sees the token). */
+const withoutOurCookie = (header: string | undefined): string | undefined => {
+  if (!header) return undefined
+  const kept = header
+    .split(";")
+    .map((part) => part.trim())
+    .filter((part) => part !== "" && part.split("=")[0]!.trim() !== SERVICE_COOKIE)
+  return kept.length > 0 ? kept.join("; ") : undefined
+}
+
+const headerValue = (value: string | ReadonlyArray<string> | undefined) => (Array.isArray(value) ? value[0] : (value as string | undefined))
+
+/** What the box receives: the client's headers without hop-by-hop ones, the token or Slipway's cookie; with X-Forwarded-*. */
+const forwardedHeaders = (request: IncomingMessage, prefix: string, keepUpgrade: boolean): OutgoingHttpHeaders => {
+  const out: OutgoingHttpHeaders = {}
+  const connectionTokens = new Set(
+    String(request.headers.connection ?? "")
+      .split(",")
+      .map((token) => token.trim().toLowerCase())
+  )
+  for (const [name, value] of Object.entries(request.headers as IncomingHttpHeaders)) {
+    if (value === undefined || name === SERVICE_TOKEN_HEADER || name === "cookie") continue
+    if (!keepUpgrade && (HOP_BY_HOP.has(name) || connectionTokens.has(name))) continue
+    if (keepUpgrade && name === "host") continue
+    out[name] = value
+  }
+  const cookie = withoutOurCookie(headerValue(request.headers.cookie))
+  if (cookie) out.cookie = cookie
+  out.host = headerValue(request.headers.host) ?? "localhost"
+  out["x-forwarded-prefix"] = prefix
+  out["x-forwarded-host"] = headerValue(request.headers.host) ?? ""
+  out["x-forwarded-for"] = request.socket.remoteAddress ?? ""
+  return out
+}
+
+const fail = (status: number, type: string, message: string, headers?: Record<string, string>) => Effect.fail(new DataplaneError(status, type, message, headers))
+
+export const makeAccessHttp = (shared: AccessShared): RawHttp => {
+  const { store, controller, dataplane, tokens, log, secure } = shared
+
+  /** The box of the token's tenant, started (and awaited) when it is stopped. */
+  const runningBox = (tenantId: string, sandboxId: string) =>
+    Effect.gen(function* () {
+      let box = yield* store.sandboxById(tenantId, sandboxId)
+      if (!box) return yield* fail(404, "NotFound", "the sandbox of this link no longer exists")
+      if (box.status === "stopped" || box.status === "failed") box = yield* controller.request(box, { _tag: "Start" })
+      if (box.status !== "ready") box = (yield* controller.awaitSettled(tenantId, sandboxId, WAKE_MS)) ?? box
+      if (box.status !== "ready") return yield* fail(503, "ServiceUnavailable", `the sandbox is ${box.status}; retry shortly`, { "retry-after": "2" })
+      return box
+    })
+
+  /** Checks a service token against the box and port asked for. */
+  const authorizeService = (token: string | undefined, sandboxId: string, port: number) =>
+    Effect.gen(function* () {
+      if (!token) return yield* fail(401, "Unauthorized", `missing ${SERVICE_TOKEN_HEADER} header (or open browser_url first)`)
+      const claims = tokens.verify(token)
+      if (!claims || claims.k !== "s") return yield* fail(401, "Unauthorized", "invalid service token")
+      if (claims.b !== sandboxId || claims.p !== port) return yield* fail(403, "Forbidden", "this service token is for another sandbox or port")
+      if (!unexpired(claims.e)) return yield* fail(401, "Unauthorized", "the service token has expired: mint a new service URL")
+      const grant = yield* store.serviceGrantById(claims.g)
+      if (!grant || grant.sandbox_id !== claims.b || grant.port !== claims.p || grant.tenant_id !== claims.t) {
+        return yield* fail(401, "Unauthorized", "this port is no longer shared: mint a new service URL")
+      }
+      return claims
+    })
+
+  const run = <A>(effect: Effect.Effect<A, DataplaneError | { readonly _tag: string; readonly message: string }>): Promise<A> =>
+    Effect.runPromise(
+      effect.pipe(
+        Effect.mapError((error) => (error instanceof DataplaneError ? error : new DataplaneError(503, "ServiceUnavailable", error.message, { "retry-after": "1" })))
+      ) as Effect.Effect<A, DataplaneError>
+    )
+
+  const asDataplaneError = (error: unknown) => (error instanceof DataplaneError ? error : new DataplaneError(500, "InternalError", "the link could not be served"))
+
+  // ------------------------------------------------------------------ downloads
+
+  const download = async (request: IncomingMessage, response: ServerResponse, token: string) => {
+    if (request.method !== "GET" && request.method !== "HEAD") throw new DataplaneError(405, "MethodNotAllowed", "a download link accepts GET and HEAD", { allow: "GET, HEAD" })
+    const claims = tokens.verify(token)
+    if (!claims || claims.k !== "d") throw new DataplaneError(401, "Unauthorized", "invalid download link")
+    if (!unexpired(claims.e)) throw new DataplaneError(401, "Unauthorized", "this download link has expired")
+    if (!dataplane.handle) throw new DataplaneError(503, "ServiceUnavailable", "download links need a runtime that runs sandboxes (SLIPWAY_RUNTIME=local)")
+    const box = await run(runningBox(claims.t, claims.b))
+    overrideDownloadHeaders(response, claims)
+    request.resume()
+    dataplane.handle(request, response, {
+      sandboxId: box.id,
+      subpath: `/download?path=${encodeURIComponent(claims.f)}`,
+      auth: { keyId: "download-link", organizationId: "", tenantId: claims.t }
+    })
+  }
+
+  // ------------------------------------------------------------------ service URLs
+
+  const login = async (request: IncomingMessage, response: ServerResponse) => {
+    if (request.method !== "GET" && request.method !== "HEAD") throw new DataplaneError(405, "MethodNotAllowed", "browser_url accepts GET", { allow: "GET" })
+    const token = new URL(request.url ?? "/", "http://slipway.invalid").searchParams.get("token") ?? ""
+    const claims = tokens.verify(token)
+    if (!claims || claims.k !== "s") throw new DataplaneError(401, "Unauthorized", "invalid service token")
+    await run(authorizeService(token, claims.b, claims.p))
+    const path = servicePath(claims.b, claims.p)
+    const maxAge = Math.max(0, claims.e - Math.floor(Date.now() / 1000))
+    request.resume()
+    response.writeHead(303, {
+      location: path,
+      "set-cookie": `${SERVICE_COOKIE}=${token}; Path=${path}; Max-Age=${maxAge}; HttpOnly; SameSite=Lax${secure ? "; Secure" : ""}`,
+      "referrer-policy": "no-referrer",
+      "cache-control": "no-store",
+      "content-length": "0"
+    })
+    response.end()
+  }
+
+  /** The unix socket of the box's port (a relay in its network namespace). */
+  const reach = (sandboxId: string, port: number) =>
+    dataplane.connectPort!(sandboxId, port).catch((error: unknown) => {
+      throw error instanceof DataplaneError ? error : new DataplaneError(503, "ServiceUnavailable", `the sandbox's port ${port} cannot be reached yet; retry shortly`, { "retry-after": "1" })
+    })
+
+  const serviceToken = (request: IncomingMessage) => headerValue(request.headers[SERVICE_TOKEN_HEADER]) ?? cookieToken(headerValue(request.headers.cookie))
+
+  const proxy = async (request: IncomingMessage, response: ServerResponse, target: { sandboxId: string; port: number; rest: string }) => {
+    const claims: ServiceClaims = await run(authorizeService(serviceToken(request), target.sandboxId, target.port))
+    if (!dataplane.connectPort) throw new DataplaneError(503, "ServiceUnavailable", "service URLs need a runtime that runs sandboxes (SLIPWAY_RUNTIME=local)")
+    await run(runningBox(claims.t, claims.b))
+    const socketPath = await reach(target.sandboxId, target.port)
+    const prefix = servicePath(target.sandboxId, target.port).slice(0, -1)
+    await new Promise<void>((resolve) => {
+      const upstream = httpRequest({ socketPath, method: request.method, path: target.rest, headers: forwardedHeaders(request, prefix, false), setHost: false })
+      upstream.on("response", (answer) => {
+        const headers: OutgoingHttpHeaders = {}
+        for (const [name, value] of Object.entries(answer.headers)) {
+          if (value !== undefined && !HOP_BY_HOP.has(name) && name !== "content-security-policy") headers[name] = value
+        }
+        headers["content-security-policy"] = SERVICE_CSP
+        response.writeHead(answer.statusCode ?? 502, headers)
+        answer.pipe(response)
+        answer.on("end", resolve)
+        answer.on("error", () => response.destroy())
+      })
+      upstream.on("error", (error) => {
+        if (!response.headersSent) {
+          sendError(request, response, new DataplaneError(502, "BadGateway", `nothing answered on port ${target.port} in the sandbox (${(error as NodeJS.ErrnoException).code ?? error.message})`))
+        } else response.destroy()
+        resolve()
+      })
+      response.on("close", () => {
+        if (!response.writableFinished) upstream.destroy()
+        resolve()
+      })
+      request.pipe(upstream)
+    })
+  }
+
+  const proxyUpgrade = async (request: IncomingMessage, socket: Duplex, head: Buffer, target: { sandboxId: string; port: number; rest: string }) => {
+    const claims = await run(authorizeService(serviceToken(request), target.sandboxId, target.port))
+    if (!dataplane.connectPort) throw new DataplaneError(503, "ServiceUnavailable", "service URLs need a runtime that runs sandboxes (SLIPWAY_RUNTIME=local)")
+    await run(runningBox(claims.t, claims.b))
+    const socketPath = await reach(target.sandboxId, target.port)
+    const headers = forwardedHeaders(request, servicePath(target.sandboxId, target.port).slice(0, -1), true)
+    const upstream = connect(socketPath)
+    const lines = [`${request.method ?? "GET"} ${target.rest} HTTP/1.1`]
+    for (const [name, value] of Object.entries(headers)) {
+      for (const one of Array.isArray(value) ? value : [value]) if (one !== undefined && !/[\r\n]/.test(String(one))) lines.push(`${name}: ${one}`)
+    }
+    upstream.write(`${lines.join("\r\n")}\r\n\r\n`)
+    if (head.length > 0) upstream.write(head)
+    upstream.on("error", () => socket.destroy())
+    socket.on("error", () => upstream.destroy())
+    socket.on("close", () => upstream.destroy())
+    upstream.on("close", () => socket.destroy())
+    socket.pipe(upstream).pipe(socket)
+  }
+
+  const answerError = (request: IncomingMessage, response: ServerResponse) => (error: unknown) => {
+    const known = asDataplaneError(error)
+    // The URL holds the token (download links, browser_url): only the kind of link is logged.
+    if (!(error instanceof DataplaneError)) log.warn("sandbox link failed", { link: (request.url ?? "").split("/")[1]!.split("?")[0], error: (error as Error)?.message })
+    if (!request.readableEnded) request.resume()
+    if (response.headersSent) return void response.destroy()
+    sendError(request, response, known)
+  }
+
+  return {
+    request: (request, response) => {
+      const url = request.url ?? "/"
+      if (url.startsWith(DOWNLOAD_PREFIX)) {
+        const token = url.slice(DOWNLOAD_PREFIX.length).split(/[/?]/)[0]!
+        // Tokens are base64url and '.': nothing to decode (a stray '%' just fails verification).
+        void download(request, response, token).catch(answerError(request, response))
+        return true
+      }
+      if (url === SERVICE_LOGIN_PATH || url.startsWith(`${SERVICE_LOGIN_PATH}?`)) {
+        void login(request, response).catch(answerError(request, response))
+        return true
+      }
+      if (!url.startsWith(SERVICE_PREFIX)) return false
+      const target = parseServicePath(url)
+      if (!target) {
+        sendError(request, response, new DataplaneError(404, "NotFound", "not a service URL"))
+        return true
+      }
+      if (target.rest === undefined) {
+        // The service's root is the prefix with its slash: relative links in its pages resolve under it.
+        const query = url.includes("?") ? url.slice(url.indexOf("?")) : ""
+        request.resume()
+        response.writeHead(308, { location: `${servicePath(target.sandboxId, target.port)}${query}`, "content-length": "0" })
+        response.end()
+        return true
+      }
+      void proxy(request, response, { ...target, rest: target.rest }).catch(answerError(request, response))
+      return true
+    },
+    upgrade: (request, socket, head) => {
+      const target = parseServicePath(request.url ?? "/")
+      if (!target) return false
+      void proxyUpgrade(request, socket, head, { ...target, rest: target.rest ?? "/" }).catch((error) => {
+        const known = asDataplaneError(error)
+        rejectUpgrade(socket, known.status, known.type, known.message)
+      })
+      return true
+    }
+  }
+}
+
+/** The headers a download link was minted with, set on the dataplane's 200/206 answer; every answer is sandboxed and never sniffed. */
+const overrideDownloadHeaders = (response: ServerResponse, claims: DownloadClaims) => {
+  const original = response.writeHead.bind(response) as (status: number, ...rest: Array<unknown>) => ServerResponse
+  const name = posix.basename(claims.f).replace(/[^\x20-\x7e]|["\\]/g, "_") || "download"
+  const disposition = `${claims.cd ?? "attachment"}; filename="${name}"; filename*=UTF-8''${encodeURIComponent(posix.basename(claims.f) || "download")}`
+  ;(response as { writeHead: unknown }).writeHead = (status: number, ...rest: Array<unknown>) => {
+    const reason = typeof rest[0] === "string" ? (rest[0] as string) : undefined
+    const given = (typeof rest[0] === "string" ? rest[1] : rest[0]) as Record<string, string | number> | undefined
+    const headers: Record<string, string | number> = { ...given, "x-content-type-options": "nosniff", "content-security-policy": "sandbox" }
+    if (status === 200 || status === 206) {
+      if (claims.ct) headers["content-type"] = claims.ct
+      headers["content-disposition"] = disposition
+    }
+    return reason === undefined ? original(status, headers) : original(status, reason, headers)
+  }
+}
+
+export const accessHttp = Effect.map(makeAccessShared, makeAccessHttp)

@@ -1,0 +1,17 @@
+/**
+ * The sandbox area's access features as a server area of their own (issue 15): registries,
+ * service URLs and download URLs. Built on the sandbox module's runtime (its controller and
+ * dataplane, in the same server context); adds no Layer.
+ */
+import { Effect } from "effect"
+import type { ServerModule } from "../../module.ts"
+import { accessRoutes } from "../routes/access.ts"
+import { registryRoutes } from "../routes/registries.ts"
+import { accessHttp } from "./http.ts"
+import { makeAccessShared } from "./shared.ts"
+
+export const sandboxAccessModule: ServerModule = {
+  name: "sandbox-access",
+  routes: Effect.map(makeAccessShared, (shared) => [...registryRoutes(shared), ...accessRoutes(shared)]),
+  http: accessHttp
+}

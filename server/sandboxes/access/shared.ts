@@ -1,0 +1,41 @@
+/** What the registry, service URL and download URL handlers and their HTTP hook share. */
+import { Effect } from "effect"
+import { makeSecretBox } from "../../deployments/secrets.ts"
+import { ServerEnv } from "../../module.ts"
+import { SandboxStore } from "../../store/SandboxStore.ts"
+import { SandboxController } from "../controller.ts"
+import { Dataplane } from "../Dataplane.ts"
+import { makeAccessTokens } from "./tokens.ts"
+
+/** Where the links are served, under the server's public URL. */
+export const SERVICE_PREFIX = "/sandbox-services/"
+export const SERVICE_LOGIN_PATH = "/sandbox-service-login"
+export const DOWNLOAD_PREFIX = "/sandbox-downloads/"
+/** The header `service_url` requests carry (the npm client's `SERVICE_TOKEN_HEADER`). */
+export const SERVICE_TOKEN_HEADER = "x-langsmith-sandbox-service-token"
+/** The cookie `browser_url` sets (HttpOnly, scoped to the service's path). */
+export const SERVICE_COOKIE = "slipway_sandbox_service"
+
+export const makeAccessShared = Effect.gen(function* () {
+  const { config, publicUrl, log } = yield* ServerEnv
+  const store = yield* SandboxStore
+  const controller = yield* SandboxController
+  const dataplane = yield* Dataplane
+  // startServer always resolves a key (SLIPWAY_SECRETS_KEY or the key file); a bare test setup may not.
+  const secretsKey = config.secretsKey ?? (yield* Effect.die(new Error("the sandbox access features need the secrets key")))
+  return {
+    store,
+    controller,
+    dataplane,
+    log,
+    publicUrl,
+    secure: publicUrl.startsWith("https://"),
+    secrets: makeSecretBox(secretsKey, config.previousSecretsKeys),
+    tokens: makeAccessTokens(secretsKey)
+  }
+})
+
+export type AccessShared = Effect.Success<typeof makeAccessShared>
+
+/** The path of a box port's service, with its trailing slash. */
+export const servicePath = (sandboxId: string, port: number) => `${SERVICE_PREFIX}${sandboxId}/${port}/`
