@@ -2,9 +2,10 @@
 import { deploymentEndpoints } from "./deployments.ts"
 import { logEndpoints } from "./logs.ts"
 import { sandboxEndpoints } from "./sandboxes.ts"
+import { snapshotEndpoints } from "./snapshots.ts"
 import { systemEndpoints } from "./system.ts"
 
-export const Api = { ...systemEndpoints, ...deploymentEndpoints, ...logEndpoints, ...sandboxEndpoints } as const
+export const Api = { ...systemEndpoints, ...deploymentEndpoints, ...logEndpoints, ...sandboxEndpoints, ...snapshotEndpoints } as const
 export type Api = typeof Api
 
 export * from "./common.ts"
@@ -13,4 +14,4 @@ export * from "./errors.ts"
 export * from "./validation.ts"
 export * from "./openapi.ts"
 export * from "./logs.ts"
-export { deploymentEndpoints, logEndpoints, sandboxEndpoints, systemEndpoints }
+export { deploymentEndpoints, logEndpoints, sandboxEndpoints, snapshotEndpoints, systemEndpoints }
