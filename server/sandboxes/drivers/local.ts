@@ -10,7 +10,7 @@ import { Effect, Layer } from "effect"
 import { LocalHost } from "../../runtime/local/LocalHost.ts"
 import type { RunningBox } from "../../runtime/local/boxes.ts"
 import { ServerEnv } from "../../module.ts"
-import { type BoxObservationSink, type BoxWork, SandboxDriver, VolumeError } from "../Driver.ts"
+import { type BoxObservationSink, type BoxWork, ImageError, SandboxDriver, VolumeError } from "../Driver.ts"
 import { imageEnvironment } from "../../runtime/local/images.ts"
 
 const MiB = 1024n * 1024n
@@ -42,7 +42,9 @@ export const makeLocalSandboxDriver = Effect.gen(function* () {
       return
     }
     await report(id, { _tag: "Progress", message: `pulling image ${work.template.image}` })
-    const image = await host.images.pull(work.template.image, { onProgress: (message) => void report(id, { _tag: "Progress", message }) })
+    // A snapshot's box runs the image the snapshot was built with (by digest, from the cache), not whatever its tag points at now.
+    const pinned = work.imageDigest ? await host.images.lookup(work.imageDigest) : null
+    const image = pinned ?? (await host.images.pull(work.template.image, { onProgress: (message) => void report(id, { _tag: "Progress", message }) }))
     await report(id, { _tag: "Progress", message: "starting box" })
     const box: RunningBox = await host.boxes.start({
       id,
@@ -105,7 +107,13 @@ export const makeLocalSandboxDriver = Effect.gen(function* () {
     resizeVolume: (volumeId, sizeBytes) =>
       Effect.tryPromise({ try: () => host.volumes.grow(volumeId, Number(sizeBytes)), catch: (error) => new VolumeError({ message: messageOf(error) }) }).pipe(Effect.asVoid),
     deleteVolume: (volumeId) =>
-      Effect.tryPromise({ try: () => host.volumes.destroy(volumeId), catch: (error) => new VolumeError({ message: messageOf(error) }) })
+      Effect.tryPromise({ try: () => host.volumes.destroy(volumeId), catch: (error) => new VolumeError({ message: messageOf(error) }) }),
+    // The same image store as templates: a snapshot is ready once its image is pulled and unpacked.
+    prepareImage: (image) =>
+      Effect.tryPromise({
+        try: async () => ({ digest: (await host.images.pull(image)).digest }),
+        catch: (error) => new ImageError({ message: messageOf(error) })
+      })
   })
 })
 
