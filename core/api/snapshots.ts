@@ -10,7 +10,7 @@ import { CaptureSnapshot, CreateSnapshot, ListSnapshotsQuery, Snapshot, Snapshot
 import { endpoint } from "./endpoint.ts"
 
 const area = "sandbox"
-const tag = "snapshots"
+const tag = "sandboxes"
 const base = "/v2/sandboxes"
 
 export const snapshotEndpoints = {
