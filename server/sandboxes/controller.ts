@@ -213,7 +213,8 @@ export const makeSandboxController = Effect.gen(function* () {
         yield* expire(box, `ttl_seconds ${box.ttl_seconds} passed`)
       } else if (box.status === "stopped" && (box.delete_after_stop_seconds ?? 0) > 0 && box.stopped_at !== null && now >= Date.parse(box.stopped_at) + box.delete_after_stop_seconds! * 1000) {
         yield* expire(box, `stopped for delete_after_stop_seconds ${box.delete_after_stop_seconds}`)
-      } else if (box.status === "ready" && (box.idle_ttl_seconds ?? 0) > 0) {
+      } else if (box.status === "ready" && (box.idle_ttl_seconds ?? 0) > 0 && tenants.has(box.id)) {
+        // Only the process that runs the box (and so serves its dataplane) knows when it was last used.
         const lastActive = Math.max(activity.get(box.id) ?? 0, Date.parse(box.updated_at))
         if (now >= lastActive + box.idle_ttl_seconds! * 1000) {
           log.info("sandbox idle: stopping", { sandbox_id: box.id, name: box.name, idle_ttl_seconds: box.idle_ttl_seconds })
