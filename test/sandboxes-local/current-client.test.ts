@@ -11,7 +11,8 @@ import * as Current from "langsmith/sandbox"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { pushTestImages, removeTestImages } from "../support/images.ts"
 import { startRegistry } from "../support/registry.ts"
-import { eventually, startTestServer, type TestServer } from "../support/server.ts"
+import Database from "better-sqlite3"
+import { eventually, startTestServer, tempDatabasePath, type TestServer } from "../support/server.ts"
 
 let registry: Awaited<ReturnType<typeof startRegistry>>
 let t: TestServer
@@ -184,4 +185,45 @@ describe("retention on the local runtime", () => {
     await c.deleteSandbox("idle")
     await c.deleteSnapshot(snapshot.id)
   }, 180_000)
+})
+
+describe("a restart on the local runtime", () => {
+  it("brings a snapshot's box back with its files, and builds again a snapshot left building", async () => {
+    const database = tempDatabasePath("snapshot-restart")
+    try {
+      const first = await startTestServer({ runtime: "local", databasePath: database.path })
+      let snapshotId: string
+      try {
+        const c = new Current.SandboxClient({ apiKey: first.key, apiEndpoint: `${first.url}/api/v2/sandboxes`, maxRetries: 0 })
+        const snapshot = await c.createSnapshot("restart-snap", "python:3.12-slim", GiB, { timeout: 120 })
+        snapshotId = snapshot.id
+        const box = await c.createSandbox(snapshot.id, { name: "survivor", timeout: 120 })
+        await box.write("/home/user/state", "before")
+      } finally {
+        await first.close()
+      }
+      // A snapshot the server had not finished building when it stopped.
+      const db = new Database(database.path)
+      const at = new Date().toISOString()
+      db.prepare(
+        `INSERT INTO sandbox_snapshots (id, tenant_id, name, docker_image, image_digest, fs_capacity_bytes, status, status_message, created_at, updated_at)
+         SELECT ?, tenant_id, 'unfinished', 'python:3.12-slim', NULL, ?, 'building', 'pulling image python:3.12-slim', ?, ? FROM sandbox_snapshots WHERE id = ?`
+      ).run(crypto.randomUUID(), GiB, at, at, snapshotId!)
+      db.close()
+
+      const second = await startTestServer({ runtime: "local", databasePath: database.path })
+      try {
+        const c = new Current.SandboxClient({ apiKey: second.key, apiEndpoint: `${second.url}/api/v2/sandboxes`, maxRetries: 0 })
+        const box = await c.waitForSandbox("survivor", { timeout: 60, pollInterval: 0.1 })
+        expect(new TextDecoder().decode(await box.read("/home/user/state"))).toBe("before")
+        const [unfinished] = await c.listSnapshots({ nameContains: "unfinished" })
+        const built = await c.waitForSnapshot(unfinished!.id, { timeout: 60, pollInterval: 0.1 })
+        expect(built.image_digest).toMatch(/^sha256:/)
+      } finally {
+        await second.close()
+      }
+    } finally {
+      database.remove()
+    }
+  }, 240_000)
 })
