@@ -70,6 +70,7 @@ export const CaptureSnapshot = Schema.Struct({ name: Schema.String }).annotate({
 
 export const ListSnapshotsQuery = Schema.Struct({
   name_contains: Schema.optionalKey(Schema.String.check(rule((text: string) => text.length <= maxSnapshotNameLength, `must be at most ${maxSnapshotNameLength} characters`, "string_too_long"))),
+  status: Schema.optionalKey(SnapshotStatus),
   ...pageQueryFields(snapshotPage)
 })
 

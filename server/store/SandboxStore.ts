@@ -132,6 +132,16 @@ export interface SnapshotPage {
   readonly offset: number
   /** Case-insensitive substring of the name. */
   readonly nameContains?: string
+  readonly status?: SnapshotStatus
+}
+
+/** A filtered page of boxes (the real API's list filters); unfiltered lists use `listSandboxes`. */
+export interface SandboxFilter {
+  readonly limit: number
+  readonly offset: number
+  /** Case-insensitive substring of the name. */
+  readonly nameContains?: string
+  readonly status?: BoxLifecycle
 }
 
 type Op<A, E = never> = Effect.Effect<A, StoreError | E>
@@ -179,6 +189,8 @@ export class SandboxStore extends Context.Service<
     readonly sandboxById: (tenantId: string, id: string) => Op<SandboxRecord | undefined>
     readonly sandboxNameTaken: (tenantId: string, name: string) => Op<boolean>
     readonly listSandboxes: (tenantId: string, page: Page) => Op<ReadonlyArray<SandboxRecord>>
+    /** In creation order, like `listSandboxes`, filtered (a plain OFFSET walk over the matches). */
+    readonly listSandboxesMatching: (tenantId: string, filter: SandboxFilter) => Op<ReadonlyArray<SandboxRecord>>
     readonly insertSandbox: (sandbox: NewSandbox) => Op<void, SandboxConflict>
     readonly renameSandbox: (sandbox: SandboxRecord, name: string, now: string) => Op<void, SandboxConflict>
     readonly deleteSandbox: (id: string) => Op<void>

@@ -276,6 +276,9 @@ export const sandboxStoreSuite = (backend: string, stores: Layer.Layer<SandboxSt
         expect(yield* names({ limit: 10, offset: 0, nameContains: "%" })).toEqual([])
         expect(yield* names({ limit: 10, offset: 0, nameContains: "_" })).toEqual([])
         expect(yield* names({ limit: 10, offset: 2 ** 60 })).toEqual([])
+        expect(yield* names({ limit: 10, offset: 0, status: "ready" })).toEqual([made.name])
+        expect(yield* names({ limit: 10, offset: 0, status: "building", nameContains: "a" })).toEqual(["alpha-py", "beta", "gamma-py"])
+        expect(yield* names({ limit: 10, offset: 0, status: "failed" })).toEqual([])
 
         yield* store.deleteSnapshot(more[1]!.id)
         expect(yield* store.snapshotById(tenantId, more[1]!.id)).toBeUndefined()
@@ -324,6 +327,18 @@ export const sandboxStoreSuite = (backend: string, stores: Layer.Layer<SandboxSt
         yield* store.insertSandbox({ id: plain, tenant_id: tenantId, name: unique("plain"), template_id: tpl.id, pool_id: null, status: "ready", status_message: null, created_at: at(), updated_at: at() })
         expect(yield* store.sandboxById(tenantId, plain)).toMatchObject({ template_name: tpl.name, snapshot_id: null, image: null, vcpus: null, ttl_seconds: null })
         expect((yield* store.sandboxesWithRetention()).map((item) => item.id)).not.toContain(plain)
+
+        // Filtered pages: name substring (case-insensitive, no wildcards) and status, in creation order.
+        const matching = (filter: Omit<Parameters<typeof store.listSandboxesMatching>[1], "limit" | "offset">, offset = 0, limit = 10) =>
+          Effect.map(store.listSandboxesMatching(tenantId, { limit, offset, ...filter }), (items) => items.map((item) => item.id))
+        expect(yield* matching({ nameContains: "BOX" })).toEqual([id])
+        expect(yield* matching({ status: "ready" })).toEqual([plain])
+        expect(yield* matching({ status: "provisioning" })).toEqual([id])
+        expect(yield* matching({ nameContains: "-" })).toEqual([id, plain])
+        expect(yield* matching({ nameContains: "-" }, 1, 1)).toEqual([plain])
+        expect(yield* matching({ nameContains: "%" })).toEqual([])
+        expect(yield* matching({ nameContains: "-" }, 2 ** 60)).toEqual([])
+        expect(yield* Effect.map(store.listSandboxesMatching(randomUUID(), { limit: 10, offset: 0, nameContains: "-" }), (items) => items.length)).toBe(0)
 
         yield* store.deleteSandbox(id)
         expect(yield* store.snapshotUsage(made.id)).toBe(0)

@@ -135,7 +135,13 @@ export const boxRoutes = ({ store, controller, sandboxJson, freeSandboxName, lau
 
     implement(Api.listBoxes, ({ query }, { auth }) => {
       const page = Pagination.resolve(query, sandboxPage)
-      return Effect.map(store.listSandboxes(auth.tenantId, page), (boxes) => Pagination.response("sandboxes", boxes.map(sandboxJson), page))
+      const filter = {
+        ...(query.name_contains !== undefined && query.name_contains !== "" ? { nameContains: query.name_contains } : {}),
+        ...(query.status !== undefined ? { status: query.status } : {})
+      }
+      // Unfiltered pages keep the indexed deep-offset path; filtered ones walk the matches.
+      const boxes = Object.keys(filter).length === 0 ? store.listSandboxes(auth.tenantId, page) : store.listSandboxesMatching(auth.tenantId, { ...page, ...filter })
+      return Effect.map(boxes, (found) => Pagination.response("sandboxes", found.map(sandboxJson), page))
     }),
 
     implement(Api.getBox, ({ params }, { auth }) => Effect.map(mustGetBox(auth.tenantId, params.name), sandboxJson)),

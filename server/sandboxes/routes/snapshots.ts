@@ -70,7 +70,10 @@ export const snapshotRoutes = ({ store, controller, driver }: SandboxShared) => 
 
     implement(Api.listSnapshots, ({ query }, { auth }) => {
       const page = Pagination.resolve(query, snapshotPage)
-      const filter = query.name_contains !== undefined && query.name_contains !== "" ? { nameContains: query.name_contains } : {}
+      const filter = {
+        ...(query.name_contains !== undefined && query.name_contains !== "" ? { nameContains: query.name_contains } : {}),
+        ...(query.status !== undefined ? { status: query.status } : {})
+      }
       return Effect.map(store.listSnapshots(auth.tenantId, { ...page, ...filter }), (snapshots) => Pagination.response("snapshots", snapshots.map(snapshotJson), page))
     }),
 

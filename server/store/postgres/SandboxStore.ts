@@ -43,6 +43,9 @@ const toSnapshot = (row: SnapshotRow): SnapshotRecord => ({ ...row, fs_capacity_
 const sandboxes = <E, R>(effect: Effect.Effect<Array<SandboxRow>, E, R>) => Effect.map(effect, (rows) => rows.map(toSandbox))
 const sandbox = <E, R>(effect: Effect.Effect<SandboxRow | undefined, E, R>) => Effect.map(effect, (row) => row && toSandbox(row))
 
+/** An OFFSET Postgres can bind (bigint): no table holds 2^53 rows, so a larger offset reads the same empty page. */
+const pgOffset = (offset: number) => (Number.isFinite(offset) ? String(Math.min(Math.max(0, Math.trunc(offset)), Number.MAX_SAFE_INTEGER)) : String(Number.MAX_SAFE_INTEGER))
+
 /** The list queries ($1 tenant, $2 limit, $3 checkpoint seq, $4 rows to skip from it). */
 export const pgListSql = {
   volumes: `SELECT ${volumeColumns} FROM sandbox_volumes v WHERE ${pageWhere("sandbox_volumes", "v")}`,
@@ -245,6 +248,15 @@ export const makePostgresSandboxStore = (kit: PgStoreKit): SandboxStore["Service
         (n) => n > 0
       ),
     allSandboxes: () => sandboxes(query<SandboxRow>(`SELECT ${sandboxColumns} ${sandboxFrom} ORDER BY s.seq`)),
+    listSandboxesMatching: (tenantId, filter) =>
+      sandboxes(
+        query<SandboxRow>(
+          `SELECT ${sandboxColumns} ${sandboxFrom} WHERE s.tenant_id = $1 AND ($2::text IS NULL OR strpos(lower(s.name), lower($2::text)) > 0)
+             AND ($5::text IS NULL OR s.status = $5::text)
+           ORDER BY s.seq LIMIT $3 OFFSET $4`,
+          [tenantId, filter.nameContains ?? null, filter.limit, pgOffset(filter.offset), filter.status ?? null]
+        )
+      ),
     updateSandboxRetention: (id, retention, now) =>
       Effect.asVoid(
         execute(
@@ -268,8 +280,9 @@ export const makePostgresSandboxStore = (kit: PgStoreKit): SandboxStore["Service
       Effect.map(
         query<SnapshotRow>(
           `SELECT ${snapshotColumns} FROM sandbox_snapshots n WHERE n.tenant_id = $1 AND ($2::text IS NULL OR strpos(lower(n.name), lower($2::text)) > 0)
+             AND ($5::text IS NULL OR n.status = $5::text)
            ORDER BY n.seq LIMIT $3 OFFSET $4`,
-          [tenantId, page.nameContains ?? null, page.limit, page.offset]
+          [tenantId, page.nameContains ?? null, page.limit, pgOffset(page.offset), page.status ?? null]
         ),
         (rows) => rows.map(toSnapshot)
       ),

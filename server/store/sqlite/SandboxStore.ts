@@ -77,7 +77,8 @@ export const makeSqliteSandboxStore = (db: Db): SandboxStore["Service"] => {
 
     snapshotById: (tenantId, id) => op(() => repo.snapshotById(tenantId, id)),
     snapshotByName: (tenantId, name) => op(() => repo.snapshotByName(tenantId, name)),
-    listSnapshots: (tenantId, page) => op(() => repo.listSnapshots(tenantId, { ...sqlPage(page), ...(page.nameContains !== undefined ? { nameContains: page.nameContains } : {}) })),
+    listSnapshots: (tenantId, page) => op(() => repo.listSnapshots(tenantId, { ...page, ...sqlPage(page) })),
+    listSandboxesMatching: (tenantId, filter) => op(() => repo.listSandboxesMatching(tenantId, { ...filter, ...sqlPage(filter) })),
     insertSnapshot: (snapshot) => naming("snapshot", snapshot.name, () => repo.insertSnapshot(snapshot)),
     setSnapshotStatus: (id, from, to, message, digest, now) => op(() => repo.setSnapshotStatus(id, from, to, message, digest, now)),
     deleteSnapshot: (id) => op(() => repo.deleteSnapshot(id)),

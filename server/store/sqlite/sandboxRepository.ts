@@ -10,7 +10,7 @@ import { type Db, deferred, immediate } from "./database.ts"
 import { isShallow, makeOffsetIndex } from "./offsets.ts"
 
 import type { BoxLifecycle } from "../../../core/index.ts"
-import type { BoxRetention, PoolRecord, SandboxRecord, SnapshotPage, SnapshotRecord, SnapshotStatus, TemplateMount, VolumeRecord } from "../SandboxStore.ts"
+import type { BoxRetention, PoolRecord, SandboxFilter, SandboxRecord, SnapshotPage, SnapshotRecord, SnapshotStatus, TemplateMount, VolumeRecord } from "../SandboxStore.ts"
 
 export type SandboxStatus = BoxLifecycle
 
@@ -188,12 +188,20 @@ export const makeSandboxRepository = (db: Db) => {
     `SELECT ${sandboxColumns} ${sandboxFrom} WHERE s.ttl_seconds > 0 OR s.idle_ttl_seconds > 0 OR s.delete_after_stop_seconds > 0 ORDER BY s.seq`
   )
 
+  // instr over lower(): a substring match with no LIKE wildcards to escape.
+  const sandboxesMatching = prepareNumbers<SandboxRow>(
+    `SELECT ${sandboxColumns} ${sandboxFrom} WHERE s.tenant_id = @tenant
+       AND (@contains IS NULL OR instr(lower(s.name), lower(@contains)) > 0) AND (@status IS NULL OR s.status = @status)
+     ORDER BY s.seq LIMIT @limit OFFSET @offset`
+  )
+
   // Snapshots
   const snapshotById = prepareNumbers<SnapshotRow>(`SELECT ${snapshotColumns} FROM sandbox_snapshots n WHERE n.tenant_id = ? AND n.id = ?`)
   const snapshotByName = prepareNumbers<SnapshotRow>(`SELECT ${snapshotColumns} FROM sandbox_snapshots n WHERE n.tenant_id = ? AND n.name = ?`)
   // instr over lower(): a substring match with no LIKE wildcards to escape.
   const snapshotPage = prepareNumbers<SnapshotRow>(
     `SELECT ${snapshotColumns} FROM sandbox_snapshots n WHERE n.tenant_id = @tenant AND (@contains IS NULL OR instr(lower(n.name), lower(@contains)) > 0)
+       AND (@status IS NULL OR n.status = @status)
      ORDER BY n.seq LIMIT @limit OFFSET @offset`
   )
   const insertSnapshot = prepareNumbers(
@@ -314,7 +322,9 @@ export const makeSandboxRepository = (db: Db) => {
     snapshotById: (tenantId: string, id: string) => snapshotById.get(tenantId, id),
     snapshotByName: (tenantId: string, name: string) => snapshotByName.get(tenantId, name),
     listSnapshots: (tenantId: string, p: SnapshotPage) =>
-      snapshotPage.all({ tenant: tenantId, contains: p.nameContains ?? null, limit: p.limit, offset: p.offset }),
+      snapshotPage.all({ tenant: tenantId, contains: p.nameContains ?? null, status: p.status ?? null, limit: p.limit, offset: p.offset }),
+    listSandboxesMatching: (tenantId: string, f: SandboxFilter) =>
+      sandboxesMatching.all({ tenant: tenantId, contains: f.nameContains ?? null, status: f.status ?? null, limit: f.limit, offset: f.offset }),
     insertSnapshot: (row: SnapshotRow) => void insertSnapshot.run(row),
     setSnapshotStatus: (id: string, from: SnapshotStatus, to: SnapshotStatus, message: string | null, digest: string | null, now: string) =>
       setSnapshotStatus.run({ id, from, to, message, digest, now }).changes > 0,

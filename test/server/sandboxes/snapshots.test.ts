@@ -78,6 +78,10 @@ describe("snapshots", () => {
     expect(page.body.snapshots).toHaveLength(1)
     expect(page.body.offset).toBe(1)
     expect((await api("GET", "/snapshots?limit=501")).status).toBe(422)
+    expect((await api("GET", "/snapshots?status=sideways")).status).toBe(422)
+    const readyOnes = (await api("GET", `/snapshots?status=ready&name_contains=${other}`)).body.snapshots
+    expect(readyOnes.map((s: { name: string }) => s.name)).toEqual([other])
+    expect((await api("GET", `/snapshots?status=failed&name_contains=${other}`)).body.snapshots).toEqual([])
 
     expect((await api("POST", "/snapshots", { name, docker_image: "alpine", fs_capacity_bytes: GiB })).status).toBe(409)
     expect((await api("DELETE", `/snapshots/${created.body.id}`)).status).toBe(204)
@@ -181,6 +185,22 @@ describe("boxes of the current model", () => {
     expect(patched.status).toBe(200)
     expect(patched.body).toMatchObject({ id: box.id, name: renamed, idle_ttl_seconds: 3600, delete_after_stop_seconds: 0 })
     expect((await api("PATCH", `/boxes/${renamed}`, {})).body).toEqual(patched.body)
+  })
+
+  it("lists boxes filtered by name_contains and status, as the real API's list does", async () => {
+    const tag = unique("flt")
+    const [one, two] = [(await api("POST", "/boxes", { name: `${tag}-one`, wait_for_ready: true })).body, (await api("POST", "/boxes", { name: `${tag}-two`, wait_for_ready: true })).body]
+    await api("POST", `/boxes/${two.name}/stop`, {})
+    const names = async (query: string) => (await api("GET", `/boxes?${query}`)).body.sandboxes.map((box: { name: string }) => box.name)
+    expect(await names(`name_contains=${tag.toUpperCase()}`)).toEqual([one.name, two.name])
+    expect(await names(`name_contains=${tag}&status=stopped`)).toEqual([two.name])
+    expect(await names(`name_contains=${tag}&status=ready`)).toEqual([one.name])
+    const page = await api("GET", `/boxes?name_contains=${tag}&limit=1&offset=1`)
+    expect(page.body).toMatchObject({ offset: 2 })
+    expect(page.body.sandboxes.map((box: { name: string }) => box.name)).toEqual([two.name])
+    const bad = await api("GET", "/boxes?status=asleep")
+    expect(bad.status).toBe(422)
+    expect(bad.body.detail[0].loc).toEqual(["query", "status"])
   })
 
   it("stop and start answer the box; a stopped box shows stopped_at", async () => {
