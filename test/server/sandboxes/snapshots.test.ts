@@ -44,6 +44,14 @@ describe("the /api/v2/sandboxes prefix", () => {
     expect((await t.request("GET", "/api/health")).status).toBe(404)
     expect((await t.request("PUT", "/api/v2/sandboxes/snapshots")).status).toBe(405)
   })
+
+  it("/openapi.json describes the snapshot endpoints and the new box fields", async () => {
+    const document = (await t.request("GET", "/openapi.json")).body
+    expect(Object.keys(document.paths)).toEqual(expect.arrayContaining(["/v2/sandboxes/snapshots", "/v2/sandboxes/snapshots/{snapshot_id}", "/v2/sandboxes/boxes/{name}/snapshot"]))
+    expect(Object.keys(document.paths["/v2/sandboxes/snapshots"])).toEqual(expect.arrayContaining(["get", "post"]))
+    const schemas = JSON.stringify(document.components?.schemas ?? document)
+    for (const field of ["snapshot_id", "fs_capacity_bytes", "idle_ttl_seconds", "delete_after_stop_seconds", "ttl_seconds", "docker_image"]) expect(schemas).toContain(field)
+  })
 })
 
 describe("snapshots", () => {
