@@ -2,8 +2,8 @@
  * Snapshots, the current sandbox model (docs/sandboxes.md, "Snapshots"), under /v2/sandboxes
  * (and /api/v2/sandboxes, the real API's prefix): create (the image is pulled asynchronously:
  * `building` → `ready` or `failed`), get by id or name, list with `name_contains`, delete
- * (refused with 409 ResourceInUse while a sandbox made from it exists). Capturing a box as a
- * snapshot is declared so clients get a clear 400 Unsupported rather than a 404.
+ * (refused with 409 ResourceInUse while a sandbox made from it exists), and capture: a running
+ * box's filesystem becomes a snapshot.
  */
 import { NameParams } from "../sandboxes/model.ts"
 import { CaptureSnapshot, CreateSnapshot, ListSnapshotsQuery, Snapshot, SnapshotList, SnapshotParams } from "../sandboxes/snapshots.ts"
@@ -66,11 +66,13 @@ export const snapshotEndpoints = {
     path: `${base}/boxes/{name}/snapshot`,
     area,
     tag,
-    summary: "Capture a sandbox as a snapshot: not supported by Slipway (400 Unsupported); create a snapshot from an image instead",
+    summary: "Capture a running sandbox's filesystem as a snapshot (built asynchronously, like a create)",
+    description:
+      "The box's files as it sees them (its image and everything it wrote or deleted) become a local image in the server's image store; boxes made from the snapshot start with them. 400 while the box is not ready; 400 `Unsupported` with `docker_image` (no Docker daemon in boxes).",
     status: 201,
     params: NameParams,
     body: CaptureSnapshot,
     success: Snapshot,
-    errors: [400, 404]
+    errors: [400, 404, 409]
   })
 } as const

@@ -51,6 +51,8 @@ export const Snapshot = Schema.Struct({
   status: SnapshotStatus,
   /** Why the build failed, or what it is doing; null when there is nothing to say. */
   status_message: Schema.NullOr(Schema.String),
+  /** The sandbox a captured snapshot was made from (absent for one built from an image reference). */
+  source_sandbox_id: Schema.optionalKey(Uuid),
   created_at: Timestamp,
   updated_at: Timestamp
 }).annotate({ identifier: "Snapshot" })
@@ -65,8 +67,16 @@ export const CreateSnapshot = Schema.Struct({
 }).annotate({ identifier: "CreateSnapshot" })
 export type CreateSnapshot = typeof CreateSnapshot.Type
 
-/** `POST /boxes/{name}/snapshot` (capture a box): accepted as the client sends it, then refused (unsupported). */
-export const CaptureSnapshot = Schema.Struct({ name: Schema.String }).annotate({ identifier: "CaptureSnapshot" })
+/**
+ * `POST /boxes/{name}/snapshot`: captures a running box's filesystem. `fs_capacity_bytes`
+ * defaults to the box's; `docker_image` (an image built by a Docker daemon inside the box) is
+ * refused: Slipway's boxes have none.
+ */
+export const CaptureSnapshot = Schema.Struct({
+  name: SnapshotName,
+  fs_capacity_bytes: Schema.optionalKey(Schema.NullOr(FsCapacityBytes)),
+  docker_image: Schema.optionalKey(Schema.NullOr(Schema.String))
+}).annotate({ identifier: "CaptureSnapshot" })
 
 export const ListSnapshotsQuery = Schema.Struct({
   name_contains: Schema.optionalKey(Schema.String.check(rule((text: string) => text.length <= maxSnapshotNameLength, `must be at most ${maxSnapshotNameLength} characters`, "string_too_long"))),

@@ -20,6 +20,8 @@ export interface BoxWork {
   readonly template: TemplateRecord
   /** The image's manifest digest when known (a ready snapshot's): a driver with an image cache uses that image, not what the tag points at now. */
   readonly imageDigest?: string
+  /** The digest is the only source of the image (a captured snapshot's, in no registry): never fall back to pulling `template.image`. */
+  readonly digestOnly?: boolean
   readonly volumes: ReadonlyArray<{ readonly volumeId: string; readonly mountPath: string; readonly sizeBytes: bigint }>
 }
 
@@ -49,6 +51,10 @@ export class SandboxDriver extends Context.Service<
     readonly deleteVolume: (volumeId: string) => Effect.Effect<void, VolumeError>
     /** Snapshots: makes the image available to boxes (pulls it); answers its manifest digest (null without an image store). */
     readonly prepareImage: (image: string) => Effect.Effect<{ readonly digest: string | null }, ImageError>
+    /** Captures a running box's filesystem as a new local image; answers its digest (null without an image store). */
+    readonly captureBox: (sandboxId: string) => Effect.Effect<{ readonly digest: string | null }, ImageError>
+    /** Drops a captured image (its snapshot was deleted); pulled images stay, templates may share them. */
+    readonly discardImage: (digest: string) => Effect.Effect<void>
   }
 >()("slipway/SandboxDriver") {}
 

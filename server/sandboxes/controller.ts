@@ -30,8 +30,10 @@ export class SandboxController extends Context.Service<
     readonly request: (box: SandboxRecord, event: Extract<BoxEvent, { readonly _tag: "Stop" | "Start" }>) => Effect.Effect<SandboxRecord, StoreError>
     /** Waits until the box is ready, failed or stopped (or gone), at most `timeoutMs`; answers it as it is then. */
     readonly awaitSettled: (tenantId: string, sandboxId: string, timeoutMs: number) => Effect.Effect<SandboxRecord | undefined, StoreError>
-    /** A snapshot committed in `building`: pull its image (in the background) and record the outcome. */
+    /** A snapshot committed in `building`: pull its image, or capture its source box (in the background), and record the outcome. */
     readonly snapshotCreated: (snapshot: SnapshotRecord) => Effect.Effect<void>
+    /** A captured snapshot was deleted: drop its image. */
+    readonly snapshotDeleted: (snapshot: SnapshotRecord) => Effect.Effect<void>
     /** A dataplane request reached the box: it is not idle. */
     readonly touch: (sandboxId: string) => void
     /** One retention sweep now (the controller runs one every `SLIPWAY_SANDBOX_SWEEP_MS`). */
@@ -120,7 +122,8 @@ export const makeSandboxController = Effect.gen(function* () {
           name: box.name,
           template: imageBoxTemplate(box),
           volumes: [],
-          ...(digest ? { imageDigest: digest } : {})
+          ...(digest ? { imageDigest: digest } : {}),
+          ...(snapshot?.source_sandbox_id != null ? { digestOnly: true } : {})
         } satisfies BoxWork
       }
       const template = yield* store.templateById(box.template_id)
@@ -151,7 +154,7 @@ export const makeSandboxController = Effect.gen(function* () {
 
   // Snapshots: the driver pulls the image; the outcome moves the snapshot only from `building`.
   const buildSnapshot = (snapshot: SnapshotRecord) =>
-    driver.prepareImage(snapshot.docker_image).pipe(
+    (snapshot.source_sandbox_id === null ? driver.prepareImage(snapshot.docker_image) : driver.captureBox(snapshot.source_sandbox_id)).pipe(
       Effect.matchEffect({
         onSuccess: ({ digest }) => store.setSnapshotStatus(snapshot.id, "building", "ready", null, digest, new Date().toISOString()),
         onFailure: (error) => store.setSnapshotStatus(snapshot.id, "building", "failed", error.message, null, new Date().toISOString())
@@ -161,7 +164,19 @@ export const makeSandboxController = Effect.gen(function* () {
     )
   const snapshotCreated = (snapshot: SnapshotRecord) => Effect.asVoid(Effect.forkDetach(buildSnapshot(snapshot)))
   const building = yield* Effect.orDie(store.buildingSnapshots())
-  yield* Effect.forEach(building, snapshotCreated, { discard: true })
+  // A capture cut short by a restart is not taken again: the box has changed since it was asked.
+  yield* Effect.orDie(
+    Effect.forEach(
+      building.filter((snapshot) => snapshot.source_sandbox_id !== null),
+      (snapshot) => store.setSnapshotStatus(snapshot.id, "building", "failed", "the server restarted during the capture; capture the sandbox again", null, new Date().toISOString()),
+      { discard: true }
+    )
+  )
+  yield* Effect.forEach(
+    building.filter((snapshot) => snapshot.source_sandbox_id === null),
+    snapshotCreated,
+    { discard: true }
+  )
   if (building.length > 0) log.info("snapshot builds resumed", { snapshots: building.length })
 
   /** Last dataplane request per box (this process only: after a restart, idleness counts from the box's last state change). */
@@ -232,6 +247,8 @@ export const makeSandboxController = Effect.gen(function* () {
     boxesDeleted,
     request,
     snapshotCreated,
+    snapshotDeleted: (snapshot) =>
+      snapshot.source_sandbox_id !== null && snapshot.image_digest !== null ? Effect.asVoid(Effect.forkDetach(driver.discardImage(snapshot.image_digest))) : Effect.void,
     touch: (sandboxId) => void activity.set(sandboxId, Date.now()),
     sweep,
     awaitSettled: (tenantId, sandboxId, timeoutMs) =>

@@ -123,6 +123,8 @@ export interface SnapshotRecord {
   readonly fs_capacity_bytes: number
   readonly status: SnapshotStatus
   readonly status_message: string | null
+  /** The box a captured snapshot was made from; null for one built from an image reference. */
+  readonly source_sandbox_id: string | null
   readonly created_at: string
   readonly updated_at: string
 }

@@ -54,6 +54,7 @@ const snapshot = (tenantId: string, name: string): SnapshotRecord => ({
   fs_capacity_bytes: 2 * 1024 ** 3,
   status: "building",
   status_message: "pulling image python:3.12-slim",
+  source_sandbox_id: null,
   created_at: at(),
   updated_at: at()
 })

@@ -11,7 +11,7 @@ import { LocalHost } from "../../runtime/local/LocalHost.ts"
 import type { RunningBox } from "../../runtime/local/boxes.ts"
 import { ServerEnv } from "../../module.ts"
 import { type BoxObservationSink, type BoxWork, ImageError, SandboxDriver, VolumeError } from "../Driver.ts"
-import { imageEnvironment } from "../../runtime/local/images.ts"
+import { imageEnvironment, type PulledImage } from "../../runtime/local/images.ts"
 
 const MiB = 1024n * 1024n
 /** Process limit of a box when the template says nothing (stops fork bombs). */
@@ -27,6 +27,9 @@ export const makeLocalSandboxDriver = Effect.gen(function* () {
   const { log } = yield* ServerEnv
   let sink: BoxObservationSink = () => Effect.void
   const report = (sandboxId: string, event: Parameters<BoxObservationSink>[0]["event"]) => Effect.runPromise(sink({ sandboxId, event }))
+  /** What each box was last asked to run, and the image it runs (for a capture). */
+  const works = new Map<string, BoxWork>()
+  const runs = new Map<string, PulledImage>()
   /** Starts in flight, so a stop or teardown waits for them. */
   const starting = new Map<string, Promise<void>>()
   /** Teardowns in flight: the server's shutdown waits for them, so no box is left half-removed (mounted). */
@@ -44,7 +47,9 @@ export const makeLocalSandboxDriver = Effect.gen(function* () {
     await report(id, { _tag: "Progress", message: `pulling image ${work.template.image}` })
     // A snapshot's box runs the image the snapshot was built with (by digest, from the cache), not whatever its tag points at now.
     const pinned = work.imageDigest ? await host.images.lookup(work.imageDigest) : null
+    if (!pinned && work.digestOnly) throw new Error(`the captured image ${work.imageDigest ?? "(none)"} of this sandbox's snapshot is not in the image store`)
     const image = pinned ?? (await host.images.pull(work.template.image, { onProgress: (message) => void report(id, { _tag: "Progress", message }) }))
+    runs.set(id, image)
     await report(id, { _tag: "Progress", message: "starting box" })
     const box: RunningBox = await host.boxes.start({
       id,
@@ -74,6 +79,7 @@ export const makeLocalSandboxDriver = Effect.gen(function* () {
     observe: (next) => Effect.sync(() => void (sink = next)),
     start: (work) =>
       Effect.sync(() => {
+        works.set(work.sandboxId, work)
         const run = settle(work.sandboxId)
           .then(() => bringUp(work))
           .catch((error) => {
@@ -94,6 +100,8 @@ export const makeLocalSandboxDriver = Effect.gen(function* () {
       }),
     teardown: (sandboxId) =>
       Effect.promise(() => {
+        works.delete(sandboxId)
+        runs.delete(sandboxId)
         const work = (async () => {
           await settle(sandboxId)
           host.running.delete(sandboxId)
@@ -113,7 +121,28 @@ export const makeLocalSandboxDriver = Effect.gen(function* () {
       Effect.tryPromise({
         try: async () => ({ digest: (await host.images.pull(image)).digest }),
         catch: (error) => new ImageError({ message: messageOf(error) })
-      })
+      }),
+    // The box's filesystem as it sees it (the overlay of its image and its writable layer), copied
+    // into the image store as a new local image: what the box wrote and deleted, nothing else.
+    captureBox: (sandboxId) =>
+      Effect.tryPromise({
+        try: async () => {
+          await settle(sandboxId)
+          const box = host.running.get(sandboxId)
+          if (!box || box.status() !== "running") throw new Error("the sandbox is not running: start it, then capture it")
+          const work = works.get(sandboxId)
+          const image =
+            runs.get(sandboxId) ??
+            (work?.imageDigest ? await host.images.lookup(work.imageDigest) : null) ??
+            (work ? await host.images.pull(work.template.image) : null)
+          if (!image) throw new Error("the sandbox's image is not known to this server")
+          const captured = await host.images.importTree(box.filesystem, { reference: image.reference, config: image.config, uidBase: box.hostUid })
+          return { digest: captured.digest }
+        },
+        catch: (error) => new ImageError({ message: `capture failed: ${messageOf(error)}` })
+      }),
+    discardImage: (digest) =>
+      Effect.promise(() => host.images.remove(digest).then(() => undefined, (error) => log.warn("captured image not removed", { digest, error: messageOf(error) })))
   })
 })
 

@@ -29,7 +29,9 @@ export const makeSimulatedSandboxDriver = Effect.sync(() => {
     deleteVolume: () => Effect.void,
     // Nothing is pulled: a snapshot is ready at once, unless its image carries the `fail-pull` marker.
     prepareImage: (image) =>
-      image.includes("fail-pull") ? Effect.fail(new ImageError({ message: `image ${image} could not be pulled (fail-pull marker)` })) : Effect.succeed({ digest: null })
+      image.includes("fail-pull") ? Effect.fail(new ImageError({ message: `image ${image} could not be pulled (fail-pull marker)` })) : Effect.succeed({ digest: null }),
+    captureBox: () => Effect.succeed({ digest: null }),
+    discardImage: () => Effect.void
   })
 })
 

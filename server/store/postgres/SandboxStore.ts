@@ -28,7 +28,8 @@ const sandboxColumns = `s.id, s.tenant_id, s.name, s.template_id, st.name AS tem
   s.created_at, s.updated_at, s.snapshot_id, s.image, s.vcpus, s.mem_bytes, s.fs_capacity_bytes, s.ttl_seconds, s.idle_ttl_seconds, s.delete_after_stop_seconds, s.stopped_at`
 const sandboxFrom = "FROM sandboxes s LEFT JOIN sandbox_templates st ON st.id = s.template_id LEFT JOIN sandbox_pools sp ON sp.id = s.pool_id"
 
-const snapshotColumns = "n.id, n.tenant_id, n.name, n.docker_image, n.image_digest, n.fs_capacity_bytes, n.status, n.status_message, n.created_at, n.updated_at"
+const snapshotColumns =
+  "n.id, n.tenant_id, n.name, n.docker_image, n.image_digest, n.fs_capacity_bytes, n.status, n.status_message, n.source_sandbox_id, n.created_at, n.updated_at"
 
 type SandboxRow = Omit<SandboxRecord, "mem_bytes" | "fs_capacity_bytes"> & { readonly mem_bytes: bigint | null; readonly fs_capacity_bytes: bigint | null }
 type SnapshotRow = Omit<SnapshotRecord, "fs_capacity_bytes"> & { readonly fs_capacity_bytes: bigint }
@@ -289,9 +290,9 @@ export const makePostgresSandboxStore = (kit: PgStoreKit): SandboxStore["Service
     insertSnapshot: (n) =>
       Effect.asVoid(
         executeNaming(
-          `INSERT INTO sandbox_snapshots (id, tenant_id, name, docker_image, image_digest, fs_capacity_bytes, status, status_message, created_at, updated_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-          [n.id, n.tenant_id, n.name, n.docker_image, n.image_digest, n.fs_capacity_bytes, n.status, n.status_message, n.created_at, n.updated_at],
+          `INSERT INTO sandbox_snapshots (id, tenant_id, name, docker_image, image_digest, fs_capacity_bytes, status, status_message, source_sandbox_id, created_at, updated_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+          [n.id, n.tenant_id, n.name, n.docker_image, n.image_digest, n.fs_capacity_bytes, n.status, n.status_message, n.source_sandbox_id, n.created_at, n.updated_at],
           conflict("snapshot", n.name)
         )
       ),

@@ -296,6 +296,7 @@ export const postgresMigrations: ReadonlyArray<PgMigration> = [
         fs_capacity_bytes bigint NOT NULL CHECK (fs_capacity_bytes > 0),
         status text NOT NULL CHECK (status IN ('building', 'ready', 'failed')),
         status_message text,
+        source_sandbox_id text,
         created_at timestamptz NOT NULL,
         updated_at timestamptz NOT NULL
       );

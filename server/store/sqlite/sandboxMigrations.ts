@@ -156,6 +156,8 @@ export const sandboxMigrations: ReadonlyArray<Migration> = [
         fs_capacity_bytes INTEGER NOT NULL CHECK (fs_capacity_bytes > 0),
         status TEXT NOT NULL CHECK (status IN ('building', 'ready', 'failed')),
         status_message TEXT,
+        -- The box a captured snapshot was made from (no reference: the box may be deleted since).
+        source_sandbox_id TEXT,
         created_at TEXT NOT NULL,
         updated_at TEXT NOT NULL
       );

@@ -79,7 +79,8 @@ const sandboxColumns =
   `s.id, s.tenant_id, s.name, s.template_id, st.name AS template_name, s.pool_id, sp.name AS pool_name, s.status, s.status_message, s.created_at, s.updated_at,
   s.snapshot_id, s.image, s.vcpus, s.mem_bytes, s.fs_capacity_bytes, s.ttl_seconds, s.idle_ttl_seconds, s.delete_after_stop_seconds, s.stopped_at`
 
-const snapshotColumns = "n.id, n.tenant_id, n.name, n.docker_image, n.image_digest, n.fs_capacity_bytes, n.status, n.status_message, n.created_at, n.updated_at"
+const snapshotColumns =
+  "n.id, n.tenant_id, n.name, n.docker_image, n.image_digest, n.fs_capacity_bytes, n.status, n.status_message, n.source_sandbox_id, n.created_at, n.updated_at"
 
 /** The list queries, exported so tests can check their query plans. */
 export const listSql = {
@@ -205,8 +206,8 @@ export const makeSandboxRepository = (db: Db) => {
      ORDER BY n.seq LIMIT @limit OFFSET @offset`
   )
   const insertSnapshot = prepareNumbers(
-    `INSERT INTO sandbox_snapshots (id, tenant_id, name, docker_image, image_digest, fs_capacity_bytes, status, status_message, created_at, updated_at)
-     VALUES (@id, @tenant_id, @name, @docker_image, @image_digest, @fs_capacity_bytes, @status, @status_message, @created_at, @updated_at)`
+    `INSERT INTO sandbox_snapshots (id, tenant_id, name, docker_image, image_digest, fs_capacity_bytes, status, status_message, source_sandbox_id, created_at, updated_at)
+     VALUES (@id, @tenant_id, @name, @docker_image, @image_digest, @fs_capacity_bytes, @status, @status_message, @source_sandbox_id, @created_at, @updated_at)`
   )
   const setSnapshotStatus = prepareNumbers(
     `UPDATE sandbox_snapshots SET status = @to, status_message = @message, image_digest = coalesce(@digest, image_digest), updated_at = @now

@@ -146,12 +146,28 @@ describe("snapshots", () => {
     expect((await api("DELETE", `/snapshots/${snapshot.id}`)).status).toBe(204)
   })
 
-  it("refuses capturing a box as a snapshot with 400 Unsupported (404 for an unknown box)", async () => {
-    const snapshot = await readySnapshot(unique("cap"))
-    const box = (await api("POST", "/boxes", { snapshot_id: snapshot.id })).body
-    const capture = await api("POST", `/boxes/${box.name}/snapshot`, { name: unique("captured") })
-    expect(capture.status).toBe(400)
-    expect(capture.body.detail).toEqual({ error: "Unsupported", message: expect.stringMatching(/not supported by Slipway/) })
+  it("captures a ready box as a snapshot (source_sandbox_id, the box's image and capacity); refuses docker_image, a box not ready, a taken name", async () => {
+    const snapshot = await readySnapshot(unique("cap"), "python:3.12-slim", 2 * GiB)
+    const box = (await api("POST", "/boxes", { snapshot_id: snapshot.id, wait_for_ready: true })).body
+    const name = unique("captured")
+    const capture = await api("POST", `/boxes/${box.name}/snapshot`, { name })
+    expect(capture.status).toBe(201)
+    expect(capture.body).toMatchObject({ name, source_sandbox_id: box.id, docker_image: "python:3.12-slim", fs_capacity_bytes: 2 * GiB })
+    const ready = await eventually(async () => {
+      const got = await api("GET", `/snapshots/${capture.body.id}`)
+      return got.body.status === "ready" ? got.body : undefined
+    })
+    const fromCapture = await api("POST", "/boxes", { snapshot_id: ready.id, wait_for_ready: true })
+    expect(fromCapture.body).toMatchObject({ status: "ready", snapshot_id: ready.id })
+    expect((await api("POST", `/boxes/${box.name}/snapshot`, { name })).status).toBe(409)
+    const docker = await api("POST", `/boxes/${box.name}/snapshot`, { name: unique("docker"), docker_image: "built:1" })
+    expect(docker.status).toBe(400)
+    expect(docker.body.detail).toEqual({ error: "Unsupported", message: expect.stringMatching(/docker_image .* not supported by Slipway/) })
+    await api("POST", `/boxes/${box.name}/stop`, {})
+    const stopped = await api("POST", `/boxes/${box.name}/snapshot`, { name: unique("late") })
+    expect(stopped.status).toBe(400)
+    expect(stopped.body.detail.message).toMatch(/is stopped; only a ready/)
+    expect((await api("POST", `/boxes/${box.name}/snapshot`, { name: "Bad Name" })).status).toBe(422)
     expect((await api("POST", `/boxes/${unique("ghost")}/snapshot`, { name: "x" })).status).toBe(404)
   })
 })
