@@ -3,7 +3,7 @@
  * against a real server on the local runtime, at its default base (`<endpoint>/api/v2/sandboxes`):
  * every snapshot and box call it offers that Slipway supports, each succeeding, on real boxes
  * (bubblewrap) from a real registry (the Docker Hub mirror serving `python:3.12-slim` from a
- * busybox image the tests build). Capturing a box is refused, and the client reports why.
+ * busybox image the tests build), a running box captured as a snapshot included.
  */
 import { existsSync } from "node:fs"
 import { dirname, join } from "node:path"
@@ -144,10 +144,31 @@ describe("langsmith@0.12.0 langsmith/sandbox: boxes from a snapshot", () => {
     expect(await started.run("echo again")).toMatchObject({ stdout: "again\n" })
   }, 180_000)
 
-  it("captureSnapshot is refused with the reason; deleteSnapshot of a snapshot in use is refused", async () => {
+  it("captureSnapshot makes a snapshot of what the box wrote and deleted; a box from it starts with that; deleting it frees the image", async () => {
     const c = client()
-    const capture = await c.captureSnapshot("snap-box", "captured", { timeout: 10 }).then(() => undefined, (caught: unknown) => caught as Error)
-    expect(capture?.message).toMatch(/not supported by Slipway/)
+    const source = await c.getSandbox("snap-box")
+    const prepared = await source.run("mkdir -p /opt/tool && echo v1 > /opt/tool/version && echo captured > /home/user/cap.txt && rm /bin/vi && echo ok", { timeout: 60 })
+    expect(prepared).toMatchObject({ stdout: "ok\n", exit_code: 0 })
+    const captured = await c.captureSnapshot("snap-box", "captured", { timeout: 120 })
+    expect(captured).toMatchObject({ name: "captured", status: "ready", source_sandbox_id: source.id, docker_image: "python:3.12-slim", fs_capacity_bytes: GiB })
+    expect(captured.image_digest).toMatch(/^sha256:[0-9a-f]{64}$/)
+    const imageDir = join(dirname(t.databasePath), "runtime", "images", "images", captured.image_digest!.replace(":", "-"))
+    expect(existsSync(join(imageDir, "rootfs"))).toBe(true)
+
+    const copy = await c.createSandbox(captured.id, { name: "from-capture", timeout: 120 })
+    const seen = await copy.run("cat /opt/tool/version /home/user/cap.txt; test -e /bin/vi && echo vi-present || echo vi-gone; stat -c %u /home/user/cap.txt /bin/busybox", { timeout: 60 })
+    expect(seen).toMatchObject({ stdout: "v1\ncaptured\nvi-gone\n0\n0\n", exit_code: 0 })
+    // The source box is untouched by the capture and keeps running.
+    expect(await source.run("cat /home/user/cap.txt")).toMatchObject({ stdout: "captured\n" })
+    await copy.delete()
+    await c.deleteSnapshot(captured.id)
+    await eventually(async () => (existsSync(imageDir) ? undefined : true), 20_000, 100)
+    // The pulled image of the snapshot it came from stays (templates and other snapshots share it).
+    expect(existsSync(join(dirname(t.databasePath), "runtime", "images", "images", (await c.listSnapshots({ nameContains: "py-snap" }))[0]!.image_digest!.replace(":", "-")))).toBe(true)
+  }, 240_000)
+
+  it("deleteSnapshot of a snapshot in use is refused", async () => {
+    const c = client()
     const [snapshot] = await c.listSnapshots({ nameContains: "py-snap" })
     const inUse = await c.deleteSnapshot(snapshot!.id).then(() => undefined, (caught: unknown) => caught as Error)
     expect(inUse?.message).toMatch(/used by 1 sandbox/)
