@@ -5,7 +5,7 @@
  * (bubblewrap) from a real registry (the Docker Hub mirror serving `python:3.12-slim` from a
  * busybox image the tests build), a running box captured as a snapshot included.
  */
-import { existsSync } from "node:fs"
+import { existsSync, statSync } from "node:fs"
 import { dirname, join } from "node:path"
 import * as Current from "langsmith/sandbox"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -147,13 +147,16 @@ describe("langsmith@0.12.0 langsmith/sandbox: boxes from a snapshot", () => {
   it("captureSnapshot makes a snapshot of what the box wrote and deleted; a box from it starts with that; deleting it frees the image", async () => {
     const c = client()
     const source = await c.getSandbox("snap-box")
-    const prepared = await source.run("mkdir -p /opt/tool && echo v1 > /opt/tool/version && echo captured > /home/user/cap.txt && rm /bin/vi && echo ok", { timeout: 60 })
+    const prepared = await source.run("mkdir -p /opt/tool && echo v1 > /opt/tool/version && echo captured > /home/user/cap.txt && rm /bin/vi && cp /bin/busybox /home/user/suid && chmod 4755 /home/user/suid && echo ok", { timeout: 60 })
     expect(prepared).toMatchObject({ stdout: "ok\n", exit_code: 0 })
     const captured = await c.captureSnapshot("snap-box", "captured", { timeout: 120 })
     expect(captured).toMatchObject({ name: "captured", status: "ready", source_sandbox_id: source.id, docker_image: "python:3.12-slim", fs_capacity_bytes: GiB })
     expect(captured.image_digest).toMatch(/^sha256:[0-9a-f]{64}$/)
     const imageDir = join(dirname(t.databasePath), "runtime", "images", "images", captured.image_digest!.replace(":", "-"))
     expect(existsSync(join(imageDir, "rootfs"))).toBe(true)
+    // On the host the captured files belong to root, and a set-uid program the box made lost its bit.
+    const planted = statSync(join(imageDir, "rootfs", "home", "user", "suid"))
+    expect({ uid: planted.uid, setid: planted.mode & 0o6000 }).toEqual({ uid: 0, setid: 0 })
 
     const copy = await c.createSandbox(captured.id, { name: "from-capture", timeout: 120 })
     const seen = await copy.run("cat /opt/tool/version /home/user/cap.txt; test -e /bin/vi && echo vi-present || echo vi-gone; stat -c %u /home/user/cap.txt /bin/busybox", { timeout: 60 })
@@ -200,8 +203,12 @@ describe("retention on the local runtime", () => {
     await eventually(async () => c.getSandbox("short").then(() => undefined, (error: unknown) => (error instanceof Current.LangSmithResourceNotFoundError ? true : undefined)), 20_000, 200)
     await eventually(async () => (existsSync(boxDir(short.body.id)) ? undefined : true), 20_000, 100)
     await eventually(async () => ((await c.getSandboxStatus("idle")).status === "stopped" ? true : undefined), 20_000, 200)
-    // A dataplane request wakes it (the client retries the 503 "starting").
+    // A dataplane request wakes it: answered 503 "starting" while it comes up (this client has no retries), then it is ready again.
+    // 0 turns the idle stop off, so the woken box is not stopped again while the test uses it.
+    expect((await c.updateSandbox("idle", { idleTtlSeconds: 0 })).idle_ttl_seconds).toBe(0)
     const woken = await c.getSandbox("idle")
+    await woken.run("echo wake", { timeout: 60 }).catch(() => undefined)
+    expect((await c.waitForSandbox("idle", { timeout: 60, pollInterval: 0.2 })).status).toBe("ready")
     expect(await woken.run("echo awake", { timeout: 60 })).toMatchObject({ stdout: "awake\n" })
     await c.deleteSandbox("idle")
     await c.deleteSnapshot(snapshot.id)

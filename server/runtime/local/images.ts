@@ -722,9 +722,9 @@ export const makeImageStore = (options: ImageStoreOptions): ImageStore => {
         const info = await lstat(path)
         const [uid, gid] = [back(info.uid), back(info.gid)]
         if (uid === info.uid && gid === info.gid) continue
+        // chown clears set-id bits, and they stay cleared: a box could otherwise leave a set-uid
+        // root program on the host (boxes mount their filesystem nosuid, so nothing is lost in them).
         await lchown(path, uid, gid)
-        // chown clears set-id bits: put them back (never on symlinks, whose mode is meaningless).
-        if ((info.mode & 0o6000) !== 0 && !info.isSymbolicLink()) await chmod(path, info.mode & 0o7777)
       }
       const digest = `sha256:${createHash("sha256").update(`capture:${options.reference}:${randomUUID()}`).digest("hex")}`
       const cached: CachedImage = {
