@@ -87,7 +87,7 @@ export const list = async (settings: Settings, output: Output, options: { limit:
   output.result(page, () =>
     table(
       ["NAME", "TEMPLATE", "POOL", "CREATED", "DATAPLANE"],
-      (page.sandboxes as ReadonlyArray<any>).map((box) => [box.name, box.template_name, box.pool_name ?? "", String(box.created_at), box.dataplane_url ?? "(none)"])
+      (page.sandboxes as ReadonlyArray<any>).map((box) => [box.name, box.template_name ?? (box.snapshot_id ? `snapshot ${box.snapshot_id}` : (box.image ?? "")), box.pool_name ?? "", String(box.created_at), box.dataplane_url ?? "(none)"])
     )
   )
 }

@@ -46,6 +46,9 @@ export class TemplateNotFound extends Schema.TaggedError<TemplateNotFound>()("Te
 /** Sandbox area: 400 `{"error":"ValidationError"}` (a rule across resources, not a body shape). */
 export class SandboxValidationError extends Schema.TaggedError<SandboxValidationError>()("SandboxValidationError", message) {}
 
+/** Sandbox area: 400 `{"error":"Unsupported"}`, a feature of the real API that Slipway does not offer (capturing a box as a snapshot). */
+export class SandboxUnsupported extends Schema.TaggedError<SandboxUnsupported>()("SandboxUnsupported", message) {}
+
 /** 429: volume create or resize over the organization's storage quota. Sizes are canonical quantities. */
 export class QuotaExceeded extends Schema.TaggedError<QuotaExceeded>()("QuotaExceeded", {
   limit: Schema.String,
@@ -79,6 +82,7 @@ export type ApiError =
   | ResizeError
   | TemplateNotFound
   | SandboxValidationError
+  | SandboxUnsupported
   | QuotaExceeded
   | ServerError
 
@@ -122,6 +126,8 @@ export const toErrorResponse = (error: ApiError): ErrorResponse => {
       return { status: 400, body: sandboxBody("TemplateNotFound", error.message) }
     case "SandboxValidationError":
       return { status: 400, body: sandboxBody("ValidationError", error.message) }
+    case "SandboxUnsupported":
+      return { status: 400, body: sandboxBody("Unsupported", error.message) }
     case "QuotaExceeded":
       return { status: 429, body: { detail: error.message } }
     case "ServerError":
@@ -137,7 +143,8 @@ const sandboxErrors = {
   ResourceInUse,
   ResizeError,
   TemplateNotFound,
-  ValidationError: SandboxValidationError
+  ValidationError: SandboxValidationError,
+  Unsupported: SandboxUnsupported
 } as const
 
 const stringErrors: Record<number, new (args: { message: string }) => ApiError> = {

@@ -29,7 +29,9 @@ import {
   Volume,
   VolumeList
 } from "../sandboxes/model.ts"
+import { BoxLifecycle } from "../sandboxes/lifecycle.ts"
 import { pageQueryFields, sandboxPage } from "./common.ts"
+import { rule } from "./validation.ts"
 import { endpoint } from "./endpoint.ts"
 
 const area = "sandbox"
@@ -37,6 +39,13 @@ const tag = "sandboxes"
 const base = "/v2/sandboxes"
 
 const ListQuery = Schema.Struct(pageQueryFields(sandboxPage))
+
+/** The real API's box list filters (the current model): a case-insensitive name substring and a status. */
+const ListBoxesQuery = Schema.Struct({
+  name_contains: Schema.optionalKey(Schema.String.check(rule((text: string) => text.length <= 63, "must be at most 63 characters", "string_too_long"))),
+  status: Schema.optionalKey(BoxLifecycle),
+  ...pageQueryFields(sandboxPage)
+})
 
 export const sandboxEndpoints = {
   // Templates
@@ -232,8 +241,8 @@ export const sandboxEndpoints = {
     path: `${base}/boxes`,
     area,
     tag,
-    summary: "List sandboxes; pass the returned offset to get the next page",
-    query: ListQuery,
+    summary: "List sandboxes; pass the returned offset to get the next page; name_contains and status filter",
+    query: ListBoxesQuery,
     success: SandboxList
   }),
   getBox: endpoint({

@@ -39,7 +39,7 @@ const AbsolutePath = Schema.String.check(
 )
 
 /** An OCI image reference, checked as the deployment area checks `image_uri` (sourceFields.ts). */
-const Image = Schema.String.annotate({ description: "An OCI image reference: [registry[:port]/]repository[:tag][@digest]", examples: ["python:3.12"] }).check(
+export const Image = Schema.String.annotate({ description: "An OCI image reference: [registry[:port]/]repository[:tag][@digest]", examples: ["python:3.12"] }).check(
   rule((image: string) => image.length >= 1, "must be at least 1 character", "string_too_short"),
   ruleOf((image: string) => (image === "" ? undefined : imageReferenceProblem(image, "image")), "value_error")
 )
@@ -99,10 +99,15 @@ export const Pool = Schema.Struct({
 }).annotate({ identifier: "Pool" })
 export type Pool = typeof Pool.Type
 
+/** How long a box lives on its own, in seconds (0 = never). The client's minute resolution is not required. */
+export const maxRetentionSeconds = 10 * 366 * 24 * 3600
+const RetentionSeconds = Int.check(atLeast(0)).check(atMost(maxRetentionSeconds))
+
 export const Sandbox = Schema.Struct({
   id: Uuid,
   name: Schema.String,
-  template_name: Schema.String,
+  /** The template the box was made from; null for a box made from a snapshot or the default image. */
+  template_name: Schema.NullOr(Schema.String),
   /** The pool that created the sandbox; null for one created directly. */
   pool_name: Schema.NullOr(Schema.String),
   /** Where the box's dataplane answers; null while no runtime that can execute is configured. */
@@ -111,7 +116,21 @@ export const Sandbox = Schema.Struct({
   /** Why the sandbox failed or what it is waiting for; null when there is nothing to say. */
   status_message: Schema.NullOr(Schema.String),
   created_at: Timestamp,
-  updated_at: Timestamp
+  updated_at: Timestamp,
+  // The current sandbox model (docs/sandboxes.md, "Snapshots"): present only when set, so a box
+  // made from a template answers the spec's shape.
+  /** The snapshot the box was made from. */
+  snapshot_id: Schema.optionalKey(Uuid),
+  /** The image the box runs (a snapshot's, or the server's default): boxes without a template. */
+  image: Schema.optionalKey(Schema.String),
+  vcpus: Schema.optionalKey(Int),
+  mem_bytes: Schema.optionalKey(Int),
+  fs_capacity_bytes: Schema.optionalKey(Int),
+  ttl_seconds: Schema.optionalKey(Int),
+  idle_ttl_seconds: Schema.optionalKey(Int),
+  delete_after_stop_seconds: Schema.optionalKey(Int),
+  /** When the box stopped (only while it is stopped). */
+  stopped_at: Schema.optionalKey(Timestamp)
 }).annotate({ identifier: "Sandbox" })
 export type Sandbox = typeof Sandbox.Type
 
@@ -198,15 +217,49 @@ export const PatchPool = Schema.Struct({
 }).annotate({ identifier: "PatchPool" })
 export type PatchPool = typeof PatchPool.Type
 
+/** Bounds of a box's own resources (boxes made without a template). */
+export const maxVcpus = 64
+export const minMemBytes = 64 * 1024 * 1024
+export const maxMemBytes = 256 * 1024 ** 3
+export const minFsCapacityBytes = 16 * 1024 * 1024
+export const maxFsCapacityBytes = 1024 ** 4
+export const defaultVcpus = 1
+export const defaultMemBytes = 512 * 1024 * 1024
+
+export const Vcpus = Int.check(atLeast(1)).check(atMost(maxVcpus))
+export const MemBytes = Int.check(atLeast(minMemBytes)).check(atMost(maxMemBytes))
+export const FsCapacityBytes = Int.check(atLeast(minFsCapacityBytes)).check(atMost(maxFsCapacityBytes))
+
+/** The retention fields of create and PATCH; `null` means "not set", as in the real API. */
+const retentionFields = {
+  ttl_seconds: Schema.optionalKey(Schema.NullOr(RetentionSeconds)),
+  idle_ttl_seconds: Schema.optionalKey(Schema.NullOr(RetentionSeconds)),
+  delete_after_stop_seconds: Schema.optionalKey(Schema.NullOr(RetentionSeconds))
+}
+
+/**
+ * A box from a template (the spec), or, in the current sandbox model, from a snapshot
+ * (`snapshot_id` or `snapshot_name`) or the server's default image when none is given. At most
+ * one of `template_name`, `snapshot_id`, `snapshot_name` (the handler answers 400 otherwise).
+ */
 export const CreateBox = Schema.Struct({
-  template_name: DnsLabel,
-  /** Omitted → generated from the template name (`generateSandboxName`). */
+  template_name: Schema.optionalKey(DnsLabel),
+  snapshot_id: Schema.optionalKey(Schema.NullOr(Uuid)),
+  /** `name` or `name:tag`; a bare name also finds `name:latest`. */
+  snapshot_name: Schema.optionalKey(Schema.NullOr(Schema.String.check(rule((text: string) => text.length >= 1 && text.length <= 255, "must be 1 to 255 characters", "string_too_long")))),
+  /** Omitted → generated from the template name (`generateSandboxName`), or `sandbox-…`. */
   name: Schema.optionalKey(DnsLabel),
+  /** Resources of a box made without a template (a template sets its own: these are then refused). */
+  vcpus: Schema.optionalKey(Schema.NullOr(Vcpus)),
+  mem_bytes: Schema.optionalKey(Schema.NullOr(MemBytes)),
+  fs_capacity_bytes: Schema.optionalKey(Schema.NullOr(FsCapacityBytes)),
+  ...retentionFields,
   ...waitFields
 }).annotate({ identifier: "CreateBox" })
 export type CreateBox = typeof CreateBox.Type
 
-export const PatchBox = Schema.Struct({ name: DnsLabel }).annotate({ identifier: "PatchBox" })
+/** The display name and the retention settings; a PATCH with none of them answers the box unchanged. */
+export const PatchBox = Schema.Struct({ name: Schema.optionalKey(DnsLabel), ...retentionFields }).annotate({ identifier: "PatchBox" })
 export type PatchBox = typeof PatchBox.Type
 
 /** The `{name}` path parameter of every sandbox-area item endpoint. */

@@ -30,6 +30,9 @@ export const MAX_BODY_BYTES = 1024 * 1024
 /** The control plane's path prefix on self-hosted LangSmith: `/api-host/v2/deployments` is `/v2/deployments`. */
 export const apiHostPrefix = "/api-host/"
 
+/** The sandbox area's prefix on the real API (the `langsmith` clients' default base): `/api/v2/sandboxes/boxes` is `/v2/sandboxes/boxes`. */
+export const apiSandboxPrefix = "/api/"
+
 /**
  * Endpoints without an API key (the push webhook, checked by its signature over the whole body)
  * read at most this much: before the signature is checked the caller is anyone, so what it can
@@ -321,12 +324,17 @@ export const makeApp = (options: AppOptions) => {
     const search = queryStart === -1 ? "" : url.slice(queryStart + 1)
     const method = request.method ?? "GET"
 
-    // Self-hosted LangSmith serves the control plane under /api-host (docs/real-api.md): the same routes.
+    // Self-hosted LangSmith serves the control plane under /api-host (docs/real-api.md), and the
+    // real API the sandbox area under /api/v2/sandboxes: the same routes, each only for its area.
     const hosted = path.startsWith(apiHostPrefix)
-    // The npm langsmith client's generated resources (registries, ...) call the sandbox area under /api/v2/sandboxes.
-    const sandboxApi = path.startsWith("/api/v2/sandboxes/")
-    const match = router.match(method === "HEAD" ? "GET" : method, hosted ? path.slice(apiHostPrefix.length - 1) : sandboxApi ? path.slice(4) : path)
-    if (match._tag === "NotFound" || (hosted && match._tag === "Found" && match.endpoint.area === "sandbox")) {
+    const sandboxApi = path.startsWith(apiSandboxPrefix)
+    const routed = hosted ? path.slice(apiHostPrefix.length - 1) : sandboxApi ? path.slice(apiSandboxPrefix.length - 1) : path
+    const match = router.match(method === "HEAD" ? "GET" : method, routed)
+    if (
+      match._tag === "NotFound" ||
+      (hosted && match._tag === "Found" && match.endpoint.area === "sandbox") ||
+      (sandboxApi && !/^\/v2\/sandboxes(\/|$)/.test(routed))
+    ) {
       return sendError(response, new NotFound({ message: "Not Found" }), requestId)
     }
     if (match._tag === "MethodNotAllowed") {

@@ -9,12 +9,19 @@ import { Context, Data, type Effect } from "effect"
 import type { BoxEvent } from "../../core/index.ts"
 import type { TemplateRecord } from "../store/SandboxStore.ts"
 
-/** A box to bring up: its template (exact quantities) and the volumes it mounts. */
+/**
+ * A box to bring up: its template (exact quantities) and the volumes it mounts. A box made
+ * from a snapshot or the default image gets a template built from its own spec (no mounts).
+ */
 export interface BoxWork {
   readonly tenantId: string
   readonly sandboxId: string
   readonly name: string
   readonly template: TemplateRecord
+  /** The image's manifest digest when known (a ready snapshot's): a driver with an image cache uses that image, not what the tag points at now. */
+  readonly imageDigest?: string
+  /** The digest is the only source of the image (a captured snapshot's, in no registry): never fall back to pulling `template.image`. */
+  readonly digestOnly?: boolean
   readonly volumes: ReadonlyArray<{ readonly volumeId: string; readonly mountPath: string; readonly sizeBytes: bigint }>
   /** Credentials of the tenant's stored registry for the image's host, when one matches (never logged). */
   readonly registryAuth?: { readonly registry: string; readonly username: string; readonly password: string } | undefined
@@ -44,7 +51,15 @@ export class SandboxDriver extends Context.Service<
     readonly createVolume: (volumeId: string, sizeBytes: bigint) => Effect.Effect<void, VolumeError>
     readonly resizeVolume: (volumeId: string, sizeBytes: bigint) => Effect.Effect<void, VolumeError>
     readonly deleteVolume: (volumeId: string) => Effect.Effect<void, VolumeError>
+    /** Snapshots: makes the image available to boxes (pulls it); answers its manifest digest (null without an image store). */
+    readonly prepareImage: (image: string, registryAuth?: BoxWork["registryAuth"]) => Effect.Effect<{ readonly digest: string | null }, ImageError>
+    /** Captures a running box's filesystem as a new local image; answers its digest (null without an image store). */
+    readonly captureBox: (sandboxId: string) => Effect.Effect<{ readonly digest: string | null }, ImageError>
+    /** Drops a captured image (its snapshot was deleted); pulled images stay, templates may share them. */
+    readonly discardImage: (digest: string) => Effect.Effect<void>
   }
 >()("slipway/SandboxDriver") {}
+
+export class ImageError extends Data.TaggedError("ImageError")<{ readonly message: string }> {}
 
 export class VolumeError extends Data.TaggedError("VolumeError")<{ readonly message: string }> {}

@@ -4,12 +4,18 @@
  * moves only from the state the controller read, so a box deleted or stopped meanwhile is not
  * resurrected by a late report. At start it hands the driver every box the store says should be
  * running, so a server restart brings every box back to the state the database records.
+ *
+ * It also builds snapshots (the driver pulls the image; `building` → `ready` or `failed`, and
+ * snapshots still building at start are built again) and applies boxes' retention settings
+ * (a sweep every `SLIPWAY_SANDBOX_SWEEP_MS`, default 1000): a box past `ttl_seconds` since its
+ * creation is deleted, a ready box with no dataplane request for `idle_ttl_seconds` is stopped,
+ * a box stopped for `delete_after_stop_seconds` is deleted.
  */
 import { Context, Deferred, Effect, Layer } from "effect"
-import { type BoxEvent, nextBoxState, wantsRunning } from "../../core/index.ts"
+import { type BoxEvent, formatQuantity, fromBytes, nextBoxState, wantsRunning } from "../../core/index.ts"
 import { makeSecretBox } from "../deployments/secrets.ts"
 import { ServerEnv } from "../module.ts"
-import { SandboxStore, type SandboxRecord } from "../store/SandboxStore.ts"
+import { SandboxStore, type SandboxRecord, type SnapshotRecord, type TemplateRecord } from "../store/SandboxStore.ts"
 import type { StoreError } from "../store/StoreError.ts"
 import { makeRegistryCredentials } from "./access/registries.ts"
 import { Dataplane } from "./Dataplane.ts"
@@ -26,8 +32,44 @@ export class SandboxController extends Context.Service<
     readonly request: (box: SandboxRecord, event: Extract<BoxEvent, { readonly _tag: "Stop" | "Start" }>) => Effect.Effect<SandboxRecord, StoreError>
     /** Waits until the box is ready, failed or stopped (or gone), at most `timeoutMs`; answers it as it is then. */
     readonly awaitSettled: (tenantId: string, sandboxId: string, timeoutMs: number) => Effect.Effect<SandboxRecord | undefined, StoreError>
+    /** A snapshot committed in `building`: pull its image, or capture its source box (in the background), and record the outcome. */
+    readonly snapshotCreated: (snapshot: SnapshotRecord) => Effect.Effect<void>
+    /** A captured snapshot was deleted: drop its image. */
+    readonly snapshotDeleted: (snapshot: SnapshotRecord) => Effect.Effect<void>
+    /** A dataplane request reached the box: it is not idle. */
+    readonly touch: (sandboxId: string) => void
+    /** One retention sweep now (the controller runs one every `SLIPWAY_SANDBOX_SWEEP_MS`). */
+    readonly sweep: Effect.Effect<void>
   }
 >()("slipway/SandboxController") {}
+
+/** How often the retention sweep runs (read when the controller starts). */
+const sweepInterval = () => Math.max(50, Number(process.env.SLIPWAY_SANDBOX_SWEEP_MS ?? 1000) || 1000)
+
+const MiB = 1024n * 1024n
+
+/** The template a box made from an image (a snapshot's or the default) runs as: its own spec, no mounts, no proxy rules. */
+export const imageBoxTemplate = (box: SandboxRecord): TemplateRecord => {
+  const cpuMillicores = BigInt((box.vcpus ?? 1) * 1000)
+  const memoryBytes = BigInt(box.mem_bytes ?? Number(512n * MiB))
+  const storageBytes = box.fs_capacity_bytes === null ? null : BigInt(box.fs_capacity_bytes)
+  return {
+    id: box.id,
+    tenant_id: box.tenant_id,
+    name: box.name,
+    image: box.image!,
+    cpu_millicores: cpuMillicores,
+    cpu: String(box.vcpus ?? 1),
+    memory_bytes: memoryBytes,
+    memory: formatQuantity(fromBytes(memoryBytes)),
+    storage_bytes: storageBytes,
+    storage: storageBytes === null ? null : formatQuantity(fromBytes(storageBytes)),
+    proxy_config: null,
+    mounts: [],
+    created_at: box.created_at,
+    updated_at: box.updated_at
+  }
+}
 
 const settled = (box: SandboxRecord | undefined) => box === undefined || (box.status !== "provisioning" && box.status !== "deleting")
 
@@ -74,6 +116,21 @@ export const makeSandboxController = Effect.gen(function* () {
 
   const workOf = (box: SandboxRecord) =>
     Effect.gen(function* () {
+      if (box.template_id === null) {
+        const snapshot = box.snapshot_id === null ? undefined : yield* store.snapshotById(box.tenant_id, box.snapshot_id)
+        const digest = snapshot?.image_digest
+        const registryAuth = yield* registryAuthFor(box.tenant_id, box.image!)
+        return {
+          tenantId: box.tenant_id,
+          sandboxId: box.id,
+          name: box.name,
+          template: imageBoxTemplate(box),
+          volumes: [],
+          registryAuth,
+          ...(digest ? { imageDigest: digest } : {}),
+          ...(snapshot?.source_sandbox_id != null ? { digestOnly: true } : {})
+        } satisfies BoxWork
+      }
       const template = yield* store.templateById(box.template_id)
       if (!template) return undefined
       const volumes = yield* Effect.forEach(template.mounts, (mount) =>
@@ -101,28 +158,109 @@ export const makeSandboxController = Effect.gen(function* () {
   )
   if (running.length > 0) log.info("sandboxes resumed", { sandboxes: running.length, driver: driver.name })
 
+  // Snapshots: the driver pulls the image; the outcome moves the snapshot only from `building`.
+  const buildSnapshot = (snapshot: SnapshotRecord) =>
+    (snapshot.source_sandbox_id === null
+      ? Effect.flatMap(registryAuthFor(snapshot.tenant_id, snapshot.docker_image), (auth) => driver.prepareImage(snapshot.docker_image, auth))
+      : driver.captureBox(snapshot.source_sandbox_id)
+    ).pipe(
+      Effect.matchEffect({
+        onSuccess: ({ digest }) => store.setSnapshotStatus(snapshot.id, "building", "ready", null, digest, new Date().toISOString()),
+        onFailure: (error) => store.setSnapshotStatus(snapshot.id, "building", "failed", error.message, null, new Date().toISOString())
+      }),
+      Effect.catch((error) => Effect.sync(() => log.error("snapshot state not saved", { snapshot_id: snapshot.id, error: error.message }))),
+      Effect.asVoid
+    )
+  const snapshotCreated = (snapshot: SnapshotRecord) => Effect.asVoid(Effect.forkDetach(buildSnapshot(snapshot)))
+  const building = yield* Effect.orDie(store.buildingSnapshots())
+  // A capture cut short by a restart is not taken again: the box has changed since it was asked.
+  yield* Effect.orDie(
+    Effect.forEach(
+      building.filter((snapshot) => snapshot.source_sandbox_id !== null),
+      (snapshot) => store.setSnapshotStatus(snapshot.id, "building", "failed", "the server restarted during the capture; capture the sandbox again", null, new Date().toISOString()),
+      { discard: true }
+    )
+  )
+  yield* Effect.forEach(
+    building.filter((snapshot) => snapshot.source_sandbox_id === null),
+    snapshotCreated,
+    { discard: true }
+  )
+  if (building.length > 0) log.info("snapshot builds resumed", { snapshots: building.length })
+
+  /** Last dataplane request per box (this process only: after a restart, idleness counts from the box's last state change). */
+  const activity = new Map<string, number>()
+
+  const boxesDeleted = (sandboxIds: ReadonlyArray<string>) =>
+    Effect.forEach(
+      sandboxIds,
+      (id) =>
+        Effect.suspend(() => {
+          tenants.delete(id)
+          activity.delete(id)
+          notify(id)
+          // Its service URL grants go with it (they name the box by id, without a foreign key).
+          return Effect.forkDetach(Effect.andThen(dataplane.release(id), driver.teardown(id)).pipe(Effect.andThen(Effect.ignore(store.deleteServiceGrants(id)))))
+        }),
+      { discard: true }
+    )
+
+  const request = (box: SandboxRecord, event: Extract<BoxEvent, { readonly _tag: "Stop" | "Start" }>) =>
+    Effect.gen(function* () {
+      const after = (yield* apply(box.tenant_id, box.id, event)) ?? box
+      if (after.status === box.status) return after
+      if (event._tag === "Stop") yield* Effect.andThen(dataplane.release(box.id), driver.stop(box.id))
+      else yield* start(after)
+      return (yield* store.sandboxById(box.tenant_id, box.id)) ?? after
+    })
+
+  /** Deletes a box whose time is up (if it is still there). */
+  const expire = (box: SandboxRecord, reason: string) =>
+    Effect.gen(function* () {
+      const gone = yield* store.transaction(
+        Effect.gen(function* () {
+          const current = yield* store.sandboxById(box.tenant_id, box.id)
+          if (!current) return false
+          yield* store.deleteSandbox(box.id)
+          return true
+        })
+      )
+      if (!gone) return
+      log.info("sandbox expired", { sandbox_id: box.id, name: box.name, reason })
+      yield* boxesDeleted([box.id])
+    })
+
+  const sweep = Effect.gen(function* () {
+    const now = Date.now()
+    for (const box of yield* store.sandboxesWithRetention()) {
+      if (box.status === "deleting") continue
+      if ((box.ttl_seconds ?? 0) > 0 && now >= Date.parse(box.created_at) + box.ttl_seconds! * 1000) {
+        yield* expire(box, `ttl_seconds ${box.ttl_seconds} passed`)
+      } else if (box.status === "stopped" && (box.delete_after_stop_seconds ?? 0) > 0 && box.stopped_at !== null && now >= Date.parse(box.stopped_at) + box.delete_after_stop_seconds! * 1000) {
+        yield* expire(box, `stopped for delete_after_stop_seconds ${box.delete_after_stop_seconds}`)
+      } else if (box.status === "ready" && (box.idle_ttl_seconds ?? 0) > 0 && tenants.has(box.id)) {
+        // Only the process that runs the box (and so serves its dataplane) knows when it was last used.
+        const lastActive = Math.max(activity.get(box.id) ?? 0, Date.parse(box.updated_at))
+        if (now >= lastActive + box.idle_ttl_seconds! * 1000) {
+          log.info("sandbox idle: stopping", { sandbox_id: box.id, name: box.name, idle_ttl_seconds: box.idle_ttl_seconds })
+          yield* request(box, { _tag: "Stop" })
+        }
+      }
+    }
+  }).pipe(Effect.catch((error) => Effect.sync(() => log.warn("sandbox retention sweep failed", { error: error.message }))))
+
+  const intervalMs = sweepInterval()
+  yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep(intervalMs), sweep)))
+
   return SandboxController.of({
     boxesCreated: (created) => Effect.forEach(created, start, { discard: true }),
-    boxesDeleted: (sandboxIds) =>
-      Effect.forEach(
-        sandboxIds,
-        (id) =>
-          Effect.suspend(() => {
-            tenants.delete(id)
-            notify(id)
-            // Its service URL grants go with it (they name the box by id, without a foreign key).
-            return Effect.forkDetach(Effect.andThen(dataplane.release(id), driver.teardown(id)).pipe(Effect.andThen(Effect.ignore(store.deleteServiceGrants(id)))))
-          }),
-        { discard: true }
-      ),
-    request: (box, event) =>
-      Effect.gen(function* () {
-        const after = (yield* apply(box.tenant_id, box.id, event)) ?? box
-        if (after.status === box.status) return after
-        if (event._tag === "Stop") yield* Effect.andThen(dataplane.release(box.id), driver.stop(box.id))
-        else yield* start(after)
-        return (yield* store.sandboxById(box.tenant_id, box.id)) ?? after
-      }),
+    boxesDeleted,
+    request,
+    snapshotCreated,
+    snapshotDeleted: (snapshot) =>
+      snapshot.source_sandbox_id !== null && snapshot.image_digest !== null ? Effect.asVoid(Effect.forkDetach(driver.discardImage(snapshot.image_digest))) : Effect.void,
+    touch: (sandboxId) => void activity.set(sandboxId, Date.now()),
+    sweep,
     awaitSettled: (tenantId, sandboxId, timeoutMs) =>
       Effect.gen(function* () {
         const deadline = Date.now() + timeoutMs

@@ -43,6 +43,7 @@ export const dataplaneHttp = Effect.gen(function* () {
       const auth = yield* keys.authenticate(apiKeyOf(request.headers), typeof tenant === "string" ? tenant : undefined)
       const box = yield* store.sandboxById(auth.tenantId, sandboxId)
       if (!box) return yield* Effect.fail(new DataplaneError(404, "NotFound", `sandbox ${sandboxId} not found`))
+      controller.touch(box.id)
       if (box.status === "stopped" || box.status === "failed") {
         yield* controller.request(box, { _tag: "Start" })
         return yield* Effect.fail(new DataplaneError(503, "ServiceUnavailable", `Sandbox is starting: ${box.name} was ${box.status}; retry shortly`))

@@ -11,6 +11,7 @@ import { LocalSandboxDriver } from "./drivers/local.ts"
 import { SimulatedSandboxDriver } from "./drivers/simulated.ts"
 import { boxRoutes } from "./routes/boxes.ts"
 import { poolRoutes } from "./routes/pools.ts"
+import { snapshotRoutes } from "./routes/snapshots.ts"
 import { templateRoutes } from "./routes/templates.ts"
 import { volumeRoutes } from "./routes/volumes.ts"
 import { makeSandboxShared } from "./shared.ts"
@@ -21,6 +22,6 @@ const simulated = SandboxControllerLive.pipe(Layer.provideMerge(Layer.mergeAll(S
 export const sandboxModule: ServerModule = {
   name: "sandboxes",
   layer: Layer.unwrap(Effect.map(chooseRuntime, (runtime) => (runtime.name === "local" ? local : simulated))),
-  routes: Effect.map(makeSandboxShared, (shared) => [...templateRoutes(shared), ...volumeRoutes(shared), ...poolRoutes(shared), ...boxRoutes(shared)]),
+  routes: Effect.map(makeSandboxShared, (shared) => [...templateRoutes(shared), ...volumeRoutes(shared), ...poolRoutes(shared), ...boxRoutes(shared), ...snapshotRoutes(shared)]),
   http: dataplaneHttp
 }

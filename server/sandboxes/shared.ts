@@ -68,6 +68,12 @@ export const found = <A>(kind: string, name: string) => (record: A | undefined) 
  */
 const quotaRaceDelayMs = Number(process.env.SLIPWAY_TEST_QUOTA_DELAY_MS ?? 0) || 0
 
+/**
+ * The image of a box created with neither a template nor a snapshot (the real API's "default
+ * snapshot"): `SLIPWAY_DEFAULT_SANDBOX_IMAGE`, default `python:3.12-slim`, pulled like any image.
+ */
+const defaultSandboxImage = process.env.SLIPWAY_DEFAULT_SANDBOX_IMAGE || "python:3.12-slim"
+
 /** Attempts to find a free generated name before giving up (each try has 27^6 ≈ 387M suffixes). */
 const nameAttempts = 16
 
@@ -82,6 +88,7 @@ export const makeSandboxShared = Effect.gen(function* () {
   const configuredQuota = parseQuota(config.storageQuota)
   if (Result.isFailure(configuredQuota)) return yield* Effect.die(new Error(`SLIPWAY_STORAGE_QUOTA: ${configuredQuota.failure}`))
 
+  /** The spec's fields, then the current model's only where set (a template box without retention answers the spec's shape). */
   const sandboxJson = (record: SandboxRecord): typeof Sandbox.Encoded => ({
     id: record.id,
     name: record.name,
@@ -91,7 +98,16 @@ export const makeSandboxShared = Effect.gen(function* () {
     status: record.status,
     status_message: record.status_message,
     created_at: record.created_at,
-    updated_at: record.updated_at
+    updated_at: record.updated_at,
+    ...(record.snapshot_id !== null ? { snapshot_id: record.snapshot_id } : {}),
+    ...(record.image !== null ? { image: record.image } : {}),
+    ...(record.vcpus !== null ? { vcpus: record.vcpus } : {}),
+    ...(record.mem_bytes !== null ? { mem_bytes: record.mem_bytes } : {}),
+    ...(record.fs_capacity_bytes !== null ? { fs_capacity_bytes: record.fs_capacity_bytes } : {}),
+    ...(record.ttl_seconds !== null ? { ttl_seconds: record.ttl_seconds } : {}),
+    ...(record.idle_ttl_seconds !== null ? { idle_ttl_seconds: record.idle_ttl_seconds } : {}),
+    ...(record.delete_after_stop_seconds !== null ? { delete_after_stop_seconds: record.delete_after_stop_seconds } : {}),
+    ...(record.stopped_at !== null ? { stopped_at: record.stopped_at } : {})
   })
 
   /** Organization usage and quota, read inside the caller's transaction. */
@@ -123,7 +139,7 @@ export const makeSandboxShared = Effect.gen(function* () {
       )
     })
 
-  return { store, controller, driver, config, sandboxJson, storage, freeSandboxName, launch }
+  return { store, controller, driver, config, sandboxJson, storage, freeSandboxName, launch, defaultSandboxImage }
 })
 
 export type SandboxShared = Effect.Success<typeof makeSandboxShared>

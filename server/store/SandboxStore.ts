@@ -65,21 +65,86 @@ export interface PoolRecord {
   readonly updated_at: string
 }
 
-export interface SandboxRecord {
+/**
+ * What a box made without a template runs (the current sandbox model): an image (a snapshot's,
+ * or the server's default), its own resources, and the snapshot it came from. All null for a
+ * box made from a template.
+ */
+export interface BoxImageSpec {
+  readonly snapshot_id: string | null
+  readonly image: string | null
+  readonly vcpus: number | null
+  readonly mem_bytes: number | null
+  readonly fs_capacity_bytes: number | null
+}
+
+/** When a box goes away on its own (seconds; null or 0 = never). */
+export interface BoxRetention {
+  /** Deleted this long after it was created. */
+  readonly ttl_seconds: number | null
+  /** Stopped after this long without a dataplane request. */
+  readonly idle_ttl_seconds: number | null
+  /** Deleted this long after it stopped. */
+  readonly delete_after_stop_seconds: number | null
+}
+
+export interface SandboxRecord extends BoxImageSpec, BoxRetention {
   readonly id: string
   readonly tenant_id: string
   readonly name: string
-  readonly template_id: string
-  readonly template_name: string
+  /** Null for a box made from a snapshot or the default image. */
+  readonly template_id: string | null
+  readonly template_name: string | null
   readonly pool_id: string | null
   readonly pool_name: string | null
   readonly status: BoxLifecycle
   readonly status_message: string | null
+  /** When the box last entered `stopped` (null while it is not stopped). */
+  readonly stopped_at: string | null
   readonly created_at: string
   readonly updated_at: string
 }
 
-export type NewSandbox = Omit<SandboxRecord, "template_name" | "pool_name">
+/** The image spec and retention are optional on insert (null: a template box, kept until deleted). */
+export type NewSandbox = Omit<SandboxRecord, "template_name" | "pool_name" | "stopped_at" | keyof BoxImageSpec | keyof BoxRetention> &
+  Partial<BoxImageSpec & BoxRetention>
+
+export const snapshotStatuses = ["building", "ready", "failed"] as const
+export type SnapshotStatus = (typeof snapshotStatuses)[number]
+
+/** A snapshot: an image reference and a filesystem capacity, pulled into the image store. */
+export interface SnapshotRecord {
+  readonly id: string
+  readonly tenant_id: string
+  readonly name: string
+  readonly docker_image: string
+  /** The manifest digest the reference resolved to when it was built (null until ready, or on a runtime without images). */
+  readonly image_digest: string | null
+  readonly fs_capacity_bytes: number
+  readonly status: SnapshotStatus
+  readonly status_message: string | null
+  /** The box a captured snapshot was made from; null for one built from an image reference. */
+  readonly source_sandbox_id: string | null
+  readonly created_at: string
+  readonly updated_at: string
+}
+
+export interface SnapshotPage {
+  readonly limit: number
+  readonly offset: number
+  /** Case-insensitive substring of the name. */
+  readonly nameContains?: string
+  readonly status?: SnapshotStatus
+}
+
+/** A filtered page of boxes (the real API's list filters); unfiltered lists use `listSandboxes`. */
+export interface SandboxFilter {
+  readonly limit: number
+  readonly offset: number
+  /** Case-insensitive substring of the name. */
+  readonly nameContains?: string
+  readonly status?: BoxLifecycle
+}
 
 /** A private image registry's credentials; `password` is sealed (server/deployments/secrets.ts), never plaintext. */
 export interface RegistryRecord {
@@ -149,6 +214,8 @@ export class SandboxStore extends Context.Service<
     readonly sandboxById: (tenantId: string, id: string) => Op<SandboxRecord | undefined>
     readonly sandboxNameTaken: (tenantId: string, name: string) => Op<boolean>
     readonly listSandboxes: (tenantId: string, page: Page) => Op<ReadonlyArray<SandboxRecord>>
+    /** In creation order, like `listSandboxes`, filtered (a plain OFFSET walk over the matches). */
+    readonly listSandboxesMatching: (tenantId: string, filter: SandboxFilter) => Op<ReadonlyArray<SandboxRecord>>
     readonly insertSandbox: (sandbox: NewSandbox) => Op<void, SandboxConflict>
     readonly renameSandbox: (sandbox: SandboxRecord, name: string, now: string) => Op<void, SandboxConflict>
     readonly deleteSandbox: (id: string) => Op<void>
@@ -156,6 +223,23 @@ export class SandboxStore extends Context.Service<
     readonly setSandboxStatus: (id: string, from: BoxLifecycle, to: BoxLifecycle, message: string | null, now: string) => Op<boolean>
     /** System scan for the controller's resume at start: every sandbox (any tenant) with its state. */
     readonly allSandboxes: () => Op<ReadonlyArray<SandboxRecord>>
+    /** Writes the retention fields given (undefined: unchanged). */
+    readonly updateSandboxRetention: (id: string, retention: Partial<BoxRetention>, now: string) => Op<void>
+    /** System scan for the retention sweep: every sandbox (any tenant) with a retention setting above 0. */
+    readonly sandboxesWithRetention: () => Op<ReadonlyArray<SandboxRecord>>
+
+    readonly snapshotById: (tenantId: string, id: string) => Op<SnapshotRecord | undefined>
+    readonly snapshotByName: (tenantId: string, name: string) => Op<SnapshotRecord | undefined>
+    /** Oldest first. */
+    readonly listSnapshots: (tenantId: string, page: SnapshotPage) => Op<ReadonlyArray<SnapshotRecord>>
+    readonly insertSnapshot: (snapshot: SnapshotRecord) => Op<void, SandboxConflict>
+    /** Moves a snapshot on only if it is still in `from`; `digest` is written when given. */
+    readonly setSnapshotStatus: (id: string, from: SnapshotStatus, to: SnapshotStatus, message: string | null, digest: string | null, now: string) => Op<boolean>
+    readonly deleteSnapshot: (id: string) => Op<void>
+    /** How many sandboxes were made from the snapshot (and still exist). */
+    readonly snapshotUsage: (snapshotId: string) => Op<number>
+    /** System scan at start: snapshots (any tenant) still building, to build again. */
+    readonly buildingSnapshots: () => Op<ReadonlyArray<SnapshotRecord>>
 
     // Registries (credentials sealed by the caller) and service URL grants (migration 240).
     readonly registryByName: (tenantId: string, name: string) => Op<RegistryRecord | undefined>

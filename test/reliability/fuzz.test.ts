@@ -48,7 +48,9 @@ const validBodies: Record<string, () => any> = {
   createPool: () => ({ name: unique("fz-pool"), template_name: "fz-template", replicas: 1, wait_for_ready: true, timeout: 30 }),
   updatePool: () => ({ name: unique("fz-pool"), replicas: 2 }),
   createBox: () => ({ template_name: "fz-template", name: unique("fz-box"), wait_for_ready: false, timeout: 60 }),
-  updateBox: () => ({ name: unique("fz-box") }),
+  updateBox: () => ({ name: unique("fz-box"), idle_ttl_seconds: 3600 }),
+  createSnapshot: () => ({ name: unique("fz-snap"), docker_image: "python:3.12", fs_capacity_bytes: 1024 ** 3 }),
+  captureSnapshot: () => ({ name: unique("fz-captured") }),
   getBuildLogs: () => ({ limit: 50, order: "asc", offset: null, level: "INFO", query: "pull", start_time: null, end_time: null }),
   getDeployLogs: () => ({ limit: 10, order: "desc", query: null }),
   getRevisionDeployLogs: () => ({ limit: 100 }),
@@ -108,6 +110,7 @@ const freshTarget = async (endpoint: Endpoint): Promise<Record<string, string>> 
   else if (kind === "templates") params.name = (await create("/v2/sandboxes/templates", { name: unique("fz-tpl"), image: "python:3.12" })).name
   else if (kind === "pools") params.name = (await create("/v2/sandboxes/pools", { name: unique("fz-pool"), template_name: "fz-template", replicas: 1 })).name
   else if (kind === "boxes") params.name = (await create("/v2/sandboxes/boxes", { name: unique("fz-box"), template_name: "fz-template" })).name
+  else if (kind === "snapshot_id") params.snapshot_id = (await create("/v2/sandboxes/snapshots", validBodies.createSnapshot!())).id
   else if (kind === "listener_id") params.listener_id = (await create("/v2/listeners", validBodies.createListener!())).id
   else if (kind === "deployment_id") {
     const deployment = await create(

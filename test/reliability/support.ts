@@ -32,7 +32,7 @@ export const samplePath = (endpoint: Endpoint, params: Record<string, string> = 
 // ---------------------------------------------------------------------------------------------
 // The spec's error shapes
 
-const sandboxErrorNames = new Set(["NotFound", "Conflict", "ResourceInUse", "ResizeError", "TemplateNotFound", "ValidationError"])
+const sandboxErrorNames = new Set(["NotFound", "Conflict", "ResourceInUse", "ResizeError", "TemplateNotFound", "ValidationError", "Unsupported"])
 
 const isPlainObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === "object" && !Array.isArray(value)
 

@@ -3,7 +3,7 @@ import { randomUUID } from "node:crypto"
 import { expect, layer } from "@effect/vitest"
 import { Effect, type Layer } from "effect"
 import { KeyStore } from "../../server/store/KeyStore.ts"
-import { SandboxStore, type VolumeRecord } from "../../server/store/SandboxStore.ts"
+import { SandboxStore, type SnapshotRecord, type VolumeRecord } from "../../server/store/SandboxStore.ts"
 import { at, unique } from "./fixtures.ts"
 
 const GiB = 1024n ** 3n
@@ -41,6 +41,20 @@ const template = (tenantId: string, mounts: ReadonlyArray<{ volume_id: string; m
   storage: null,
   proxy_config: { rules: [], no_proxy: ["localhost"] },
   mounts,
+  created_at: at(),
+  updated_at: at()
+})
+
+const snapshot = (tenantId: string, name: string): SnapshotRecord => ({
+  id: randomUUID(),
+  tenant_id: tenantId,
+  name,
+  docker_image: "python:3.12-slim",
+  image_digest: null,
+  fs_capacity_bytes: 2 * 1024 ** 3,
+  status: "building",
+  status_message: "pulling image python:3.12-slim",
+  source_sandbox_id: null,
   created_at: at(),
   updated_at: at()
 })
@@ -303,6 +317,106 @@ export const sandboxStoreSuite = (backend: string, stores: Layer.Layer<SandboxSt
         yield* store.putServiceGrant(grant(9001, at(1_000)))
         expect(yield* store.deleteServiceGrants(sandboxId)).toBe(2)
         expect(yield* store.listServiceGrants(sandboxId, at(0))).toEqual([])
+      })
+    )
+
+    it.effect("keeps snapshots: by id and name per tenant, a taken name refused, status moved only from the state seen, filtered pages", () =>
+      Effect.gen(function* () {
+        const store = yield* SandboxStore
+        const { tenantId } = yield* organization
+        const other = yield* organization
+        const made = snapshot(tenantId, "team/python-tools:v1")
+        yield* store.insertSnapshot(made)
+        expect(yield* store.snapshotById(tenantId, made.id)).toEqual(made)
+        expect(yield* store.snapshotByName(tenantId, made.name)).toEqual(made)
+        expect(yield* store.snapshotById(other.tenantId, made.id)).toBeUndefined()
+        expect(yield* store.snapshotByName(other.tenantId, made.name)).toBeUndefined()
+        expect((yield* Effect.flip(store.insertSnapshot(snapshot(tenantId, made.name))))._tag).toBe("SandboxConflict")
+        // Another tenant may use the name.
+        yield* store.insertSnapshot(snapshot(other.tenantId, made.name))
+
+        expect((yield* store.buildingSnapshots()).map((item) => item.id)).toContain(made.id)
+        expect(yield* store.setSnapshotStatus(made.id, "ready", "failed", "x", null, at(1))).toBe(false)
+        expect(yield* store.setSnapshotStatus(made.id, "building", "ready", null, "sha256:abc", at(1))).toBe(true)
+        expect(yield* store.snapshotById(tenantId, made.id)).toEqual({ ...made, status: "ready", status_message: null, image_digest: "sha256:abc", updated_at: at(1) })
+        expect((yield* store.buildingSnapshots()).map((item) => item.id)).not.toContain(made.id)
+
+        const more = [snapshot(tenantId, "alpha-PY".toLowerCase()), snapshot(tenantId, "beta"), snapshot(tenantId, "gamma-py")]
+        yield* Effect.forEach(more, (item) => store.insertSnapshot(item))
+        const names = (page: Parameters<typeof store.listSnapshots>[1]) => Effect.map(store.listSnapshots(tenantId, page), (items) => items.map((item) => item.name))
+        expect(yield* names({ limit: 10, offset: 0 })).toEqual([made.name, "alpha-py", "beta", "gamma-py"])
+        expect(yield* names({ limit: 10, offset: 0, nameContains: "PY" })).toEqual([made.name, "alpha-py", "gamma-py"])
+        expect(yield* names({ limit: 1, offset: 1, nameContains: "py" })).toEqual(["alpha-py"])
+        // LIKE wildcards are plain characters here.
+        expect(yield* names({ limit: 10, offset: 0, nameContains: "%" })).toEqual([])
+        expect(yield* names({ limit: 10, offset: 0, nameContains: "_" })).toEqual([])
+        expect(yield* names({ limit: 10, offset: 2 ** 60 })).toEqual([])
+        expect(yield* names({ limit: 10, offset: 0, status: "ready" })).toEqual([made.name])
+        expect(yield* names({ limit: 10, offset: 0, status: "building", nameContains: "a" })).toEqual(["alpha-py", "beta", "gamma-py"])
+        expect(yield* names({ limit: 10, offset: 0, status: "failed" })).toEqual([])
+
+        yield* store.deleteSnapshot(more[1]!.id)
+        expect(yield* store.snapshotById(tenantId, more[1]!.id)).toBeUndefined()
+      })
+    )
+
+    it.effect("keeps boxes made from a snapshot (no template) with their spec and retention; counts a snapshot's boxes; records stopped_at", () =>
+      Effect.gen(function* () {
+        const store = yield* SandboxStore
+        const { tenantId } = yield* organization
+        const made = snapshot(tenantId, unique("base"))
+        yield* store.insertSnapshot(made)
+        const id = randomUUID()
+        const spec = { snapshot_id: made.id, image: made.docker_image, vcpus: 2, mem_bytes: 8 * 1024 ** 3, fs_capacity_bytes: 2 ** 40 }
+        yield* store.insertSandbox({
+          id,
+          tenant_id: tenantId,
+          name: unique("box"),
+          template_id: null,
+          pool_id: null,
+          status: "ready",
+          status_message: null,
+          created_at: at(),
+          updated_at: at(),
+          ...spec,
+          idle_ttl_seconds: 600
+        })
+        const stored = yield* store.sandboxById(tenantId, id)
+        expect(stored).toMatchObject({ ...spec, template_id: null, template_name: null, ttl_seconds: null, idle_ttl_seconds: 600, delete_after_stop_seconds: null, stopped_at: null })
+        expect(yield* store.snapshotUsage(made.id)).toBe(1)
+        expect((yield* store.listSandboxes(tenantId, { limit: 10, offset: 0 })).map((item) => item.id)).toEqual([id])
+        expect((yield* store.sandboxesWithRetention()).map((item) => item.id)).toContain(id)
+
+        yield* store.updateSandboxRetention(id, { ttl_seconds: 3600, delete_after_stop_seconds: 0 }, at(5))
+        expect(yield* store.sandboxById(tenantId, id)).toMatchObject({ ttl_seconds: 3600, idle_ttl_seconds: 600, delete_after_stop_seconds: 0, updated_at: at(5) })
+
+        expect(yield* store.setSandboxStatus(id, "ready", "stopped", null, at(10))).toBe(true)
+        expect((yield* store.sandboxById(tenantId, id))?.stopped_at).toBe(at(10))
+        expect(yield* store.setSandboxStatus(id, "stopped", "provisioning", null, at(11))).toBe(true)
+        expect((yield* store.sandboxById(tenantId, id))?.stopped_at).toBeNull()
+
+        // A template box has none of it, and no retention unless given.
+        const tpl = template(tenantId)
+        yield* store.insertTemplate(tpl)
+        const plain = randomUUID()
+        yield* store.insertSandbox({ id: plain, tenant_id: tenantId, name: unique("plain"), template_id: tpl.id, pool_id: null, status: "ready", status_message: null, created_at: at(), updated_at: at() })
+        expect(yield* store.sandboxById(tenantId, plain)).toMatchObject({ template_name: tpl.name, snapshot_id: null, image: null, vcpus: null, ttl_seconds: null })
+        expect((yield* store.sandboxesWithRetention()).map((item) => item.id)).not.toContain(plain)
+
+        // Filtered pages: name substring (case-insensitive, no wildcards) and status, in creation order.
+        const matching = (filter: Omit<Parameters<typeof store.listSandboxesMatching>[1], "limit" | "offset">, offset = 0, limit = 10) =>
+          Effect.map(store.listSandboxesMatching(tenantId, { limit, offset, ...filter }), (items) => items.map((item) => item.id))
+        expect(yield* matching({ nameContains: "BOX" })).toEqual([id])
+        expect(yield* matching({ status: "ready" })).toEqual([plain])
+        expect(yield* matching({ status: "provisioning" })).toEqual([id])
+        expect(yield* matching({ nameContains: "-" })).toEqual([id, plain])
+        expect(yield* matching({ nameContains: "-" }, 1, 1)).toEqual([plain])
+        expect(yield* matching({ nameContains: "%" })).toEqual([])
+        expect(yield* matching({ nameContains: "-" }, 2 ** 60)).toEqual([])
+        expect(yield* Effect.map(store.listSandboxesMatching(randomUUID(), { limit: 10, offset: 0, nameContains: "-" }), (items) => items.length)).toBe(0)
+
+        yield* store.deleteSandbox(id)
+        expect(yield* store.snapshotUsage(made.id)).toBe(0)
       })
     )
   })

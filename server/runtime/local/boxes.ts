@@ -114,6 +114,8 @@ export interface RunningBox extends BoxExec {
   readonly pid: number
   /** The host uid that box root is mapped to. */
   readonly hostUid: number
+  /** Host path of the box's root filesystem as the box sees it (image + writable layer, the overlay); mounted while the box runs. */
+  readonly filesystem: string
   readonly status: () => BoxStatus
   /** Called once when the box's init exits (stop, destroy, or an unexpected death). */
   readonly onExit: (listener: (exit: BoxExit) => void) => () => void
@@ -656,6 +658,7 @@ export const makeBoxRunner = (options: BoxRunnerOptions): BoxRunner => {
       spec: rec.spec,
       pid: runRec.pid,
       hostUid: rec.hostUid,
+      filesystem: path.join(dirOf(id), "merged"),
       status: () => status,
       onExit: (l) => {
         listeners.add(l)

@@ -20,9 +20,9 @@
  * insecure; credentials come only from the configured auth file (never the host user's
  * ~/.docker/config.json, which could hold the operator's private-registry logins).
  */
-import { createHash } from "node:crypto"
+import { createHash, randomUUID } from "node:crypto"
 import { existsSync } from "node:fs"
-import { chmod, mkdir, mkdtemp, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises"
+import { chmod, lchown, lstat, mkdir, mkdtemp, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises"
 import { join, resolve } from "node:path"
 import { Schema } from "effect"
 import { CommandFailed, runCommand } from "./command.ts"
@@ -133,6 +133,13 @@ export interface ImageStore {
   readonly list: () => Promise<ReadonlyArray<PulledImage>>
   /** Removes one cached image; true when it was there. Boxes still using its rootfs must be gone. */
   readonly remove: (digest: string) => Promise<boolean>
+  /**
+   * Makes a local image of a directory tree (a box's filesystem as the box sees it: its captured
+   * snapshot): copied into the cache under a new digest, with the ids of `uidBase`..+65535 (the
+   * box's id-mapped range) mapped back to 0..65535 and the image config of the image it ran. It
+   * is in no registry: boxes find it by `lookup(digest)`.
+   */
+  readonly importTree: (source: string, options: { readonly reference: string; readonly config: ImageConfig; readonly uidBase: number }) => Promise<PulledImage>
   /** Removes every cached image whose digest is not in `keep`; returns the removed digests. */
   readonly gc: (keep: ReadonlySet<string>) => Promise<ReadonlyArray<string>>
   readonly stats: () => ImageStoreStats
@@ -758,9 +765,49 @@ export const makeImageStore = (options: ImageStoreOptions): ImageStore => {
     return discard(join(imagesDir, dirName(checkDigest(digest))))
   }
 
+  const importTree = async (source: string, options: { readonly reference: string; readonly config: ImageConfig; readonly uidBase: number }): Promise<PulledImage> => {
+    await prepare()
+    const work = await mkdtemp(join(tmpDir, `${process.pid}-`))
+    activeWork.add(work)
+    try {
+      const bundle = join(work, "bundle")
+      const rootfs = join(bundle, "rootfs")
+      await mkdir(bundle)
+      // cp -a keeps modes, owners, times, links and special files; the kernel's overlay view has
+      // already applied the box's deletions (whiteouts, opaque directories).
+      await runCommand(["cp", "-a", "--one-file-system", "-T", source, rootfs], { timeoutMs: timeouts.unpackMs })
+      const back = (id: number) => (id >= options.uidBase && id < options.uidBase + 65_536 ? id - options.uidBase : id)
+      for (const rel of ["", ...(await readdir(rootfs, { recursive: true }))]) {
+        const path = join(rootfs, rel)
+        const info = await lstat(path)
+        const [uid, gid] = [back(info.uid), back(info.gid)]
+        if (uid === info.uid && gid === info.gid) continue
+        // chown clears set-id bits, and they stay cleared: a box could otherwise leave a set-uid
+        // root program on the host (boxes mount their filesystem nosuid, so nothing is lost in them).
+        await lchown(path, uid, gid)
+      }
+      const digest = `sha256:${createHash("sha256").update(`capture:${options.reference}:${randomUUID()}`).digest("hex")}`
+      const cached: CachedImage = {
+        reference: options.reference,
+        digest,
+        source: `captured from a box running ${options.reference}`,
+        pulledAt: new Date().toISOString(),
+        config: { ...options.config, entrypoint: [...options.config.entrypoint], cmd: [...options.config.cmd], env: [...options.config.env], exposedPorts: options.config.exposedPorts.map((port) => ({ ...port })) }
+      }
+      await writeFile(join(bundle, "image.json"), JSON.stringify(cached, null, 2) + "\n")
+      await rename(bundle, join(imagesDir, dirName(digest)))
+
+      return toPulled(cached, options.reference)
+    } finally {
+      activeWork.delete(work)
+      await rm(work, { recursive: true, force: true })
+    }
+  }
+
   return {
     root,
     pull,
+    importTree,
     lookup: async (digest) => {
       await prepare()
       const cached = await readCached(checkDigest(digest))

@@ -10,8 +10,8 @@ import { Effect, Layer } from "effect"
 import { LocalHost } from "../../runtime/local/LocalHost.ts"
 import type { RunningBox } from "../../runtime/local/boxes.ts"
 import { ServerEnv } from "../../module.ts"
-import { type BoxObservationSink, type BoxWork, SandboxDriver, VolumeError } from "../Driver.ts"
-import { imageEnvironment } from "../../runtime/local/images.ts"
+import { type BoxObservationSink, type BoxWork, ImageError, SandboxDriver, VolumeError } from "../Driver.ts"
+import { imageEnvironment, type PulledImage } from "../../runtime/local/images.ts"
 
 const MiB = 1024n * 1024n
 /** Process limit of a box when the template says nothing (stops fork bombs). */
@@ -22,11 +22,17 @@ const DEFAULT_STORAGE = 1024n * MiB
 
 const messageOf = (error: unknown) => String((error as Error)?.message ?? error).split("\n")[0]!.slice(0, 500)
 
+/** The pull option carrying a registry's stored credentials (none: anonymous, or the configured auth file). */
+const pullAuth = (auth: BoxWork["registryAuth"]) => (auth ? { auth: { username: auth.username, password: auth.password } } : {})
+
 export const makeLocalSandboxDriver = Effect.gen(function* () {
   const host = yield* LocalHost
   const { log } = yield* ServerEnv
   let sink: BoxObservationSink = () => Effect.void
   const report = (sandboxId: string, event: Parameters<BoxObservationSink>[0]["event"]) => Effect.runPromise(sink({ sandboxId, event }))
+  /** What each box was last asked to run, and the image it runs (for a capture). */
+  const works = new Map<string, BoxWork>()
+  const runs = new Map<string, PulledImage>()
   /** Starts in flight, so a stop or teardown waits for them. */
   const starting = new Map<string, Promise<void>>()
   /** Teardowns in flight: the server's shutdown waits for them, so no box is left half-removed (mounted). */
@@ -42,10 +48,16 @@ export const makeLocalSandboxDriver = Effect.gen(function* () {
       return
     }
     await report(id, { _tag: "Progress", message: `pulling image ${work.template.image}` })
-    const image = await host.images.pull(work.template.image, {
-      onProgress: (message) => void report(id, { _tag: "Progress", message }),
-      ...(work.registryAuth ? { auth: { username: work.registryAuth.username, password: work.registryAuth.password } } : {})
-    })
+    // A snapshot's box runs the image the snapshot was built with (by digest, from the cache), not whatever its tag points at now.
+    const pinned = work.imageDigest ? await host.images.lookup(work.imageDigest) : null
+    if (!pinned && work.digestOnly) throw new Error(`the captured image ${work.imageDigest ?? "(none)"} of this sandbox's snapshot is not in the image store`)
+    const image =
+      pinned ??
+      (await host.images.pull(work.template.image, {
+        onProgress: (message) => void report(id, { _tag: "Progress", message }),
+        ...pullAuth(work.registryAuth)
+      }))
+    runs.set(id, image)
     await report(id, { _tag: "Progress", message: "starting box" })
     const box: RunningBox = await host.boxes.start({
       id,
@@ -75,6 +87,7 @@ export const makeLocalSandboxDriver = Effect.gen(function* () {
     observe: (next) => Effect.sync(() => void (sink = next)),
     start: (work) =>
       Effect.sync(() => {
+        works.set(work.sandboxId, work)
         const run = settle(work.sandboxId)
           .then(() => bringUp(work))
           .catch((error) => {
@@ -95,6 +108,8 @@ export const makeLocalSandboxDriver = Effect.gen(function* () {
       }),
     teardown: (sandboxId) =>
       Effect.promise(() => {
+        works.delete(sandboxId)
+        runs.delete(sandboxId)
         const work = (async () => {
           await settle(sandboxId)
           host.running.delete(sandboxId)
@@ -108,7 +123,34 @@ export const makeLocalSandboxDriver = Effect.gen(function* () {
     resizeVolume: (volumeId, sizeBytes) =>
       Effect.tryPromise({ try: () => host.volumes.grow(volumeId, Number(sizeBytes)), catch: (error) => new VolumeError({ message: messageOf(error) }) }).pipe(Effect.asVoid),
     deleteVolume: (volumeId) =>
-      Effect.tryPromise({ try: () => host.volumes.destroy(volumeId), catch: (error) => new VolumeError({ message: messageOf(error) }) })
+      Effect.tryPromise({ try: () => host.volumes.destroy(volumeId), catch: (error) => new VolumeError({ message: messageOf(error) }) }),
+    // The same image store as templates: a snapshot is ready once its image is pulled and unpacked.
+    prepareImage: (image, registryAuth) =>
+      Effect.tryPromise({
+        try: async () => ({ digest: (await host.images.pull(image, pullAuth(registryAuth))).digest }),
+        catch: (error) => new ImageError({ message: messageOf(error) })
+      }),
+    // The box's filesystem as it sees it (the overlay of its image and its writable layer), copied
+    // into the image store as a new local image: what the box wrote and deleted, nothing else.
+    captureBox: (sandboxId) =>
+      Effect.tryPromise({
+        try: async () => {
+          await settle(sandboxId)
+          const box = host.running.get(sandboxId)
+          if (!box || box.status() !== "running") throw new Error("the sandbox is not running: start it, then capture it")
+          const work = works.get(sandboxId)
+          const image =
+            runs.get(sandboxId) ??
+            (work?.imageDigest ? await host.images.lookup(work.imageDigest) : null) ??
+            (work ? await host.images.pull(work.template.image) : null)
+          if (!image) throw new Error("the sandbox's image is not known to this server")
+          const captured = await host.images.importTree(box.filesystem, { reference: image.reference, config: image.config, uidBase: box.hostUid })
+          return { digest: captured.digest }
+        },
+        catch: (error) => new ImageError({ message: `capture failed: ${messageOf(error)}` })
+      }),
+    discardImage: (digest) =>
+      Effect.promise(() => host.images.remove(digest).then(() => undefined, (error) => log.warn("captured image not removed", { digest, error: messageOf(error) })))
   })
 })
 

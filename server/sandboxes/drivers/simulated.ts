@@ -3,11 +3,12 @@
  * and volumes are rows only. Used where no real runtime is available; its boxes have no
  * dataplane (`dataplane_url: null`, what the official clients expect then).
  *
- * Failure hook, as for deployments: a template image containing `fail-start` makes its boxes
- * fail, so users and tests can watch the failure path without a real runtime.
+ * Failure hooks, as for deployments: a template image containing `fail-start` makes its boxes
+ * fail, and a snapshot image containing `fail-pull` makes the snapshot fail, so users and tests
+ * can watch the failure paths without a real runtime.
  */
 import { Effect, Layer } from "effect"
-import { type BoxObservationSink, SandboxDriver } from "../Driver.ts"
+import { type BoxObservationSink, ImageError, SandboxDriver } from "../Driver.ts"
 
 export const makeSimulatedSandboxDriver = Effect.sync(() => {
   let sink: BoxObservationSink = () => Effect.void
@@ -25,7 +26,12 @@ export const makeSimulatedSandboxDriver = Effect.sync(() => {
     teardown: () => Effect.void,
     createVolume: () => Effect.void,
     resizeVolume: () => Effect.void,
-    deleteVolume: () => Effect.void
+    deleteVolume: () => Effect.void,
+    // Nothing is pulled: a snapshot is ready at once, unless its image carries the `fail-pull` marker.
+    prepareImage: (image) =>
+      image.includes("fail-pull") ? Effect.fail(new ImageError({ message: `image ${image} could not be pulled (fail-pull marker)` })) : Effect.succeed({ digest: null }),
+    captureBox: () => Effect.succeed({ digest: null }),
+    discardImage: () => Effect.void
   })
 })
 

@@ -1,20 +1,110 @@
-/** `/v2/sandboxes/boxes`: sandboxes, their status, and start/stop. */
+/**
+ * `/v2/sandboxes/boxes`: sandboxes, their status, and start/stop. A box is made from a template
+ * (the spec) or, in the current sandbox model, from a snapshot or the default image with its own
+ * resources and retention settings (docs/sandboxes.md, "Snapshots").
+ */
 import { randomUUID } from "node:crypto"
 import { Effect } from "effect"
-import { Api, checkBoxTemplate, checkVolumeAttachment, Pagination, sandboxPage } from "../../../core/index.ts"
+import {
+  Api,
+  checkBoxTemplate,
+  checkVolumeAttachment,
+  type CreateBox,
+  defaultMemBytes,
+  defaultVcpus,
+  Pagination,
+  SandboxValidationError,
+  sandboxPage,
+  snapshotNameCandidates
+} from "../../../core/index.ts"
 import { implement, now } from "../../module.ts"
-import { found, type SandboxShared, taken } from "../shared.ts"
+import type { BoxRetention, SnapshotRecord } from "../../store/SandboxStore.ts"
+import { found, notFound, type SandboxShared, taken } from "../shared.ts"
 
-export const boxRoutes = ({ store, controller, sandboxJson, freeSandboxName, launch }: SandboxShared) => {
+/** Writable layer of a box made from the default image when no `fs_capacity_bytes` is sent. */
+export const defaultFsCapacityBytes = 1024 ** 3
+
+/** Null and absent both mean "not set". */
+const retentionOf = (body: { readonly ttl_seconds?: number | null; readonly idle_ttl_seconds?: number | null; readonly delete_after_stop_seconds?: number | null }): Partial<BoxRetention> => ({
+  ...(body.ttl_seconds != null ? { ttl_seconds: body.ttl_seconds } : {}),
+  ...(body.idle_ttl_seconds != null ? { idle_ttl_seconds: body.idle_ttl_seconds } : {}),
+  ...(body.delete_after_stop_seconds != null ? { delete_after_stop_seconds: body.delete_after_stop_seconds } : {})
+})
+
+const invalid = (message: string) => new SandboxValidationError({ message })
+
+export const boxRoutes = ({ store, controller, sandboxJson, freeSandboxName, launch, defaultSandboxImage }: SandboxShared) => {
   const mustGetBox = (tenantId: string, name: string) => store.sandboxByName(tenantId, name).pipe(Effect.flatMap(found("sandbox", name)))
+
+  /** The snapshot a create names (by id or name reference), ready; 404 when there is none. */
+  const snapshotFor = (tenantId: string, body: CreateBox) =>
+    Effect.gen(function* () {
+      let snapshot: SnapshotRecord | undefined
+      let label: string
+      if (body.snapshot_id != null) {
+        label = body.snapshot_id
+        snapshot = yield* store.snapshotById(tenantId, body.snapshot_id)
+      } else {
+        label = body.snapshot_name!
+        for (const candidate of snapshotNameCandidates(label)) {
+          snapshot ??= yield* store.snapshotByName(tenantId, candidate)
+        }
+      }
+      if (!snapshot) return yield* notFound("snapshot", label)
+      if (snapshot.status === "building") return yield* invalid(`snapshot ${snapshot.name} is still building; wait until it is ready`)
+      if (snapshot.status === "failed") return yield* invalid(`snapshot ${snapshot.name} failed to build: ${snapshot.status_message ?? "unknown error"}`)
+      return snapshot
+    })
+
+  /** A box of the current model: from a snapshot, or the default image when the body names none. */
+  const createImageBox = (tenantId: string, body: CreateBox) =>
+    Effect.gen(function* () {
+      const snapshot = body.snapshot_id != null || body.snapshot_name != null ? yield* snapshotFor(tenantId, body) : undefined
+      if (snapshot && body.fs_capacity_bytes != null && body.fs_capacity_bytes < snapshot.fs_capacity_bytes) {
+        return yield* invalid(`fs_capacity_bytes ${body.fs_capacity_bytes} is smaller than snapshot ${snapshot.name}'s ${snapshot.fs_capacity_bytes}`)
+      }
+      if (body.name !== undefined && (yield* store.sandboxNameTaken(tenantId, body.name))) return yield* taken("sandbox", body.name)
+      const name = body.name ?? (yield* freeSandboxName(tenantId, "sandbox"))
+      const at = now()
+      const id = randomUUID()
+      yield* store.insertSandbox({
+        id,
+        tenant_id: tenantId,
+        name,
+        template_id: null,
+        pool_id: null,
+        status: "provisioning",
+        status_message: null,
+        created_at: at,
+        updated_at: at,
+        snapshot_id: snapshot?.id ?? null,
+        image: snapshot?.docker_image ?? defaultSandboxImage,
+        vcpus: body.vcpus ?? defaultVcpus,
+        mem_bytes: body.mem_bytes ?? defaultMemBytes,
+        fs_capacity_bytes: body.fs_capacity_bytes ?? snapshot?.fs_capacity_bytes ?? defaultFsCapacityBytes,
+        ...retentionOf(body)
+      })
+      return (yield* store.sandboxById(tenantId, id))!
+    })
 
   return [
     implement(Api.createBox, ({ body }, { auth }) =>
       Effect.gen(function* () {
         const tenantId = auth.tenantId
+        const sources = [body.template_name, body.snapshot_id, body.snapshot_name].filter((value) => value != null)
+        if (sources.length > 1) return yield* invalid("send at most one of template_name, snapshot_id and snapshot_name")
+        if (body.template_name === undefined) {
+          const created = yield* store.transaction(createImageBox(tenantId, body))
+          const [launched] = yield* launch(tenantId, [created], body)
+          return sandboxJson((yield* store.sandboxById(tenantId, created.id)) ?? launched!)
+        }
+        if (body.vcpus != null || body.mem_bytes != null || body.fs_capacity_bytes != null) {
+          return yield* invalid("vcpus, mem_bytes and fs_capacity_bytes apply to boxes made from a snapshot; a template sets its own resources")
+        }
+        const templateName = body.template_name
         const box = yield* store.transaction(
           Effect.gen(function* () {
-            const template = yield* Effect.fromResult(checkBoxTemplate(body.template_name, yield* store.templateByName(tenantId, body.template_name)))
+            const template = yield* Effect.fromResult(checkBoxTemplate(templateName, yield* store.templateByName(tenantId, templateName)))
             // The rule pools follow too: a volume attaches to a single sandbox.
             const attached = template.mounts.length === 0 ? [] : yield* store.volumesAttached(template.mounts.map((mount) => mount.volume_id))
             yield* Effect.fromResult(checkVolumeAttachment(template.name, { volume_mounts: template.mounts }, "box", attached))
@@ -22,7 +112,18 @@ export const boxRoutes = ({ store, controller, sandboxJson, freeSandboxName, lau
             const name = body.name ?? (yield* freeSandboxName(tenantId, template.name))
             const at = now()
             const id = randomUUID()
-            yield* store.insertSandbox({ id, tenant_id: tenantId, name, template_id: template.id, pool_id: null, status: "provisioning", status_message: null, created_at: at, updated_at: at })
+            yield* store.insertSandbox({
+              id,
+              tenant_id: tenantId,
+              name,
+              template_id: template.id,
+              pool_id: null,
+              status: "provisioning",
+              status_message: null,
+              created_at: at,
+              updated_at: at,
+              ...retentionOf(body)
+            })
             return (yield* store.sandboxById(tenantId, id))!
           })
         )
@@ -34,7 +135,13 @@ export const boxRoutes = ({ store, controller, sandboxJson, freeSandboxName, lau
 
     implement(Api.listBoxes, ({ query }, { auth }) => {
       const page = Pagination.resolve(query, sandboxPage)
-      return Effect.map(store.listSandboxes(auth.tenantId, page), (boxes) => Pagination.response("sandboxes", boxes.map(sandboxJson), page))
+      const filter = {
+        ...(query.name_contains !== undefined && query.name_contains !== "" ? { nameContains: query.name_contains } : {}),
+        ...(query.status !== undefined ? { status: query.status } : {})
+      }
+      // Unfiltered pages keep the indexed deep-offset path; filtered ones walk the matches.
+      const boxes = Object.keys(filter).length === 0 ? store.listSandboxes(auth.tenantId, page) : store.listSandboxesMatching(auth.tenantId, { ...page, ...filter })
+      return Effect.map(boxes, (found) => Pagination.response("sandboxes", found.map(sandboxJson), page))
     }),
 
     implement(Api.getBox, ({ params }, { auth }) => Effect.map(mustGetBox(auth.tenantId, params.name), sandboxJson)),
@@ -43,10 +150,16 @@ export const boxRoutes = ({ store, controller, sandboxJson, freeSandboxName, lau
       store.transaction(
         Effect.gen(function* () {
           const box = yield* mustGetBox(auth.tenantId, params.name)
-          if (body.name === box.name) return sandboxJson(box)
-          if (yield* store.sandboxNameTaken(auth.tenantId, body.name)) return yield* taken("sandbox", body.name)
-          yield* store.renameSandbox(box, body.name, now())
-          return sandboxJson((yield* store.sandboxByName(auth.tenantId, body.name))!)
+          const retention = retentionOf(body)
+          const rename = body.name !== undefined && body.name !== box.name
+          if (!rename && Object.keys(retention).length === 0) return sandboxJson(box)
+          const at = now()
+          if (rename) {
+            if (yield* store.sandboxNameTaken(auth.tenantId, body.name!)) return yield* taken("sandbox", body.name!)
+            yield* store.renameSandbox(box, body.name!, at)
+          }
+          if (Object.keys(retention).length > 0) yield* store.updateSandboxRetention(box.id, retention, at)
+          return sandboxJson((yield* store.sandboxById(auth.tenantId, box.id))!)
         })
       )
     ),

@@ -8,7 +8,7 @@
 import { Effect, Layer } from "effect"
 import { SandboxConflict } from "../../../core/index.ts"
 import type { Page } from "../DeploymentStore.ts"
-import { type PoolRecord, type RegistryRecord, type SandboxRecord, type ServiceGrantRecord, SandboxStore, type TemplateMount, type TemplateRecord, type TemplateView, type VolumeRecord } from "../SandboxStore.ts"
+import { type PoolRecord, type RegistryRecord, type SandboxRecord, type ServiceGrantRecord, SandboxStore, type SnapshotRecord, type TemplateMount, type TemplateRecord, type TemplateView, type VolumeRecord } from "../SandboxStore.ts"
 import type { StoreError } from "../StoreError.ts"
 import type { Sql } from "./client.ts"
 import { isShallow, makePager, pageWhere, type SeqTable } from "./pages.ts"
@@ -24,9 +24,28 @@ const templateViewColumns = `t.id, t.tenant_id, t.name, t.image, t.cpu, t.memory
 const templateColumns = `t.cpu_millicores, t.memory_bytes, t.storage_bytes, ${templateViewColumns}`
 const poolColumns = "p.id, p.tenant_id, p.name, p.template_id, pt.name AS template_name, p.replicas, p.created_at, p.updated_at"
 const poolFrom = "FROM sandbox_pools p JOIN sandbox_templates pt ON pt.id = p.template_id"
-const sandboxColumns =
-  "s.id, s.tenant_id, s.name, s.template_id, st.name AS template_name, s.pool_id, sp.name AS pool_name, s.status, s.status_message, s.created_at, s.updated_at"
-const sandboxFrom = "FROM sandboxes s JOIN sandbox_templates st ON st.id = s.template_id LEFT JOIN sandbox_pools sp ON sp.id = s.pool_id"
+const sandboxColumns = `s.id, s.tenant_id, s.name, s.template_id, st.name AS template_name, s.pool_id, sp.name AS pool_name, s.status, s.status_message,
+  s.created_at, s.updated_at, s.snapshot_id, s.image, s.vcpus, s.mem_bytes, s.fs_capacity_bytes, s.ttl_seconds, s.idle_ttl_seconds, s.delete_after_stop_seconds, s.stopped_at`
+const sandboxFrom = "FROM sandboxes s LEFT JOIN sandbox_templates st ON st.id = s.template_id LEFT JOIN sandbox_pools sp ON sp.id = s.pool_id"
+
+const snapshotColumns =
+  "n.id, n.tenant_id, n.name, n.docker_image, n.image_digest, n.fs_capacity_bytes, n.status, n.status_message, n.source_sandbox_id, n.created_at, n.updated_at"
+
+type SandboxRow = Omit<SandboxRecord, "mem_bytes" | "fs_capacity_bytes"> & { readonly mem_bytes: bigint | null; readonly fs_capacity_bytes: bigint | null }
+type SnapshotRow = Omit<SnapshotRecord, "fs_capacity_bytes"> & { readonly fs_capacity_bytes: bigint }
+
+/** Byte counts are int8 (bigint) in Postgres; the records hold numbers (bounded by the API to safe integers). */
+const toSandbox = (row: SandboxRow): SandboxRecord => ({
+  ...row,
+  mem_bytes: row.mem_bytes === null ? null : Number(row.mem_bytes),
+  fs_capacity_bytes: row.fs_capacity_bytes === null ? null : Number(row.fs_capacity_bytes)
+})
+const toSnapshot = (row: SnapshotRow): SnapshotRecord => ({ ...row, fs_capacity_bytes: Number(row.fs_capacity_bytes) })
+const sandboxes = <E, R>(effect: Effect.Effect<Array<SandboxRow>, E, R>) => Effect.map(effect, (rows) => rows.map(toSandbox))
+const sandbox = <E, R>(effect: Effect.Effect<SandboxRow | undefined, E, R>) => Effect.map(effect, (row) => row && toSandbox(row))
+
+/** An OFFSET Postgres can bind (bigint): no table holds 2^53 rows, so a larger offset reads the same empty page. */
+const pgOffset = (offset: number) => (Number.isFinite(offset) ? String(Math.min(Math.max(0, Math.trunc(offset)), Number.MAX_SAFE_INTEGER)) : String(Number.MAX_SAFE_INTEGER))
 
 const registryColumns = "id, tenant_id, name, url, username, password_sealed, created_at, updated_at"
 const grantColumns = "id, tenant_id, sandbox_id, port, created_at, expires_at"
@@ -186,18 +205,38 @@ export const makePostgresSandboxStore = (kit: PgStoreKit): SandboxStore["Service
           yield* execute("DELETE FROM sandbox_pools WHERE id = $1", [id])
         })
       ),
-    poolSandboxes: (poolId) => query<SandboxRecord>(`SELECT ${sandboxColumns} ${sandboxFrom} WHERE s.pool_id = $1 ORDER BY s.seq`, [poolId]),
+    poolSandboxes: (poolId) => sandboxes(query<SandboxRow>(`SELECT ${sandboxColumns} ${sandboxFrom} WHERE s.pool_id = $1 ORDER BY s.seq`, [poolId])),
 
-    sandboxByName: (tenantId, name) => one<SandboxRecord>(`SELECT ${sandboxColumns} ${sandboxFrom} WHERE s.tenant_id = $1 AND s.name = $2`, [tenantId, name]),
-    sandboxById: (tenantId, id) => one<SandboxRecord>(`SELECT ${sandboxColumns} ${sandboxFrom} WHERE s.tenant_id = $1 AND s.id = $2`, [tenantId, id]),
+    sandboxByName: (tenantId, name) => sandbox(one<SandboxRow>(`SELECT ${sandboxColumns} ${sandboxFrom} WHERE s.tenant_id = $1 AND s.name = $2`, [tenantId, name])),
+    sandboxById: (tenantId, id) => sandbox(one<SandboxRow>(`SELECT ${sandboxColumns} ${sandboxFrom} WHERE s.tenant_id = $1 AND s.id = $2`, [tenantId, id])),
     sandboxNameTaken: (tenantId, name) =>
       Effect.map(one("SELECT 1 AS taken FROM sandboxes WHERE tenant_id = $1 AND name = $2", [tenantId, name]), (row) => row !== undefined),
-    listSandboxes: (tenantId, page) => list<SandboxRecord>("sandboxes", pgListSql.sandboxes, tenantId, page),
+    listSandboxes: (tenantId, page) => sandboxes(list<SandboxRow>("sandboxes", pgListSql.sandboxes, tenantId, page)),
     insertSandbox: (s) =>
       Effect.asVoid(
         executeNaming(
-          `INSERT INTO sandboxes (id, tenant_id, name, template_id, pool_id, status, status_message, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-          [s.id, s.tenant_id, s.name, s.template_id, s.pool_id, s.status, s.status_message, s.created_at, s.updated_at],
+          `INSERT INTO sandboxes (id, tenant_id, name, template_id, pool_id, status, status_message, created_at, updated_at,
+             snapshot_id, image, vcpus, mem_bytes, fs_capacity_bytes, ttl_seconds, idle_ttl_seconds, delete_after_stop_seconds)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
+          [
+            s.id,
+            s.tenant_id,
+            s.name,
+            s.template_id,
+            s.pool_id,
+            s.status,
+            s.status_message,
+            s.created_at,
+            s.updated_at,
+            s.snapshot_id ?? null,
+            s.image ?? null,
+            s.vcpus ?? null,
+            s.mem_bytes ?? null,
+            s.fs_capacity_bytes ?? null,
+            s.ttl_seconds ?? null,
+            s.idle_ttl_seconds ?? null,
+            s.delete_after_stop_seconds ?? null
+          ],
           conflict("sandbox", s.name)
         )
       ),
@@ -205,8 +244,74 @@ export const makePostgresSandboxStore = (kit: PgStoreKit): SandboxStore["Service
       Effect.asVoid(executeNaming("UPDATE sandboxes SET name = $1, updated_at = $2 WHERE id = $3", [name, now, sandbox.id], conflict("sandbox", name))),
     deleteSandbox: (id) => Effect.asVoid(execute("DELETE FROM sandboxes WHERE id = $1", [id])),
     setSandboxStatus: (id, from, to, message, now) =>
-      Effect.map(execute("UPDATE sandboxes SET status = $1, status_message = $2, updated_at = $3 WHERE id = $4 AND status = $5", [to, message, now, id, from]), (n) => n > 0),
-    allSandboxes: () => query<SandboxRecord>(`SELECT ${sandboxColumns} ${sandboxFrom} ORDER BY s.seq`),
+      Effect.map(
+        execute(
+          "UPDATE sandboxes SET status = $1, status_message = $2, updated_at = $3, stopped_at = CASE WHEN $1 = 'stopped' THEN $3::timestamptz ELSE NULL END WHERE id = $4 AND status = $5",
+          [to, message, now, id, from]
+        ),
+        (n) => n > 0
+      ),
+    allSandboxes: () => sandboxes(query<SandboxRow>(`SELECT ${sandboxColumns} ${sandboxFrom} ORDER BY s.seq`)),
+    listSandboxesMatching: (tenantId, filter) =>
+      sandboxes(
+        query<SandboxRow>(
+          `SELECT ${sandboxColumns} ${sandboxFrom} WHERE s.tenant_id = $1 AND ($2::text IS NULL OR strpos(lower(s.name), lower($2::text)) > 0)
+             AND ($5::text IS NULL OR s.status = $5::text)
+           ORDER BY s.seq LIMIT $3 OFFSET $4`,
+          [tenantId, filter.nameContains ?? null, filter.limit, pgOffset(filter.offset), filter.status ?? null]
+        )
+      ),
+    updateSandboxRetention: (id, retention, now) =>
+      Effect.asVoid(
+        execute(
+          `UPDATE sandboxes SET ttl_seconds = coalesce($1, ttl_seconds), idle_ttl_seconds = coalesce($2, idle_ttl_seconds),
+             delete_after_stop_seconds = coalesce($3, delete_after_stop_seconds), updated_at = $4 WHERE id = $5`,
+          [retention.ttl_seconds ?? null, retention.idle_ttl_seconds ?? null, retention.delete_after_stop_seconds ?? null, now, id]
+        )
+      ),
+    sandboxesWithRetention: () =>
+      sandboxes(
+        query<SandboxRow>(
+          `SELECT ${sandboxColumns} ${sandboxFrom} WHERE s.ttl_seconds > 0 OR s.idle_ttl_seconds > 0 OR s.delete_after_stop_seconds > 0 ORDER BY s.seq`
+        )
+      ),
+
+    snapshotById: (tenantId, id) =>
+      Effect.map(one<SnapshotRow>(`SELECT ${snapshotColumns} FROM sandbox_snapshots n WHERE n.tenant_id = $1 AND n.id = $2`, [tenantId, id]), (row) => row && toSnapshot(row)),
+    snapshotByName: (tenantId, name) =>
+      Effect.map(one<SnapshotRow>(`SELECT ${snapshotColumns} FROM sandbox_snapshots n WHERE n.tenant_id = $1 AND n.name = $2`, [tenantId, name]), (row) => row && toSnapshot(row)),
+    listSnapshots: (tenantId, page) =>
+      Effect.map(
+        query<SnapshotRow>(
+          `SELECT ${snapshotColumns} FROM sandbox_snapshots n WHERE n.tenant_id = $1 AND ($2::text IS NULL OR strpos(lower(n.name), lower($2::text)) > 0)
+             AND ($5::text IS NULL OR n.status = $5::text)
+           ORDER BY n.seq LIMIT $3 OFFSET $4`,
+          [tenantId, page.nameContains ?? null, page.limit, pgOffset(page.offset), page.status ?? null]
+        ),
+        (rows) => rows.map(toSnapshot)
+      ),
+    insertSnapshot: (n) =>
+      Effect.asVoid(
+        executeNaming(
+          `INSERT INTO sandbox_snapshots (id, tenant_id, name, docker_image, image_digest, fs_capacity_bytes, status, status_message, source_sandbox_id, created_at, updated_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+          [n.id, n.tenant_id, n.name, n.docker_image, n.image_digest, n.fs_capacity_bytes, n.status, n.status_message, n.source_sandbox_id, n.created_at, n.updated_at],
+          conflict("snapshot", n.name)
+        )
+      ),
+    setSnapshotStatus: (id, from, to, message, digest, now) =>
+      Effect.map(
+        execute(
+          "UPDATE sandbox_snapshots SET status = $1, status_message = $2, image_digest = coalesce($3, image_digest), updated_at = $4 WHERE id = $5 AND status = $6",
+          [to, message, digest, now, id, from]
+        ),
+        (n) => n > 0
+      ),
+    deleteSnapshot: (id) => Effect.asVoid(execute("DELETE FROM sandbox_snapshots WHERE id = $1", [id])),
+    snapshotUsage: (snapshotId) =>
+      Effect.map(one<{ n: number }>("SELECT count(*)::int AS n FROM sandboxes WHERE snapshot_id = $1", [snapshotId]), (row) => row!.n),
+    buildingSnapshots: () =>
+      Effect.map(query<SnapshotRow>(`SELECT ${snapshotColumns} FROM sandbox_snapshots n WHERE n.status = 'building' ORDER BY n.seq`), (rows) => rows.map(toSnapshot)),
 
     registryByName: (tenantId, name) => one<RegistryRecord>(`SELECT ${registryColumns} FROM sandbox_registries WHERE tenant_id = $1 AND name = $2`, [tenantId, name]),
     registryById: (tenantId, id) => one<RegistryRecord>(`SELECT ${registryColumns} FROM sandbox_registries WHERE tenant_id = $1 AND id = $2`, [tenantId, id]),

@@ -282,6 +282,46 @@ export const postgresMigrations: ReadonlyArray<PgMigration> = [
     `
   },
   {
+    // The current sandbox model (mirrors SQLite's 230): snapshots, boxes made from an image
+    // (a snapshot's or the default) with their own resources, and their retention settings.
+    id: "230_sandbox_snapshots",
+    sql: `
+      CREATE TABLE sandbox_snapshots (
+        seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        id text COLLATE "C" NOT NULL UNIQUE,
+        tenant_id text NOT NULL REFERENCES tenants(id),
+        name text COLLATE "C" NOT NULL,
+        docker_image text NOT NULL,
+        image_digest text,
+        fs_capacity_bytes bigint NOT NULL CHECK (fs_capacity_bytes > 0),
+        status text NOT NULL CHECK (status IN ('building', 'ready', 'failed')),
+        status_message text,
+        source_sandbox_id text,
+        created_at timestamptz NOT NULL,
+        updated_at timestamptz NOT NULL
+      );
+      CREATE UNIQUE INDEX sandbox_snapshots_name ON sandbox_snapshots(tenant_id, name);
+      CREATE INDEX sandbox_snapshots_by_tenant ON sandbox_snapshots(tenant_id, seq);
+      CREATE INDEX sandbox_snapshots_building ON sandbox_snapshots(status) WHERE status = 'building';
+
+      ALTER TABLE sandboxes
+        ALTER COLUMN template_id DROP NOT NULL,
+        ADD COLUMN snapshot_id text REFERENCES sandbox_snapshots(id),
+        ADD COLUMN image text,
+        ADD COLUMN vcpus integer,
+        ADD COLUMN mem_bytes bigint,
+        ADD COLUMN fs_capacity_bytes bigint,
+        ADD COLUMN ttl_seconds integer,
+        ADD COLUMN idle_ttl_seconds integer,
+        ADD COLUMN delete_after_stop_seconds integer,
+        ADD COLUMN stopped_at timestamptz,
+        ADD CONSTRAINT sandboxes_template_or_image CHECK ((template_id IS NULL) = (image IS NOT NULL));
+      CREATE INDEX sandboxes_by_snapshot ON sandboxes(snapshot_id);
+      CREATE INDEX sandboxes_with_retention ON sandboxes(seq)
+        WHERE ttl_seconds > 0 OR idle_ttl_seconds > 0 OR delete_after_stop_seconds > 0;
+    `
+  },
+  {
     // Private image registries and service URL grants (mirrors SQLite's 240): passwords are
     // stored sealed with the secrets key; grants name their box without a foreign key.
     id: "240_sandbox_registries",

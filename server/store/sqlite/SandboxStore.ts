@@ -74,6 +74,18 @@ export const makeSqliteSandboxStore = (db: Db): SandboxStore["Service"] => {
     deleteSandbox: (id) => op(() => repo.deleteSandbox(id)),
     setSandboxStatus: (id, from, to, message, now) => op(() => repo.setSandboxStatus(id, from, to, message, now)),
     allSandboxes: () => op(() => repo.allSandboxes()),
+    updateSandboxRetention: (id, retention, now) => op(() => repo.updateSandboxRetention(id, retention, now)),
+    sandboxesWithRetention: () => op(() => repo.sandboxesWithRetention()),
+
+    snapshotById: (tenantId, id) => op(() => repo.snapshotById(tenantId, id)),
+    snapshotByName: (tenantId, name) => op(() => repo.snapshotByName(tenantId, name)),
+    listSnapshots: (tenantId, page) => op(() => repo.listSnapshots(tenantId, { ...page, ...sqlPage(page) })),
+    listSandboxesMatching: (tenantId, filter) => op(() => repo.listSandboxesMatching(tenantId, { ...filter, ...sqlPage(filter) })),
+    insertSnapshot: (snapshot) => naming("snapshot", snapshot.name, () => repo.insertSnapshot(snapshot)),
+    setSnapshotStatus: (id, from, to, message, digest, now) => op(() => repo.setSnapshotStatus(id, from, to, message, digest, now)),
+    deleteSnapshot: (id) => op(() => repo.deleteSnapshot(id)),
+    snapshotUsage: (snapshotId) => op(() => repo.snapshotUsage(snapshotId)),
+    buildingSnapshots: () => op(() => repo.buildingSnapshots()),
 
     registryByName: (tenantId, name) => op(() => registries.registryByName(tenantId, name)),
     registryById: (tenantId, id) => op(() => registries.registryById(tenantId, id)),

@@ -138,6 +138,71 @@ export const sandboxMigrations: ReadonlyArray<Migration> = [
     `
   },
   {
+    // The current sandbox model (docs/sandboxes.md, "Snapshots"): snapshots (an image reference
+    // plus a filesystem capacity, built through the image store), and boxes made from one (or
+    // from the default image) with their own resources instead of a template, plus their
+    // retention (ttl_seconds, idle_ttl_seconds, delete_after_stop_seconds, stopped_at).
+    // template_id becomes nullable: SQLite cannot drop a NOT NULL, so the table is rebuilt
+    // (nothing references it).
+    id: "230_sandbox_snapshots",
+    sql: `
+      CREATE TABLE sandbox_snapshots (
+        seq INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        tenant_id TEXT NOT NULL REFERENCES tenants(id),
+        name TEXT NOT NULL,
+        docker_image TEXT NOT NULL,
+        image_digest TEXT,
+        fs_capacity_bytes INTEGER NOT NULL CHECK (fs_capacity_bytes > 0),
+        status TEXT NOT NULL CHECK (status IN ('building', 'ready', 'failed')),
+        status_message TEXT,
+        -- The box a captured snapshot was made from (no reference: the box may be deleted since).
+        source_sandbox_id TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE UNIQUE INDEX sandbox_snapshots_name ON sandbox_snapshots(tenant_id, name);
+      CREATE INDEX sandbox_snapshots_by_tenant ON sandbox_snapshots(tenant_id);
+      CREATE INDEX sandbox_snapshots_building ON sandbox_snapshots(status) WHERE status = 'building';
+
+      CREATE TABLE sandboxes_next (
+        seq INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        tenant_id TEXT NOT NULL REFERENCES tenants(id),
+        name TEXT NOT NULL,
+        template_id TEXT REFERENCES sandbox_templates(id),
+        pool_id TEXT REFERENCES sandbox_pools(id),
+        status TEXT NOT NULL CHECK (status IN ('provisioning', 'ready', 'failed', 'stopped', 'deleting')),
+        status_message TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        snapshot_id TEXT REFERENCES sandbox_snapshots(id),
+        image TEXT,
+        vcpus INTEGER,
+        mem_bytes INTEGER,
+        fs_capacity_bytes INTEGER,
+        ttl_seconds INTEGER,
+        idle_ttl_seconds INTEGER,
+        delete_after_stop_seconds INTEGER,
+        stopped_at TEXT,
+        -- A box is made from a template or from an image (a snapshot's or the default), never both.
+        CHECK ((template_id IS NULL) = (image IS NOT NULL))
+      );
+      INSERT INTO sandboxes_next (seq, id, tenant_id, name, template_id, pool_id, status, status_message, created_at, updated_at)
+        SELECT seq, id, tenant_id, name, template_id, pool_id, status, status_message, created_at, updated_at FROM sandboxes;
+      DROP TABLE sandboxes;
+      ALTER TABLE sandboxes_next RENAME TO sandboxes;
+      CREATE UNIQUE INDEX sandboxes_name ON sandboxes(tenant_id, name);
+      CREATE INDEX sandboxes_by_tenant ON sandboxes(tenant_id);
+      CREATE INDEX sandboxes_by_template ON sandboxes(template_id);
+      CREATE INDEX sandboxes_by_pool ON sandboxes(pool_id);
+      CREATE INDEX sandboxes_by_snapshot ON sandboxes(snapshot_id);
+      -- The controller's retention sweep reads only the boxes that have a retention setting.
+      CREATE INDEX sandboxes_with_retention ON sandboxes(seq)
+        WHERE ttl_seconds > 0 OR idle_ttl_seconds > 0 OR delete_after_stop_seconds > 0;
+    `
+  },
+  {
     // Private image registries (credentials sealed with the secrets key; the password column
     // never holds plaintext) and the ports of boxes shared by service URLs. A grant names its
     // box by id without a foreign key: a rebuild of the sandboxes table must not touch it, and

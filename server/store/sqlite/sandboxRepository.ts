@@ -10,7 +10,7 @@ import { type Db, deferred, immediate } from "./database.ts"
 import { isShallow, makeOffsetIndex } from "./offsets.ts"
 
 import type { BoxLifecycle } from "../../../core/index.ts"
-import type { PoolRecord, SandboxRecord, TemplateMount, VolumeRecord } from "../SandboxStore.ts"
+import type { BoxRetention, PoolRecord, SandboxFilter, SandboxRecord, SnapshotPage, SnapshotRecord, SnapshotStatus, TemplateMount, VolumeRecord } from "../SandboxStore.ts"
 
 export type SandboxStatus = BoxLifecycle
 
@@ -50,7 +50,8 @@ export type NewTemplate = Omit<TemplateRow, "mounts"> & {
   readonly mounts: ReadonlyArray<{ readonly volume_id: string; readonly mount_path: string }>
 }
 export type NewPool = Omit<PoolRow, "template_name">
-export type NewSandbox = Omit<SandboxRow, "template_name" | "pool_name">
+export type NewSandbox = Omit<SandboxRow, "template_name" | "pool_name" | "stopped_at">
+export type SnapshotRow = SnapshotRecord
 
 export const parseMounts = (json: string): ReadonlyArray<MountRow> => JSON.parse(json) as ReadonlyArray<MountRow>
 
@@ -75,14 +76,18 @@ const templateColumns = `t.cpu_millicores, t.memory_bytes, t.storage_bytes, ${te
 const poolColumns = "p.id, p.tenant_id, p.name, p.template_id, pt.name AS template_name, p.replicas, p.created_at, p.updated_at"
 
 const sandboxColumns =
-  "s.id, s.tenant_id, s.name, s.template_id, st.name AS template_name, s.pool_id, sp.name AS pool_name, s.status, s.status_message, s.created_at, s.updated_at"
+  `s.id, s.tenant_id, s.name, s.template_id, st.name AS template_name, s.pool_id, sp.name AS pool_name, s.status, s.status_message, s.created_at, s.updated_at,
+  s.snapshot_id, s.image, s.vcpus, s.mem_bytes, s.fs_capacity_bytes, s.ttl_seconds, s.idle_ttl_seconds, s.delete_after_stop_seconds, s.stopped_at`
+
+const snapshotColumns =
+  "n.id, n.tenant_id, n.name, n.docker_image, n.image_digest, n.fs_capacity_bytes, n.status, n.status_message, n.source_sandbox_id, n.created_at, n.updated_at"
 
 /** The list queries, exported so tests can check their query plans. */
 export const listSql = {
   volumes: `SELECT ${volumeColumns} FROM sandbox_volumes v WHERE ${pageWhere("sandbox_volumes", "v")}`,
   templates: `SELECT ${templateViewColumns} FROM sandbox_templates t WHERE ${pageWhere("sandbox_templates", "t")}`,
   pools: `SELECT ${poolColumns} FROM sandbox_pools p JOIN sandbox_templates pt ON pt.id = p.template_id WHERE ${pageWhere("sandbox_pools", "p")}`,
-  sandboxes: `SELECT ${sandboxColumns} FROM sandboxes s JOIN sandbox_templates st ON st.id = s.template_id
+  sandboxes: `SELECT ${sandboxColumns} FROM sandboxes s LEFT JOIN sandbox_templates st ON st.id = s.template_id
     LEFT JOIN sandbox_pools sp ON sp.id = s.pool_id WHERE ${pageWhere("sandboxes", "s")}`
 }
 
@@ -160,18 +165,57 @@ export const makeSandboxRepository = (db: Db) => {
   const deletePoolSandboxes = prepareNumbers("DELETE FROM sandboxes WHERE pool_id = ?")
 
   // Sandboxes
-  const sandboxFrom = "FROM sandboxes s JOIN sandbox_templates st ON st.id = s.template_id LEFT JOIN sandbox_pools sp ON sp.id = s.pool_id"
+  const sandboxFrom = "FROM sandboxes s LEFT JOIN sandbox_templates st ON st.id = s.template_id LEFT JOIN sandbox_pools sp ON sp.id = s.pool_id"
   const sandboxByName = prepareNumbers<SandboxRow>(`SELECT ${sandboxColumns} ${sandboxFrom} WHERE s.tenant_id = ? AND s.name = ?`)
   const sandboxPage = prepareNumbers<SandboxRow>(listSql.sandboxes)
   const poolSandboxes = prepareNumbers<SandboxRow>(`SELECT ${sandboxColumns} ${sandboxFrom} WHERE s.pool_id = ? ORDER BY s.seq`)
   const sandboxById = prepareNumbers<SandboxRow>(`SELECT ${sandboxColumns} ${sandboxFrom} WHERE s.tenant_id = ? AND s.id = ?`)
   const allSandboxes = prepareNumbers<SandboxRow>(`SELECT ${sandboxColumns} ${sandboxFrom} ORDER BY s.seq`)
-  const setSandboxStatus = prepareNumbers("UPDATE sandboxes SET status = ?, status_message = ?, updated_at = ? WHERE id = ? AND status = ?")
+  const setSandboxStatus = prepareNumbers(
+    "UPDATE sandboxes SET status = @to, status_message = @message, updated_at = @now, stopped_at = CASE WHEN @to = 'stopped' THEN @now ELSE NULL END WHERE id = @id AND status = @from"
+  )
   const sandboxNameTaken = prepareNumbers("SELECT 1 FROM sandboxes WHERE tenant_id = ? AND name = ?").pluck()
   const insertSandbox = prepareNumbers(
-    `INSERT INTO sandboxes (id, tenant_id, name, template_id, pool_id, status, status_message, created_at, updated_at)
-     VALUES (@id, @tenant_id, @name, @template_id, @pool_id, @status, @status_message, @created_at, @updated_at)`
+    `INSERT INTO sandboxes (id, tenant_id, name, template_id, pool_id, status, status_message, created_at, updated_at,
+       snapshot_id, image, vcpus, mem_bytes, fs_capacity_bytes, ttl_seconds, idle_ttl_seconds, delete_after_stop_seconds)
+     VALUES (@id, @tenant_id, @name, @template_id, @pool_id, @status, @status_message, @created_at, @updated_at,
+       @snapshot_id, @image, @vcpus, @mem_bytes, @fs_capacity_bytes, @ttl_seconds, @idle_ttl_seconds, @delete_after_stop_seconds)`
   )
+  const setRetention = prepareNumbers(
+    `UPDATE sandboxes SET ttl_seconds = coalesce(@ttl_seconds, ttl_seconds), idle_ttl_seconds = coalesce(@idle_ttl_seconds, idle_ttl_seconds),
+       delete_after_stop_seconds = coalesce(@delete_after_stop_seconds, delete_after_stop_seconds), updated_at = @now WHERE id = @id`
+  )
+  const withRetention = prepareNumbers<SandboxRow>(
+    `SELECT ${sandboxColumns} ${sandboxFrom} WHERE s.ttl_seconds > 0 OR s.idle_ttl_seconds > 0 OR s.delete_after_stop_seconds > 0 ORDER BY s.seq`
+  )
+
+  // instr over lower(): a substring match with no LIKE wildcards to escape.
+  const sandboxesMatching = prepareNumbers<SandboxRow>(
+    `SELECT ${sandboxColumns} ${sandboxFrom} WHERE s.tenant_id = @tenant
+       AND (@contains IS NULL OR instr(lower(s.name), lower(@contains)) > 0) AND (@status IS NULL OR s.status = @status)
+     ORDER BY s.seq LIMIT @limit OFFSET @offset`
+  )
+
+  // Snapshots
+  const snapshotById = prepareNumbers<SnapshotRow>(`SELECT ${snapshotColumns} FROM sandbox_snapshots n WHERE n.tenant_id = ? AND n.id = ?`)
+  const snapshotByName = prepareNumbers<SnapshotRow>(`SELECT ${snapshotColumns} FROM sandbox_snapshots n WHERE n.tenant_id = ? AND n.name = ?`)
+  // instr over lower(): a substring match with no LIKE wildcards to escape.
+  const snapshotPage = prepareNumbers<SnapshotRow>(
+    `SELECT ${snapshotColumns} FROM sandbox_snapshots n WHERE n.tenant_id = @tenant AND (@contains IS NULL OR instr(lower(n.name), lower(@contains)) > 0)
+       AND (@status IS NULL OR n.status = @status)
+     ORDER BY n.seq LIMIT @limit OFFSET @offset`
+  )
+  const insertSnapshot = prepareNumbers(
+    `INSERT INTO sandbox_snapshots (id, tenant_id, name, docker_image, image_digest, fs_capacity_bytes, status, status_message, source_sandbox_id, created_at, updated_at)
+     VALUES (@id, @tenant_id, @name, @docker_image, @image_digest, @fs_capacity_bytes, @status, @status_message, @source_sandbox_id, @created_at, @updated_at)`
+  )
+  const setSnapshotStatus = prepareNumbers(
+    `UPDATE sandbox_snapshots SET status = @to, status_message = @message, image_digest = coalesce(@digest, image_digest), updated_at = @now
+     WHERE id = @id AND status = @from`
+  )
+  const deleteSnapshot = prepareNumbers("DELETE FROM sandbox_snapshots WHERE id = ?")
+  const snapshotUsage = prepareNumbers<{ n: number }>("SELECT count(*) AS n FROM sandboxes WHERE snapshot_id = ?")
+  const buildingSnapshots = prepareNumbers<SnapshotRow>(`SELECT ${snapshotColumns} FROM sandbox_snapshots n WHERE n.status = 'building' ORDER BY n.seq`)
   const renameSandbox = prepareNumbers("UPDATE sandboxes SET name = ?, updated_at = ? WHERE id = ?")
   const deleteSandbox = prepareNumbers("DELETE FROM sandboxes WHERE id = ?")
 
@@ -250,10 +294,44 @@ export const makeSandboxRepository = (db: Db) => {
     sandboxById: (tenantId: string, id: string) => sandboxById.get(tenantId, id),
     allSandboxes: () => allSandboxes.all(),
     setSandboxStatus: (id: string, from: SandboxStatus, to: SandboxStatus, message: string | null, updatedAt: string) =>
-      setSandboxStatus.run(to, message, updatedAt, id, from).changes > 0,
+      setSandboxStatus.run({ to, message, now: updatedAt, id, from }).changes > 0,
     sandboxNameTaken: (tenantId: string, name: string) => sandboxNameTaken.get(tenantId, name) !== undefined,
     listSandboxes: (tenantId: string, p: Page) => page(sandboxPage, "sandboxes", tenantId, p),
-    insertSandbox: (row: NewSandbox) => void insertSandbox.run(row),
+    insertSandbox: (row: Partial<NewSandbox> & Omit<NewSandbox, keyof BoxRetention | "snapshot_id" | "image" | "vcpus" | "mem_bytes" | "fs_capacity_bytes">) =>
+      void insertSandbox.run({
+        snapshot_id: null,
+        image: null,
+        vcpus: null,
+        mem_bytes: null,
+        fs_capacity_bytes: null,
+        ttl_seconds: null,
+        idle_ttl_seconds: null,
+        delete_after_stop_seconds: null,
+        ...row
+      }),
+    updateSandboxRetention: (id: string, retention: Partial<BoxRetention>, now: string) =>
+      void setRetention.run({
+        ttl_seconds: retention.ttl_seconds ?? null,
+        idle_ttl_seconds: retention.idle_ttl_seconds ?? null,
+        delete_after_stop_seconds: retention.delete_after_stop_seconds ?? null,
+        now,
+        id
+      }),
+    sandboxesWithRetention: () => withRetention.all(),
+
+    // Snapshots
+    snapshotById: (tenantId: string, id: string) => snapshotById.get(tenantId, id),
+    snapshotByName: (tenantId: string, name: string) => snapshotByName.get(tenantId, name),
+    listSnapshots: (tenantId: string, p: SnapshotPage) =>
+      snapshotPage.all({ tenant: tenantId, contains: p.nameContains ?? null, status: p.status ?? null, limit: p.limit, offset: p.offset }),
+    listSandboxesMatching: (tenantId: string, f: SandboxFilter) =>
+      sandboxesMatching.all({ tenant: tenantId, contains: f.nameContains ?? null, status: f.status ?? null, limit: f.limit, offset: f.offset }),
+    insertSnapshot: (row: SnapshotRow) => void insertSnapshot.run(row),
+    setSnapshotStatus: (id: string, from: SnapshotStatus, to: SnapshotStatus, message: string | null, digest: string | null, now: string) =>
+      setSnapshotStatus.run({ id, from, to, message, digest, now }).changes > 0,
+    deleteSnapshot: (id: string) => void deleteSnapshot.run(id),
+    snapshotUsage: (snapshotId: string) => snapshotUsage.get(snapshotId)!.n,
+    buildingSnapshots: () => buildingSnapshots.all(),
     renameSandbox: (id: string, name: string, updatedAt: string) => void renameSandbox.run(name, updatedAt, id),
     deleteSandbox: (id: string) => void deleteSandbox.run(id)
   }

@@ -1,7 +1,8 @@
 import { Result } from "effect"
 import { describe, expect, it } from "vitest"
-import { Api, decodeWithIssues, sandboxEndpoints } from "../../../core/api/index.ts"
+import { Api, decodeWithIssues, sandboxEndpoints as spec, snapshotEndpoints } from "../../../core/api/index.ts"
 
+const sandboxEndpoints = { ...spec, ...snapshotEndpoints }
 const endpoints = Object.values(sandboxEndpoints)
 
 describe("sandbox endpoint table", () => {
@@ -31,7 +32,13 @@ describe("sandbox endpoint table", () => {
         "DELETE /v2/sandboxes/boxes/{name}",
         "GET /v2/sandboxes/boxes/{name}/status",
         "POST /v2/sandboxes/boxes/{name}/start",
-        "POST /v2/sandboxes/boxes/{name}/stop"
+        "POST /v2/sandboxes/boxes/{name}/stop",
+        // The current sandbox model (core/api/snapshots.ts).
+        "POST /v2/sandboxes/snapshots",
+        "GET /v2/sandboxes/snapshots",
+        "GET /v2/sandboxes/snapshots/{snapshot_id}",
+        "DELETE /v2/sandboxes/snapshots/{snapshot_id}",
+        "POST /v2/sandboxes/boxes/{name}/snapshot"
       ].sort()
     )
   })

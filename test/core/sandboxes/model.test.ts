@@ -158,13 +158,21 @@ describe("pools and boxes", () => {
     expect(issuesOf(CreatePool, { name: "p", template_name: "t", replicas: 100 })).toStrictEqual([])
   })
 
-  it("lets a box omit its name but not its template", () => {
+  it("lets a box omit its name, and its template (the current model: a snapshot or the default image)", () => {
     expect(issuesOf(CreateBox, { template_name: "t" })).toStrictEqual([])
-    expect(issuesOf(CreateBox, { name: "b" })).toStrictEqual([{ loc: ["body", "template_name"], msg: "Field required", type: "missing" }])
+    expect(issuesOf(CreateBox, { name: "b" })).toStrictEqual([])
+    expect(issuesOf(CreateBox, { snapshot_id: "not-a-uuid", vcpus: 0, mem_bytes: 1, fs_capacity_bytes: 1, ttl_seconds: -1 }).map((issue) => issue.loc.join("."))).toStrictEqual([
+      "body.snapshot_id",
+      "body.vcpus",
+      "body.mem_bytes",
+      "body.fs_capacity_bytes",
+      "body.ttl_seconds"
+    ])
   })
 
-  it("requires a valid name to rename a box", () => {
-    expect(issuesOf(PatchBox, {})).toStrictEqual([{ loc: ["body", "name"], msg: "Field required", type: "missing" }])
+  it("requires a valid name to rename a box; the name and the retention settings are optional", () => {
+    expect(issuesOf(PatchBox, {})).toStrictEqual([])
+    expect(issuesOf(PatchBox, { idle_ttl_seconds: 60, delete_after_stop_seconds: null })).toStrictEqual([])
     expect(issuesOf(PatchBox, { name: "x".repeat(64) })).toStrictEqual([{ loc: ["body", "name"], msg: "must be at most 63 characters", type: "string_too_long" }])
   })
 })
