@@ -234,22 +234,44 @@ export const makeDeploymentProxy = (options: DeploymentProxyOptions): Deployment
   const routes = new Map<string, Route>()
   const byPath = new Map<string, Route>()
   const byHost = new Map<string, Map<string, Route>>()
+  const depthCounts = new Map<number, number>()
   let depths: ReadonlyArray<number> = []
-  const reindex = (): void => {
-    byPath.clear()
-    byHost.clear()
-    const seen = new Set<number>()
-    for (const route of routes.values()) {
-      seen.add(route.depth)
-      if (route.host === null) {
-        byPath.set(route.prefix, route)
-      } else {
-        let m = byHost.get(route.host)
-        if (m === undefined) byHost.set(route.host, (m = new Map()))
-        m.set(route.prefix, route)
+  /** Call after removing `route` from `routes`. */
+  const unindex = (route: Route): void => {
+    // Two deployments given the same URL: the one set last serves it; removing it gives it back
+    // to the other (a scan, on this rare path only).
+    let other: Route | undefined
+    for (const r of routes.values()) if (r.host === route.host && r.prefix === route.prefix) other = r
+    if (route.host === null) {
+      if (byPath.get(route.prefix) === route) {
+        if (other === undefined) byPath.delete(route.prefix)
+        else byPath.set(route.prefix, other)
       }
+    } else {
+      const m = byHost.get(route.host)
+      if (m?.get(route.prefix) === route) {
+        if (other === undefined) m.delete(route.prefix)
+        else m.set(route.prefix, other)
+      }
+      if (m?.size === 0) byHost.delete(route.host)
     }
-    depths = [...seen].sort((x, y) => y - x)
+    const n = (depthCounts.get(route.depth) ?? 1) - 1
+    if (n > 0) depthCounts.set(route.depth, n)
+    else {
+      depthCounts.delete(route.depth)
+      depths = [...depthCounts.keys()].sort((x, y) => y - x)
+    }
+  }
+  const index = (route: Route): void => {
+    if (route.host === null) byPath.set(route.prefix, route)
+    else {
+      let m = byHost.get(route.host)
+      if (m === undefined) byHost.set(route.host, (m = new Map()))
+      m.set(route.prefix, route)
+    }
+    const n = depthCounts.get(route.depth) ?? 0
+    depthCounts.set(route.depth, n + 1)
+    if (n === 0) depths = [...depthCounts.keys()].sort((x, y) => y - x)
   }
 
   const pools = new Map<string, Targets>()
@@ -588,8 +610,11 @@ export const makeDeploymentProxy = (options: DeploymentProxyOptions): Deployment
 
   return {
     setRoute: (key, route) => {
-      routes.set(key, parseRoute(key, route, publicUrl, reserved))
-      reindex()
+      const parsed = parseRoute(key, route, publicUrl, reserved)
+      const previous = routes.get(key)
+      routes.set(key, parsed)
+      if (previous !== undefined) unindex(previous)
+      index(parsed)
     },
     setTargets: (key, targets) => {
       for (const t of targets) {
@@ -619,9 +644,10 @@ export const makeDeploymentProxy = (options: DeploymentProxyOptions): Deployment
       down.delete(targetName(target))
     },
     remove: (key) => {
+      const previous = routes.get(key)
       routes.delete(key)
       pools.delete(key)
-      reindex()
+      if (previous !== undefined) unindex(previous)
       closeUnused()
     },
     handle,
