@@ -3,6 +3,9 @@
  * both ways, WebSocket, retries, 502/503 bodies and the zero-downtime switch.
  */
 import { createHash } from "node:crypto"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import * as net from "node:net"
@@ -452,6 +455,35 @@ describe("deployment proxy", () => {
     expect(answer.continued).toBe(true)
     expect(answer.status).toBe(200)
     expect(answer.body.bytes).toBe(payload.length)
+  })
+
+  it("dials a target's unix socket when it has one (a box's port bridge), keeping host:port as its name", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "proxy-sock-"))
+    const sock = join(dir, "replica.sock")
+    const unix = http.createServer((req, res) => {
+      req.resume()
+      res.writeHead(200, { "content-type": "application/json" })
+      res.end(JSON.stringify({ id: "unix", path: req.url }))
+    })
+    await new Promise<void>((r) => unix.listen(sock, r))
+    try {
+      // Nothing listens on the port: only the socket can answer.
+      const target = { host: "127.0.0.1", port: await deadPort(), socketPath: sock }
+      proxy.setRoute("dep-unix", { name: "unix", url: deploymentUrl(publicUrl, "unix") })
+      proxy.setTargets("dep-unix", [target])
+      expect(proxy.targets("dep-unix")).toEqual([target])
+      for (let i = 0; i < 3; i++) expect((await get("/d/unix/ok?i=1")).body).toEqual({ id: "unix", path: "/ok?i=1" })
+      expect(() => proxy.setTargets("dep-unix", [{ ...target, socketPath: "relative.sock" }])).toThrow(/invalid socketPath/)
+      // The socket gone: a 502 naming the replica by host:port.
+      await stop(unix)
+      const r = await get("/d/unix/ok")
+      expect(r.status).toBe(502)
+      expect(r.body.detail).toBe(`Deployment unix: replica 127.0.0.1:${target.port} failed (ENOENT)`)
+      proxy.remove("dep-unix")
+    } finally {
+      await stop(unix)
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 
   it("a client that goes away ends the request to the replica", async () => {

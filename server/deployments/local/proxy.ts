@@ -27,6 +27,12 @@ import { gitrepoCustomUrl } from "../../../core/deployments/rules.ts"
 export interface ProxyTarget {
   readonly host: string
   readonly port: number
+  /**
+   * A unix socket that reaches the same replica (a box's port bridge): HTTP requests dial it
+   * instead of `host:port`, saving the host port's hop. `host:port` still names the replica (in
+   * errors, `inFlight`, `drain`, `markDown`) and carries WebSocket upgrades.
+   */
+  readonly socketPath?: string
 }
 
 export interface DeploymentRoute {
@@ -139,6 +145,8 @@ interface Route {
 interface Replica {
   readonly target: ProxyTarget
   readonly name: string
+  /** Its connection pool's key: the name, and the socket when there is one (a port may be reused). */
+  readonly poolKey: string
 }
 
 interface Targets {
@@ -218,7 +226,7 @@ const codeOf = (err: unknown): string => {
 }
 
 /** Errors that mean the replica did not take the request (nothing of it was sent). */
-const CONNECT_FAILED = new Set(["ECONNREFUSED", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "EADDRNOTAVAIL"])
+const CONNECT_FAILED = new Set(["ECONNREFUSED", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "EADDRNOTAVAIL", "ENOENT"])
 
 export const makeDeploymentProxy = (options: DeploymentProxyOptions): DeploymentProxy => {
   const publicUrl = new URL(options.publicUrl)
@@ -280,10 +288,11 @@ export const makeDeploymentProxy = (options: DeploymentProxyOptions): Deployment
 
   /** The keep-alive connection pool to a replica (made on first use). */
   const upstream = (replica: Replica): Pool => {
-    let pool = upstreams.get(replica.name)
+    let pool = upstreams.get(replica.poolKey)
     if (pool === undefined || pool.closed || pool.destroyed) {
       const host = replica.target.host.includes(":") ? `[${replica.target.host}]` : replica.target.host
       pool = new Pool(`http://${host}:${replica.target.port}`, {
+        ...(replica.target.socketPath === undefined ? {} : { socketPath: replica.target.socketPath }),
         connections: maxSockets,
         pipelining: 1,
         connectTimeout: connectTimeout,
@@ -292,7 +301,7 @@ export const makeDeploymentProxy = (options: DeploymentProxyOptions): Deployment
         headersTimeout: 0,
         bodyTimeout: 0
       })
-      upstreams.set(replica.name, pool)
+      upstreams.set(replica.poolKey, pool)
     }
     return pool
   }
@@ -301,7 +310,7 @@ export const makeDeploymentProxy = (options: DeploymentProxyOptions): Deployment
   const closeUnused = (): void => {
     if (upstreams.size === 0) return
     const used = new Set<string>()
-    for (const p of pools.values()) for (const r of p.replicas) used.add(r.name)
+    for (const p of pools.values()) for (const r of p.replicas) used.add(r.poolKey)
     for (const [name, pool] of upstreams) {
       if (used.has(name)) continue
       upstreams.delete(name)
@@ -622,9 +631,14 @@ export const makeDeploymentProxy = (options: DeploymentProxyOptions): Deployment
           throw new TypeError(`setTargets(${key}): invalid target ${JSON.stringify(t)}`)
         }
       }
-      const copies = targets.map((t) => ({ host: t.host, port: t.port }))
+      for (const t of targets) {
+        if (t.socketPath !== undefined && (typeof t.socketPath !== "string" || !t.socketPath.startsWith("/"))) {
+          throw new TypeError(`setTargets(${key}): invalid socketPath ${JSON.stringify(t.socketPath)}`)
+        }
+      }
+      const copies = targets.map((t): ProxyTarget => (t.socketPath === undefined ? { host: t.host, port: t.port } : { host: t.host, port: t.port, socketPath: t.socketPath }))
       // One assignment: a request either sees the old list or the new one, never a mix.
-      pools.set(key, { targets: copies, replicas: copies.map((target) => ({ target, name: targetName(target) })), next: 0 })
+      pools.set(key, { targets: copies, replicas: copies.map((target) => ({ target, name: targetName(target), poolKey: target.socketPath === undefined ? targetName(target) : `${targetName(target)} ${target.socketPath}` })), next: 0 })
       closeUnused()
     },
     targets: (key) => pools.get(key)?.targets ?? [],
