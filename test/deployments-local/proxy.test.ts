@@ -18,7 +18,10 @@ interface Target {
   readonly id: string
 }
 
-/** A replica: echoes who it is, the path and headers; /slow waits; /sse streams; /upload hashes the body; WebSocket echo. */
+/** Bytes a replica's /big answer has handed to its socket so far. */
+let bigWritten = 0
+
+/** A replica: echoes who it is, the path and headers; /slow waits; /sse streams; /big sends 64 MiB; /upload hashes the body; WebSocket echo. */
 const startTarget = async (id: string): Promise<Target> => {
   const server = http.createServer((req, res) => {
     const url = req.url ?? "/"
@@ -39,6 +42,23 @@ const startTarget = async (id: string): Promise<Target> => {
           res.end()
         }
       }, 100)
+      return
+    }
+    if (url.startsWith("/big")) {
+      // 64 MiB in 64 KiB chunks, honouring back-pressure.
+      res.writeHead(200, { "content-type": "application/octet-stream" })
+      bigWritten = 0
+      let left = 1024
+      const chunk = Buffer.alloc(65536, 9)
+      const more = () => {
+        while (left > 0) {
+          left--
+          bigWritten += chunk.length
+          if (!res.write(chunk)) return void res.once("drain", more)
+        }
+        res.end()
+      }
+      more()
       return
     }
     if (url.startsWith("/upload")) {
@@ -484,6 +504,36 @@ describe("deployment proxy", () => {
       await stop(unix)
       rmSync(dir, { recursive: true, force: true })
     }
+  })
+
+  it("passes back-pressure on: a client that stops reading stops the replica, then gets every byte", async () => {
+    proxy.setRoute("dep-big", { name: "big", url: deploymentUrl(publicUrl, "big") })
+    proxy.setTargets("dep-big", [{ host: "127.0.0.1", port: b.port }])
+    const total = 1024 * 65536
+    const { received, aheadWhileStalled } = await new Promise<{ received: number; aheadWhileStalled: number }>((resolve, reject) => {
+      http
+        .get(`${base}/d/big/big`, (res) => {
+          let bytes = 0
+          res.once("data", (c: Buffer) => {
+            bytes += c.length
+            // The client stops reading for a while: the socket buffers fill, then the proxy must stop reading from the replica.
+            res.pause()
+            setTimeout(() => {
+              const ahead = bigWritten
+              res.on("data", (d: Buffer) => (bytes += d.length))
+              res.on("end", () => resolve({ received: bytes, aheadWhileStalled: ahead }))
+              res.resume()
+            }, 700)
+          })
+          res.on("error", reject)
+        })
+        .on("error", reject)
+    })
+    expect(received).toBe(total)
+    // Without back-pressure the replica would have written all 64 MiB into the proxy by then;
+    // with it, only what the sockets' buffers hold between them.
+    expect(aheadWhileStalled).toBeLessThan(total / 2)
+    proxy.remove("dep-big")
   })
 
   it("a client that goes away ends the request to the replica", async () => {

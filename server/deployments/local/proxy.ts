@@ -497,11 +497,14 @@ export const makeDeploymentProxy = (options: DeploymentProxyOptions): Deployment
     let started = false
     let controller: Dispatcher.DispatchController | undefined
     let failed = false
+    /** The replica's answer ended (completely or with an error): nothing to abort any more. */
+    let settled = false
+    let waitingDrain = false
     const release = acquire(replica.name)
     const onClientClose = () => {
       release()
       // The client went away before the answer was complete: stop the replica's work on it.
-      if (!res.writableFinished) controller?.abort(new Error("client closed the connection"))
+      if (!settled && !res.writableFinished) controller?.abort(new Error("client closed the connection"))
     }
     res.once("close", onClientClose)
     const fail = (err: unknown) => {
@@ -547,15 +550,22 @@ export const makeDeploymentProxy = (options: DeploymentProxyOptions): Deployment
         res.writeHead(statusCode, statusMessage, responseHeaders(headers) as never)
       },
       onResponseData: (c, chunk) => {
-        if (!res.write(chunk)) {
+        if (!res.write(chunk) && !waitingDrain) {
+          // Back-pressure: the client reads slower than the replica answers.
+          waitingDrain = true
           c.pause()
-          res.once("drain", () => c.resume())
+          res.once("drain", () => {
+            waitingDrain = false
+            c.resume()
+          })
         }
       },
       onResponseEnd: () => {
+        settled = true
         res.end()
       },
       onResponseError: (_c, err) => {
+        settled = true
         if (res.headersSent) {
           release()
           res.destroy(err)
