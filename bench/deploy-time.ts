@@ -29,15 +29,21 @@ try {
   for (let i = 0; i < count; i++) {
     const name = `bench-${i}`
     const t0 = performance.now()
+    const wall0 = Date.now()
     const created = await request("POST", "/v2/deployments", {
       body: { name, source: "external_container", source_revision_config: { image_uri: refs.httpOk } }
     })
     if (created.status !== 201) throw new Error(`create: ${created.status} ${JSON.stringify(created.body)}`)
     const { id, latest_revision_id: revision } = created.body
     let status = ""
+    // Each change of state or message as the polls saw it, with its time since the POST.
+    const steps: string[] = []
+    let last = ""
     while (status !== "DEPLOYED") {
       const r = await request("GET", `/v2/deployments/${id}/revisions/${revision}`)
       status = r.body.status
+      const seen = `${status}: ${r.body.status_message ?? ""}`
+      if (seen !== last) steps.push(`${Math.round(performance.now() - t0)} ms ${(last = seen)}`)
       if (status.endsWith("_FAILED")) throw new Error(`${name}: ${status} ${r.body.status_message}`)
       if (status !== "DEPLOYED") await new Promise((resolve) => setTimeout(resolve, 5))
     }
@@ -48,6 +54,12 @@ try {
     const image = started && healthy ? healthy.timestamp - started.timestamp : NaN
     rows.push({ name, total: Math.round(total), image, overhead: Math.round(total - image) })
     console.log(`${name}: POST → DEPLOYED ${Math.round(total)} ms; image start (exec → healthy) ${image} ms; overhead ${Math.round(total - image)} ms`)
+    if (process.env.BENCH_STEPS === "1") {
+      const build = (await request("POST", `/v1/projects/${id}/revisions/${revision}/build_logs`, { body: { order: "asc", limit: 200 } })).body.logs as Array<{ message: string; timestamp: number }>
+      for (const step of steps) console.log(`  poll  ${step}`)
+      for (const l of build) console.log(`  build ${l.timestamp - wall0} ms ${l.message}`)
+      for (const l of logs) console.log(`  deploy ${l.timestamp - wall0} ms ${l.message}`)
+    }
   }
   const warm = rows.slice(1)
   if (warm.length > 0) {

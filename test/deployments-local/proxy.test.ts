@@ -3,6 +3,9 @@
  * both ways, WebSocket, retries, 502/503 bodies and the zero-downtime switch.
  */
 import { createHash } from "node:crypto"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import * as net from "node:net"
@@ -15,7 +18,10 @@ interface Target {
   readonly id: string
 }
 
-/** A replica: echoes who it is, the path and headers; /slow waits; /sse streams; /upload hashes the body; WebSocket echo. */
+/** Bytes a replica's /big answer has handed to its socket so far. */
+let bigWritten = 0
+
+/** A replica: echoes who it is, the path and headers; /slow waits; /sse streams; /big sends 64 MiB; /upload hashes the body; WebSocket echo. */
 const startTarget = async (id: string): Promise<Target> => {
   const server = http.createServer((req, res) => {
     const url = req.url ?? "/"
@@ -36,6 +42,23 @@ const startTarget = async (id: string): Promise<Target> => {
           res.end()
         }
       }, 100)
+      return
+    }
+    if (url.startsWith("/big")) {
+      // 64 MiB in 64 KiB chunks, honouring back-pressure.
+      res.writeHead(200, { "content-type": "application/octet-stream" })
+      bigWritten = 0
+      let left = 1024
+      const chunk = Buffer.alloc(65536, 9)
+      const more = () => {
+        while (left > 0) {
+          left--
+          bigWritten += chunk.length
+          if (!res.write(chunk)) return void res.once("drain", more)
+        }
+        res.end()
+      }
+      more()
       return
     }
     if (url.startsWith("/upload")) {
@@ -378,6 +401,173 @@ describe("deployment proxy", () => {
     expect(Date.now() - started).toBeGreaterThan(100)
     expect((await slow).body.id).toBe("a")
     expect(proxy.inFlight(old)).toBe(0)
+  })
+
+  it("routes by the longest prefix among many deployments, a Host's own route before a path-only one", async () => {
+    const withHost = (path: string, host: string) =>
+      new Promise<{ status: number; body: any }>((resolve, reject) => {
+        http
+          .get(`${base}${path}`, { headers: { host } }, (res) => {
+            let t = ""
+            res.on("data", (d) => (t += d))
+            res.on("end", () => resolve({ status: res.statusCode!, body: JSON.parse(t) }))
+          })
+          .on("error", reject)
+      })
+    // Many other deployments, on the public base and on their own hosts: the index is by prefix.
+    for (let i = 0; i < 500; i++) {
+      proxy.setRoute(`filler-${i}`, { name: `filler-${i}`, url: i % 2 === 0 ? deploymentUrl(publicUrl, `filler-${i}`) : `http://filler-${i}.example.test/x` })
+    }
+    proxy.setRoute("dep-long", { name: "long", url: `${publicUrl}/d/team/agent` })
+    proxy.setRoute("dep-short", { name: "short", url: `${publicUrl}/d/team` })
+    proxy.setRoute("dep-host", { name: "host", url: "http://team.example.test/d/team" })
+    proxy.setRoute("dep-root", { name: "root", url: "http://root.example.test" })
+    proxy.setTargets("dep-long", [{ host: "127.0.0.1", port: a.port }])
+    proxy.setTargets("dep-short", [{ host: "127.0.0.1", port: b.port }])
+    proxy.setTargets("dep-host", [{ host: "127.0.0.1", port: c.port }])
+    proxy.setTargets("dep-root", [{ host: "127.0.0.1", port: a.port }])
+    expect((await get("/d/team/agent/ok?x=1")).body).toMatchObject({ id: "a", path: "/ok?x=1" })
+    expect((await get("/d/team/agent")).body).toMatchObject({ id: "a", path: "/" })
+    expect((await get("/d/team/agentx")).body).toMatchObject({ id: "b", path: "/agentx" })
+    expect((await get("/d/team/")).body).toMatchObject({ id: "b", path: "/" })
+    expect((await get("/d/team?q=1")).body).toMatchObject({ id: "b", path: "/?q=1" })
+    // Same prefix: the route of the request's Host wins; a longer path-only prefix still beats it.
+    expect((await withHost("/d/team/x", "team.example.test")).body).toMatchObject({ id: "c", path: "/x" })
+    expect((await withHost("/d/team/x", "TEAM.example.test:80")).body).toMatchObject({ id: "c", path: "/x" })
+    expect((await withHost("/d/team/agent/x", "team.example.test")).body).toMatchObject({ id: "a", path: "/x" })
+    expect((await withHost("/anything/at/all", "root.example.test")).body).toMatchObject({ id: "a", path: "/anything/at/all" })
+    expect((await withHost("/d/team/x", "other.example.test")).body).toMatchObject({ id: "b", path: "/x" })
+    // Slipway's own paths and unknown ones are left alone.
+    expect((await get("/v2/deployments")).status).toBe(404)
+    expect((await get("/d/filler-1/ok")).status).toBe(404)
+    expect((await get("/d/filler-2/ok")).status).toBe(503)
+    // A removed route gives its requests to the next longest prefix; a changed URL moves it.
+    proxy.remove("dep-long")
+    expect((await get("/d/team/agent/ok")).body).toMatchObject({ id: "b", path: "/agent/ok" })
+    proxy.setRoute("dep-short", { name: "short", url: `${publicUrl}/d/squad` })
+    expect((await get("/d/squad/ok")).body).toMatchObject({ id: "b", path: "/ok" })
+    expect((await get("/d/team/ok")).status).toBe(404)
+    for (const key of ["dep-short", "dep-host", "dep-root", ...Array.from({ length: 500 }, (_, i) => `filler-${i}`)]) proxy.remove(key)
+    expect((await withHost("/anything", "root.example.test")).status).toBe(404)
+  })
+
+  it("appends to X-Forwarded-For, keeps a client's X-Forwarded-Host, replaces X-Forwarded-Prefix, answers Expect: 100-continue", async () => {
+    proxy.setRoute("dep-xf", { name: "xf", url: deploymentUrl(publicUrl, "xf") })
+    proxy.setTargets("dep-xf", [{ host: "127.0.0.1", port: a.port }])
+    const r = await get("/d/xf/h", { headers: { "x-forwarded-for": "10.0.0.1", "x-forwarded-host": "public.example", "x-forwarded-prefix": "/evil" } })
+    expect(r.body.headers["x-forwarded-for"]).toBe("10.0.0.1,127.0.0.1")
+    expect(r.body.headers["x-forwarded-host"]).toBe("public.example")
+    expect(r.body.headers["x-forwarded-prefix"]).toBe("/d/xf")
+    const payload = Buffer.alloc(100_000, 3)
+    const answer = await new Promise<{ status: number; body: any; continued: boolean }>((resolve, reject) => {
+      let continued = false
+      const req = http.request(`${base}/d/xf/upload`, { method: "POST", headers: { expect: "100-continue", "content-length": payload.length } }, (res) => {
+        let t = ""
+        res.on("data", (d) => (t += d))
+        res.on("end", () => resolve({ status: res.statusCode!, body: JSON.parse(t), continued }))
+      })
+      req.on("continue", () => {
+        continued = true
+        req.end(payload)
+      })
+      req.on("error", reject)
+    })
+    expect(answer.continued).toBe(true)
+    expect(answer.status).toBe(200)
+    expect(answer.body.bytes).toBe(payload.length)
+  })
+
+  it("dials a target's unix socket when it has one (a box's port bridge), keeping host:port as its name", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "proxy-sock-"))
+    const sock = join(dir, "replica.sock")
+    const unix = http.createServer((req, res) => {
+      req.resume()
+      res.writeHead(200, { "content-type": "application/json" })
+      res.end(JSON.stringify({ id: "unix", path: req.url }))
+    })
+    await new Promise<void>((r) => unix.listen(sock, r))
+    try {
+      // Nothing listens on the port: only the socket can answer.
+      const target = { host: "127.0.0.1", port: await deadPort(), socketPath: sock }
+      proxy.setRoute("dep-unix", { name: "unix", url: deploymentUrl(publicUrl, "unix") })
+      proxy.setTargets("dep-unix", [target])
+      expect(proxy.targets("dep-unix")).toEqual([target])
+      for (let i = 0; i < 3; i++) expect((await get("/d/unix/ok?i=1")).body).toEqual({ id: "unix", path: "/ok?i=1" })
+      expect(() => proxy.setTargets("dep-unix", [{ ...target, socketPath: "relative.sock" }])).toThrow(/invalid socketPath/)
+      // The socket gone: a 502 naming the replica by host:port.
+      await stop(unix)
+      const r = await get("/d/unix/ok")
+      expect(r.status).toBe(502)
+      expect(r.body.detail).toBe(`Deployment unix: replica 127.0.0.1:${target.port} failed (ENOENT)`)
+      proxy.remove("dep-unix")
+    } finally {
+      await stop(unix)
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  it("passes back-pressure on: a client that stops reading stops the replica, then gets every byte", async () => {
+    proxy.setRoute("dep-big", { name: "big", url: deploymentUrl(publicUrl, "big") })
+    proxy.setTargets("dep-big", [{ host: "127.0.0.1", port: b.port }])
+    const total = 1024 * 65536
+    const { received, aheadWhileStalled } = await new Promise<{ received: number; aheadWhileStalled: number }>((resolve, reject) => {
+      http
+        .get(`${base}/d/big/big`, (res) => {
+          let bytes = 0
+          res.once("data", (c: Buffer) => {
+            bytes += c.length
+            // The client stops reading for a while: the socket buffers fill, then the proxy must stop reading from the replica.
+            res.pause()
+            setTimeout(() => {
+              const ahead = bigWritten
+              res.on("data", (d: Buffer) => (bytes += d.length))
+              res.on("end", () => resolve({ received: bytes, aheadWhileStalled: ahead }))
+              res.resume()
+            }, 700)
+          })
+          res.on("error", reject)
+        })
+        .on("error", reject)
+    })
+    expect(received).toBe(total)
+    // Without back-pressure the replica would have written all 64 MiB into the proxy by then;
+    // with it, only what the sockets' buffers hold between them.
+    expect(aheadWhileStalled).toBeLessThan(total / 2)
+    proxy.remove("dep-big")
+  })
+
+  it("a client that goes away ends the request to the replica", async () => {
+    let closed = 0
+    const hang = http.createServer((req, res) => {
+      res.on("close", () => closed++)
+      res.writeHead(200, { "content-type": "text/plain" })
+      res.write("started\n")
+      // Never ends on its own.
+    })
+    await new Promise<void>((r) => hang.listen(0, "127.0.0.1", r))
+    try {
+      const target = { host: "127.0.0.1", port: (hang.address() as AddressInfo).port }
+      proxy.setRoute("dep-hang", { name: "hang", url: deploymentUrl(publicUrl, "hang") })
+      proxy.setTargets("dep-hang", [target])
+      await new Promise<void>((resolve, reject) => {
+        const req = http.get(`${base}/d/hang/stream`, (res) => {
+          res.once("data", () => {
+            expect(proxy.inFlight(target)).toBe(1)
+            req.destroy()
+            resolve()
+          })
+        })
+        req.on("error", () => undefined)
+        setTimeout(() => reject(new Error("no first chunk")), 5000)
+      })
+      const deadline = Date.now() + 5000
+      while ((closed === 0 || proxy.inFlight(target) > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
+      expect(closed).toBe(1)
+      expect(proxy.inFlight(target)).toBe(0)
+      proxy.remove("dep-hang")
+    } finally {
+      await stop(hang)
+    }
   })
 
   it("rejects bad targets and bad URLs with a clear error, and forgets removed deployments", async () => {

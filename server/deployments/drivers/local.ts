@@ -170,7 +170,8 @@ export const replicaBoxId = (revisionId: string, index: number, run: string = ra
 /** What every replica box id of a revision starts with. */
 export const replicaBoxPrefix = (revisionId: string): string => `d-${revisionId.replace(/-/g, "").slice(0, 16)}-`
 
-const targetOf = (replica: Replica): ProxyTarget => ({ host: replica.forward!.host, port: replica.forward!.port })
+/** The replica as the proxy reaches it: through its bridge's unix socket (health checks use the host port). */
+const targetOf = (replica: Replica): ProxyTarget => ({ host: replica.forward!.host, port: replica.forward!.port, socketPath: replica.forward!.socketPath })
 
 export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
   Effect.gen(function* () {

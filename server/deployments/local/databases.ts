@@ -553,24 +553,36 @@ export const makeDeploymentDatabases = (options: DeploymentDatabasesOptions): De
         // Written first, so a crash mid-way leaves something release() can clean up.
         writeFileAtomic(stateFile(id), JSON.stringify(state))
       }
-      let p = await ensurePostgres()
-      try {
-        await createDatabase(p.admin, state.database)
-      } catch (e) {
-        // The managed server may have been stopped behind our back: start it again, once.
-        if (external !== undefined || !(e instanceof DatabaseProvisionError) || !e.message.startsWith("cannot connect")) throw e
-        managed = undefined
-        p = await ensurePostgres()
-        await createDatabase(p.admin, state.database)
-      }
-      if (state.redis.memoryMb !== memoryMb) {
-        // A new memory size takes a restart of the deployment's Redis.
-        await stopRedis(state)
-        state = { ...state, redis: { ...state.redis, memoryMb } }
-        writeFileAtomic(stateFile(id), JSON.stringify(state))
-      }
-      state = await ensureRedis(state)
-      return uris(state)
+      const current = state
+      // The database and the Redis are independent: both at once (a deployment's first rollout
+      // waits for the slower of the two, not their sum).
+      const database = (async () => {
+        let p = await ensurePostgres()
+        try {
+          await createDatabase(p.admin, current.database)
+        } catch (e) {
+          // The managed server may have been stopped behind our back: start it again, once.
+          if (external !== undefined || !(e instanceof DatabaseProvisionError) || !e.message.startsWith("cannot connect")) throw e
+          managed = undefined
+          p = await ensurePostgres()
+          await createDatabase(p.admin, current.database)
+        }
+      })()
+      const redis = (async () => {
+        let next = current
+        if (next.redis.memoryMb !== memoryMb) {
+          // A new memory size takes a restart of the deployment's Redis.
+          await stopRedis(next)
+          next = { ...next, redis: { ...next.redis, memoryMb } }
+          writeFileAtomic(stateFile(id), JSON.stringify(next))
+        }
+        return ensureRedis(next)
+      })()
+      // Both settle before the deployment's lock is released, whichever fails.
+      const [db, rd] = await Promise.allSettled([database, redis])
+      if (db.status === "rejected") throw db.reason
+      if (rd.status === "rejected") throw rd.reason
+      return uris(rd.value)
     })
   }
 

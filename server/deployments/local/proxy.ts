@@ -1,8 +1,10 @@
 /**
  * The deployment URL: Slipway answers each deployment's URL itself and proxies HTTP (streamed
  * both ways: chunked bodies, SSE) and WebSocket upgrades to the active revision's replicas, round
- * robin. Built on `http-proxy-3` (the maintained TypeScript rewrite of `http-proxy`) over one
- * keep-alive `http.Agent`; see docs/deployments-local.md for why.
+ * robin. HTTP goes through one keep-alive undici `Pool` per replica (`dispatch`, the lowest-cost
+ * HTTP/1.1 client for Node: about half the CPU per request of `http.request` behind a proxy
+ * library); WebSocket upgrades through `http-proxy-3` (the maintained TypeScript rewrite of
+ * `http-proxy`). See docs/deployments-local.md for the measurements and why.
  *
  * Routing: a deployment's URL is its `custom_url`, or `{public}/d/{name}` (core's
  * `gitrepoCustomUrl`, the same rule that generates gitrepo URLs). A URL under the public base is
@@ -19,11 +21,18 @@ import * as http from "node:http"
 import type { Duplex } from "node:stream"
 import { PassThrough } from "node:stream"
 import { createProxyServer } from "http-proxy-3"
+import { type Dispatcher, Pool } from "undici"
 import { gitrepoCustomUrl } from "../../../core/deployments/rules.ts"
 
 export interface ProxyTarget {
   readonly host: string
   readonly port: number
+  /**
+   * A unix socket that reaches the same replica (a box's port bridge): HTTP requests dial it
+   * instead of `host:port`, saving the host port's hop. `host:port` still names the replica (in
+   * errors, `inFlight`, `drain`, `markDown`) and carries WebSocket upgrades.
+   */
+  readonly socketPath?: string
 }
 
 export interface DeploymentRoute {
@@ -40,8 +49,12 @@ export interface DeploymentProxyOptions {
   readonly connectTimeoutMs?: number
   /** How long a replica that refused a connection is skipped by round robin. Default 1000 ms. */
   readonly downForMs?: number
-  /** Idle keep-alive sockets per replica kept open. Default 256. */
-  readonly maxFreeSockets?: number
+  /**
+   * Connections to one replica at most (kept alive between requests). A request beyond them waits
+   * for one to free up, so this bounds what one busy deployment can open, not how many requests it
+   * takes; long streams (SSE) each hold one. Default 512.
+   */
+  readonly maxSocketsPerReplica?: number
   /**
    * Paths of Slipway's own API that no deployment URL under the public base may take.
    * Default `/v1`, `/v2`, `/health`, `/openapi.json`, `/docs`.
@@ -88,11 +101,31 @@ export const deploymentUrl = (publicUrl: string, name: string, customUrl?: strin
 /** Hop-by-hop headers (RFC 9110 section 7.6.1) that a proxy must not forward. */
 const HOP_BY_HOP = ["connection", "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization", "te", "trailer", "upgrade"]
 
-const stripHopByHop = (headers: http.IncomingHttpHeaders | http.OutgoingHttpHeaders, keepUpgrade: boolean): void => {
+/**
+ * Request headers not forwarded over HTTP: the hop-by-hop ones, `transfer-encoding` (the body is
+ * re-framed), `expect` (Node's server has already answered `100 Continue`), and the
+ * `x-forwarded-*` ones this proxy rewrites itself.
+ */
+const DROP_REQUEST = new Set([...HOP_BY_HOP, "transfer-encoding", "expect", "x-forwarded-for", "x-forwarded-port", "x-forwarded-proto", "x-forwarded-prefix"])
+/** Response headers not forwarded: hop-by-hop, and `transfer-encoding` (Node re-frames the body). */
+const DROP_RESPONSE = new Set([...HOP_BY_HOP, "transfer-encoding"])
+
+/** The header names a `Connection` value lists besides the usual tokens (rare: a slow path). */
+const connectionListed = (value: string | undefined): ReadonlyArray<string> => {
+  if (value === undefined) return []
+  const names: string[] = []
+  for (const token of value.split(",")) {
+    const name = token.trim().toLowerCase()
+    if (name !== "" && name !== "keep-alive" && name !== "close" && name !== "upgrade") names.push(name)
+  }
+  return names
+}
+
+/** For WebSocket upgrades (through http-proxy-3): removes the hop-by-hop headers but Upgrade and Connection. */
+const stripHopByHopForUpgrade = (headers: http.IncomingHttpHeaders): void => {
   const connection = headers["connection"]
-  const listed = typeof connection === "string" ? connection.split(",").map((t) => t.trim().toLowerCase()).filter((t) => t !== "") : []
-  for (const name of [...HOP_BY_HOP, ...listed]) {
-    if (keepUpgrade && (name === "upgrade" || name === "connection")) continue
+  for (const name of [...HOP_BY_HOP, ...connectionListed(typeof connection === "string" ? connection : undefined)]) {
+    if (name === "upgrade" || name === "connection") continue
     delete headers[name]
   }
 }
@@ -104,9 +137,21 @@ interface Route {
   readonly host: string | null
   /** Path prefix without a trailing slash ("" for the root). */
   readonly prefix: string
+  /** How many `/` the prefix has: the number of path segments it spans. */
+  readonly depth: number
 }
 
-interface Pool {
+/** A replica as the proxy keeps it: its name (`host:port`) computed once. */
+interface Replica {
+  readonly target: ProxyTarget
+  readonly name: string
+  /** Its connection pool's key: the name, and the socket when there is one (a port may be reused). */
+  readonly poolKey: string
+}
+
+interface Targets {
+  readonly replicas: ReadonlyArray<Replica>
+  /** What `targets()` answers (copies of what was set). */
   readonly targets: ReadonlyArray<ProxyTarget>
   next: number
 }
@@ -118,6 +163,12 @@ interface Match {
 }
 
 const defaultPort = (protocol: string): string => (protocol === "https:" ? "443" : "80")
+
+const depthOf = (prefix: string): number => {
+  let n = 0
+  for (let i = 0; i < prefix.length; i++) if (prefix.charCodeAt(i) === 47) n++
+  return n
+}
 
 const parseRoute = (key: string, route: DeploymentRoute, publicUrl: URL, reserved: ReadonlyArray<string>): Route => {
   let url: URL
@@ -138,35 +189,139 @@ const parseRoute = (key: string, route: DeploymentRoute, publicUrl: URL, reserve
   }
   const port = url.port === "" ? defaultPort(url.protocol) : url.port
   const host = underPublic ? null : `${url.hostname.toLowerCase()}:${port}`
-  return { key, name: route.name, host, prefix }
+  return { key, name: route.name, host, prefix, depth: depthOf(prefix) }
 }
 
 const targetName = (t: ProxyTarget): string => `${t.host}:${t.port}`
 
-/** The request's host as `host:port` in lower case (the port defaulted for plain HTTP). */
-const requestHost = (req: http.IncomingMessage): string | null => {
-  const raw = req.headers.host
+/** A `Host` value as `host:port` in lower case (the port defaulted for plain HTTP). */
+const normalHost = (raw: string | undefined): string | null => {
   if (raw === undefined || raw === "") return null
   const lower = raw.toLowerCase()
   if (lower.startsWith("[")) return lower.includes("]:") ? lower : `${lower}:80`
   return lower.includes(":") ? lower : `${lower}:80`
 }
 
+/** The first `Host` of the raw headers (without building `req.headers`). */
+const rawHost = (raw: ReadonlyArray<string>): string | undefined => {
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!
+    if (name.length === 4 && name.toLowerCase() === "host") return raw[i + 1]
+  }
+  return undefined
+}
+
+/** The error code of a failed upstream request: a Node socket error's code, or undici's. */
+const codeOf = (err: unknown): string => {
+  const e = err as { code?: unknown; errors?: ReadonlyArray<{ code?: unknown }>; message?: unknown }
+  if (typeof e?.code === "string") {
+    // undici names its own errors UND_ERR_*: report the ones a reader knows by their usual name.
+    if (e.code === "UND_ERR_CONNECT_TIMEOUT") return "ETIMEDOUT"
+    if (e.code === "UND_ERR_SOCKET") return "ECONNRESET"
+    return e.code
+  }
+  const inner = e?.errors?.[0]?.code
+  if (typeof inner === "string") return inner
+  return typeof e?.message === "string" ? e.message : String(err)
+}
+
+/** Errors that mean the replica did not take the request (nothing of it was sent). */
+const CONNECT_FAILED = new Set(["ECONNREFUSED", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "EADDRNOTAVAIL", "ENOENT"])
+
 export const makeDeploymentProxy = (options: DeploymentProxyOptions): DeploymentProxy => {
   const publicUrl = new URL(options.publicUrl)
   const connectTimeout = options.connectTimeoutMs ?? 2000
   const downForMs = options.downForMs ?? 1000
+  const maxSockets = options.maxSocketsPerReplica ?? 512
   const reserved = (options.reservedPaths ?? ["/v1", "/v2", "/health", "/openapi.json", "/docs"]).map((p) => p.replace(/\/+$/, ""))
-  const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: options.maxFreeSockets ?? 256, scheduling: "lifo" })
-  const proxy = createProxyServer({ agent, xfwd: true, connectTimeout, ws: true })
+  // WebSocket upgrades only: each upgraded socket leaves the agent, so keep-alive buys nothing there.
+  const wsProxy = createProxyServer({ xfwd: true, connectTimeout, ws: true })
+
+  // Routes, indexed so that a request costs a few map lookups whatever the number of deployments:
+  // by Host (null: path alone), then by prefix; `depths` lists the prefix depths present, deepest first.
   const routes = new Map<string, Route>()
-  const pools = new Map<string, Pool>()
+  const byPath = new Map<string, Route>()
+  const byHost = new Map<string, Map<string, Route>>()
+  const depthCounts = new Map<number, number>()
+  let depths: ReadonlyArray<number> = []
+  /** Call after removing `route` from `routes`. */
+  const unindex = (route: Route): void => {
+    // Two deployments given the same URL: the one set last serves it; removing it gives it back
+    // to the other (a scan, on this rare path only).
+    let other: Route | undefined
+    for (const r of routes.values()) if (r.host === route.host && r.prefix === route.prefix) other = r
+    if (route.host === null) {
+      if (byPath.get(route.prefix) === route) {
+        if (other === undefined) byPath.delete(route.prefix)
+        else byPath.set(route.prefix, other)
+      }
+    } else {
+      const m = byHost.get(route.host)
+      if (m?.get(route.prefix) === route) {
+        if (other === undefined) m.delete(route.prefix)
+        else m.set(route.prefix, other)
+      }
+      if (m?.size === 0) byHost.delete(route.host)
+    }
+    const n = (depthCounts.get(route.depth) ?? 1) - 1
+    if (n > 0) depthCounts.set(route.depth, n)
+    else {
+      depthCounts.delete(route.depth)
+      depths = [...depthCounts.keys()].sort((x, y) => y - x)
+    }
+  }
+  const index = (route: Route): void => {
+    if (route.host === null) byPath.set(route.prefix, route)
+    else {
+      let m = byHost.get(route.host)
+      if (m === undefined) byHost.set(route.host, (m = new Map()))
+      m.set(route.prefix, route)
+    }
+    const n = depthCounts.get(route.depth) ?? 0
+    depthCounts.set(route.depth, n + 1)
+    if (n === 0) depths = [...depthCounts.keys()].sort((x, y) => y - x)
+  }
+
+  const pools = new Map<string, Targets>()
   const down = new Map<string, number>()
+  const upstreams = new Map<string, Pool>()
+
+  /** The keep-alive connection pool to a replica (made on first use). */
+  const upstream = (replica: Replica): Pool => {
+    let pool = upstreams.get(replica.poolKey)
+    if (pool === undefined || pool.closed || pool.destroyed) {
+      const host = replica.target.host.includes(":") ? `[${replica.target.host}]` : replica.target.host
+      pool = new Pool(`http://${host}:${replica.target.port}`, {
+        ...(replica.target.socketPath === undefined ? {} : { socketPath: replica.target.socketPath }),
+        connections: maxSockets,
+        pipelining: 1,
+        connectTimeout: connectTimeout,
+        // A replica may take its time: an agent run streams for minutes, with pauses. The client's
+        // side is bounded by Slipway's own server timeouts.
+        headersTimeout: 0,
+        bodyTimeout: 0
+      })
+      upstreams.set(replica.poolKey, pool)
+    }
+    return pool
+  }
+
+  /** Closes the pools of replicas no deployment targets any more, once their requests end. */
+  const closeUnused = (): void => {
+    if (upstreams.size === 0) return
+    const used = new Set<string>()
+    for (const p of pools.values()) for (const r of p.replicas) used.add(r.poolKey)
+    for (const [name, pool] of upstreams) {
+      if (used.has(name)) continue
+      upstreams.delete(name)
+      // close() lets the requests in flight finish, then closes the connections.
+      pool.close().catch(() => undefined)
+    }
+  }
 
   const flights = new Map<string, number>()
   /** Counts one request or WebSocket on a replica; the returned function ends it (once). */
-  const acquire = (t: ProxyTarget): (() => void) => {
-    const name = targetName(t)
+  const acquire = (name: string): (() => void) => {
     flights.set(name, (flights.get(name) ?? 0) + 1)
     let done = false
     return () => {
@@ -178,62 +333,72 @@ export const makeDeploymentProxy = (options: DeploymentProxyOptions): Deployment
     }
   }
 
-  /** Per-request state, for the body gate and retries. */
-  const gates = new WeakMap<http.IncomingMessage, () => void>()
-
-  proxy.on("proxyReq", (_proxyReq, req, _res, _opts, socket) => {
-    const open = gates.get(req)
-    if (open === undefined) return
-    gates.delete(req)
-    if (socket.connecting) socket.once("connect", open)
-    else open()
-  })
-  proxy.on("proxyRes", (proxyRes) => {
-    stripHopByHop(proxyRes.headers, false)
-  })
   // Errors are handled through the per-call callback; this listener only keeps an unexpected
   // one from becoming an uncaught exception.
-  proxy.on("error", () => {})
+  wsProxy.on("error", () => {})
 
   const match = (req: http.IncomingMessage): Match | undefined => {
+    if (routes.size === 0) return undefined
     const url = req.url ?? "/"
     const q = url.indexOf("?")
     const pathname = q === -1 ? url : url.slice(0, q)
-    const search = q === -1 ? "" : url.slice(q)
-    const host = requestHost(req)
-    let best: Match | undefined
-    for (const route of routes.values()) {
-      if (route.host !== null && route.host !== host) continue
-      let rest: string
-      if (route.prefix === "") rest = pathname
-      else if (pathname === route.prefix) rest = "/"
-      else if (pathname.startsWith(route.prefix + "/")) rest = pathname.slice(route.prefix.length)
-      else continue
-      // The longest prefix wins; a Host-specific route beats a path-only one of the same length.
-      if (best === undefined || route.prefix.length > best.route.prefix.length || (route.prefix.length === best.route.prefix.length && route.host !== null)) {
-        best = { route, path: rest + search }
+    const hostRoutes = byHost.size === 0 ? undefined : byHost.get(normalHost(rawHost(req.rawHeaders)) ?? "")
+    // The candidate prefixes of the path, deepest first: the longest prefix wins, and a
+    // Host-specific route beats a path-only one of the same length.
+    let slashes = -1
+    for (const depth of depths) {
+      let end: number
+      if (depth === 0) end = 0
+      else {
+        if (slashes === -1) slashes = depthOf(pathname)
+        if (depth > slashes) continue
+        // The end of the depth-th segment: the (depth + 1)-th slash, or the end of the path.
+        end = -1
+        let seen = 0
+        for (let i = 0; i < pathname.length; i++) {
+          if (pathname.charCodeAt(i) === 47 && ++seen === depth + 1) {
+            end = i
+            break
+          }
+        }
+        if (end === -1) end = pathname.length
+      }
+      const prefix = pathname.slice(0, end)
+      const route = hostRoutes?.get(prefix) ?? byPath.get(prefix)
+      if (route !== undefined) {
+        const rest = end === pathname.length ? "/" : pathname.slice(end)
+        return { route, path: q === -1 ? rest : rest + url.slice(q) }
       }
     }
-    return best
+    return undefined
   }
 
   /** Round robin over the current targets, skipping replicas that refused recently. */
-  const pick = (key: string, exclude?: ProxyTarget): ProxyTarget | undefined => {
+  const pick = (key: string, exclude?: Replica): Replica | undefined => {
     const pool = pools.get(key)
-    if (pool === undefined || pool.targets.length === 0) return undefined
-    const n = pool.targets.length
+    if (pool === undefined || pool.replicas.length === 0) return undefined
+    const replicas = pool.replicas
+    const n = replicas.length
+    if (down.size === 0 && exclude === undefined) {
+      const r = replicas[pool.next % n]!
+      pool.next = (pool.next + 1) % n
+      return r
+    }
     const now = Date.now()
-    let fallback: ProxyTarget | undefined
+    let fallback: Replica | undefined
     for (let i = 0; i < n; i++) {
-      const t = pool.targets[(pool.next + i) % n]!
-      if (exclude !== undefined && t.host === exclude.host && t.port === exclude.port) continue
-      const until = down.get(targetName(t))
-      if (until !== undefined && until > now) {
-        fallback ??= t
-        continue
+      const r = replicas[(pool.next + i) % n]!
+      if (exclude !== undefined && r.name === exclude.name) continue
+      const until = down.get(r.name)
+      if (until !== undefined) {
+        if (until > now) {
+          fallback ??= r
+          continue
+        }
+        down.delete(r.name)
       }
       pool.next = (pool.next + i + 1) % n
-      return t
+      return r
     }
     if (fallback !== undefined) pool.next = (pool.next + 1) % n
     return fallback
@@ -251,74 +416,183 @@ export const makeDeploymentProxy = (options: DeploymentProxyOptions): Deployment
 
   const noTargets = (name: string): string => `Deployment ${name} has no active revision`
 
-  const hasBody = (req: http.IncomingMessage): boolean => {
-    const len = req.headers["content-length"]
-    if (len !== undefined) return len !== "0"
-    return req.headers["transfer-encoding"] !== undefined
+  /**
+   * The headers to send to the replica, from the request's raw headers in one pass (node's
+   * `req.headers` object is never built): hop-by-hop ones dropped, `X-Forwarded-*` added.
+   */
+  const forwardHeaders = (req: http.IncomingMessage, prefix: string): { headers: string[]; hasBody: boolean } => {
+    const raw = req.rawHeaders
+    const out: string[] = []
+    let connection: string | undefined
+    let host: string | undefined
+    let forwardedFor: string | undefined
+    let forwardedPort: string | undefined
+    let forwardedProto: string | undefined
+    let forwardedHost = false
+    let hasBody = false
+    for (let i = 0; i < raw.length; i += 2) {
+      const name = raw[i]!
+      const value = raw[i + 1]!
+      const lower = name.toLowerCase()
+      if (DROP_REQUEST.has(lower)) {
+        if (lower === "connection") connection = connection === undefined ? value : `${connection}, ${value}`
+        else if (lower === "transfer-encoding") hasBody = true
+        else if (lower === "x-forwarded-for") forwardedFor = forwardedFor === undefined ? value : `${forwardedFor},${value}`
+        else if (lower === "x-forwarded-port") forwardedPort = forwardedPort === undefined ? value : `${forwardedPort},${value}`
+        else if (lower === "x-forwarded-proto") forwardedProto = forwardedProto === undefined ? value : `${forwardedProto},${value}`
+        continue
+      }
+      if (lower === "host") {
+        // undici refuses a second Host (node's parser lets it through): the first one counts.
+        if (host !== undefined) continue
+        host = value
+      } else if (lower === "content-length") {
+        hasBody ||= value !== "0"
+      } else if (lower === "x-forwarded-host") forwardedHost = true
+      out.push(name, value)
+    }
+    const listed = connectionListed(connection)
+    if (listed.length > 0) {
+      for (let i = out.length - 2; i >= 0; i -= 2) {
+        if (listed.includes(out[i]!.toLowerCase())) out.splice(i, 2)
+      }
+    }
+    const encrypted = (req.socket as { encrypted?: boolean }).encrypted === true
+    const client = req.socket.remoteAddress ?? ""
+    const port = host === undefined ? undefined : /:(\d+)$/.exec(host)?.[1]
+    out.push("x-forwarded-for", forwardedFor === undefined ? client : `${forwardedFor},${client}`)
+    out.push("x-forwarded-port", (forwardedPort === undefined ? "" : `${forwardedPort},`) + (port ?? (encrypted ? "443" : "80")))
+    out.push("x-forwarded-proto", (forwardedProto === undefined ? "" : `${forwardedProto},`) + (encrypted ? "https" : "http"))
+    if (!forwardedHost) out.push("x-forwarded-host", host ?? "")
+    if (prefix !== "") out.push("x-forwarded-prefix", prefix)
+    return { headers: out, hasBody }
   }
 
-  const targetUrls = new Map<string, URL>()
-  const urlOf = (t: ProxyTarget): URL => {
-    const name = targetName(t)
-    let url = targetUrls.get(name)
-    if (url === undefined) {
-      url = new URL(`http://${t.host.includes(":") ? `[${t.host}]` : t.host}:${t.port}`)
-      targetUrls.set(name, url)
+  /** The replica's response headers for the client: hop-by-hop ones dropped, duplicates kept. */
+  const responseHeaders = (headers: Record<string, string | string[] | undefined>): Array<string | string[]> => {
+    const connection = headers["connection"]
+    const listed = connectionListed(Array.isArray(connection) ? connection.join(",") : connection)
+    const out: Array<string | string[]> = []
+    for (const name in headers) {
+      const value = headers[name]
+      if (value === undefined || DROP_RESPONSE.has(name) || (listed.length > 0 && listed.includes(name))) continue
+      out.push(name, value)
     }
-    return url
+    return out
   }
 
-  const forward = (req: http.IncomingMessage, res: http.ServerResponse, m: Match, target: ProxyTarget, attempt: number): void => {
-    const opts: Record<string, unknown> = { target: urlOf(target) }
-    let bodyStarted = false
-    // A request body is read only once the replica has accepted the connection, so a refused
-    // connection leaves it unread and the request can go to the next replica intact. A request
-    // with `Expect: 100-continue` streams at once (the library gives no hook for it).
-    if (hasBody(req) && req.headers["expect"] === undefined) {
-      const gate = new PassThrough()
-      opts["buffer"] = gate
-      gates.set(req, () => {
-        bodyStarted = true
-        req.pipe(gate)
-      })
-    } else if (hasBody(req)) {
-      bodyStarted = true
-    }
-    const release = acquire(target)
-    res.once("close", release)
-    proxy.web(req, res, opts as never, (err: Error) => {
+  const forward = (
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    m: Match,
+    headers: string[],
+    hasBody: boolean,
+    replica: Replica,
+    attempt: number
+  ): void => {
+    // A request body is read only once the replica has accepted the connection (undici calls
+    // onRequestStart on a connected socket), so a refused connection leaves it unread and the
+    // request can go to the next replica intact.
+    const gate = hasBody ? new PassThrough() : null
+    let started = false
+    let controller: Dispatcher.DispatchController | undefined
+    let failed = false
+    /** The replica's answer ended (completely or with an error): nothing to abort any more. */
+    let settled = false
+    let waitingDrain = false
+    const release = acquire(replica.name)
+    const onClientClose = () => {
       release()
-      const code = (err as NodeJS.ErrnoException).code ?? err.message
+      // The client went away before the answer was complete: stop the replica's work on it.
+      if (!settled && !res.writableFinished) controller?.abort(new Error("client closed the connection"))
+    }
+    res.once("close", onClientClose)
+    const fail = (err: unknown) => {
+      if (failed) return
+      failed = true
+      release()
+      const code = codeOf(err)
       const deployment = m.route.name
-      const connectFailed = code === "ECONNREFUSED" || code === "ETIMEDOUT" || code === "EHOSTUNREACH" || code === "ECONNRESET"
-      if (code === "ECONNREFUSED" || code === "ETIMEDOUT" || code === "EHOSTUNREACH") down.set(targetName(target), Date.now() + downForMs)
-      if (!res.headersSent && !bodyStarted && connectFailed && attempt === 0) {
-        const next = pick(m.route.key, target)
-        if (next !== undefined && !(next.host === target.host && next.port === target.port)) {
-          options.log?.({ type: "retry", deployment, target: targetName(target), error: code })
-          forward(req, res, m, next, 1)
+      if (CONNECT_FAILED.has(code)) down.set(replica.name, Date.now() + downForMs)
+      if (res.destroyed || res.writableEnded) return
+      if (!res.headersSent && !started && attempt === 0 && (CONNECT_FAILED.has(code) || code === "ECONNRESET")) {
+        const next = pick(m.route.key, replica)
+        if (next !== undefined && next.name !== replica.name) {
+          res.off("close", onClientClose)
+          options.log?.({ type: "retry", deployment, target: replica.name, error: code })
+          forward(req, res, m, headers, hasBody, next, 1)
           return
         }
       }
-      options.log?.({ type: "failed", deployment, target: targetName(target), error: code })
-      sendJson(res, 502, `Deployment ${deployment}: replica ${targetName(target)} failed (${code})`)
-    })
+      options.log?.({ type: "failed", deployment, target: replica.name, error: code })
+      if (gate !== null) {
+        req.unpipe(gate)
+        req.resume()
+      }
+      sendJson(res, 502, `Deployment ${deployment}: replica ${replica.name} failed (${code})`)
+    }
+    const handler: Dispatcher.DispatchHandler = {
+      onRequestStart: (c) => {
+        controller = c
+        started = true
+        if (res.destroyed) {
+          c.abort(new Error("client closed the connection"))
+          return
+        }
+        if (gate !== null) req.pipe(gate)
+      },
+      onResponseStart: (c, statusCode, headers, statusMessage) => {
+        if (statusCode < 200) return
+        if (res.destroyed) {
+          c.abort(new Error("client closed the connection"))
+          return
+        }
+        res.writeHead(statusCode, statusMessage, responseHeaders(headers) as never)
+      },
+      onResponseData: (c, chunk) => {
+        if (!res.write(chunk) && !waitingDrain) {
+          // Back-pressure: the client reads slower than the replica answers.
+          waitingDrain = true
+          c.pause()
+          res.once("drain", () => {
+            waitingDrain = false
+            c.resume()
+          })
+        }
+      },
+      onResponseEnd: () => {
+        settled = true
+        res.end()
+      },
+      onResponseError: (_c, err) => {
+        settled = true
+        if (res.headersSent) {
+          release()
+          res.destroy(err)
+          return
+        }
+        fail(err)
+      }
+    }
+    try {
+      upstream(replica).dispatch({ method: req.method ?? "GET", path: m.path, headers, body: gate }, handler)
+    } catch (err) {
+      fail(err)
+    }
   }
 
   const handle = (req: http.IncomingMessage, res: http.ServerResponse): boolean => {
     const m = match(req)
     if (m === undefined) return false
-    const target = pick(m.route.key)
-    if (target === undefined) {
+    const replica = pick(m.route.key)
+    if (replica === undefined) {
       // Drain any body so the client connection stays usable.
       req.resume()
       sendJson(res, 503, noTargets(m.route.name))
       return true
     }
-    stripHopByHop(req.headers, false)
-    if (m.route.prefix !== "") req.headers["x-forwarded-prefix"] = m.route.prefix
-    req.url = m.path
-    forward(req, res, m, target, 0)
+    const { headers, hasBody } = forwardHeaders(req, m.route.prefix)
+    forward(req, res, m, headers, hasBody, replica, 0)
     return true
   }
 
@@ -332,29 +606,34 @@ export const makeDeploymentProxy = (options: DeploymentProxyOptions): Deployment
         socket.end(`HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`)
       } else socket.destroy()
     }
-    const target = pick(m.route.key)
-    if (target === undefined) {
+    const replica = pick(m.route.key)
+    if (replica === undefined) {
       reject(503, noTargets(m.route.name))
       return true
     }
-    stripHopByHop(req.headers, true)
+    stripHopByHopForUpgrade(req.headers)
     if (m.route.prefix !== "") req.headers["x-forwarded-prefix"] = m.route.prefix
     req.url = m.path
-    const release = acquire(target)
+    const release = acquire(replica.name)
     socket.once("close", release)
-    proxy.ws(req, socket as never, head, { target: urlOf(target) }, (err: Error) => {
+    const host = replica.target.host.includes(":") ? `[${replica.target.host}]` : replica.target.host
+    wsProxy.ws(req, socket as never, head, { target: `http://${host}:${replica.target.port}` }, (err: Error) => {
       release()
-      const code = (err as NodeJS.ErrnoException).code ?? err.message
-      if (code === "ECONNREFUSED" || code === "ETIMEDOUT") down.set(targetName(target), Date.now() + downForMs)
-      options.log?.({ type: "failed", deployment: m.route.name, target: targetName(target), error: code })
-      reject(502, `Deployment ${m.route.name}: replica ${targetName(target)} failed (${code})`)
+      const code = codeOf(err)
+      if (CONNECT_FAILED.has(code)) down.set(replica.name, Date.now() + downForMs)
+      options.log?.({ type: "failed", deployment: m.route.name, target: replica.name, error: code })
+      reject(502, `Deployment ${m.route.name}: replica ${replica.name} failed (${code})`)
     })
     return true
   }
 
   return {
     setRoute: (key, route) => {
-      routes.set(key, parseRoute(key, route, publicUrl, reserved))
+      const parsed = parseRoute(key, route, publicUrl, reserved)
+      const previous = routes.get(key)
+      routes.set(key, parsed)
+      if (previous !== undefined) unindex(previous)
+      index(parsed)
     },
     setTargets: (key, targets) => {
       for (const t of targets) {
@@ -362,9 +641,15 @@ export const makeDeploymentProxy = (options: DeploymentProxyOptions): Deployment
           throw new TypeError(`setTargets(${key}): invalid target ${JSON.stringify(t)}`)
         }
       }
-      // One assignment: a request either sees the old pool or the new one, never a mix.
-      pools.set(key, { targets: targets.map((t) => ({ host: t.host, port: t.port })), next: 0 })
-      for (const name of targetUrls.keys()) if (targetUrls.size > 1024) targetUrls.delete(name)
+      for (const t of targets) {
+        if (t.socketPath !== undefined && (typeof t.socketPath !== "string" || !t.socketPath.startsWith("/"))) {
+          throw new TypeError(`setTargets(${key}): invalid socketPath ${JSON.stringify(t.socketPath)}`)
+        }
+      }
+      const copies = targets.map((t): ProxyTarget => (t.socketPath === undefined ? { host: t.host, port: t.port } : { host: t.host, port: t.port, socketPath: t.socketPath }))
+      // One assignment: a request either sees the old list or the new one, never a mix.
+      pools.set(key, { targets: copies, replicas: copies.map((target) => ({ target, name: targetName(target), poolKey: target.socketPath === undefined ? targetName(target) : `${targetName(target)} ${target.socketPath}` })), next: 0 })
+      closeUnused()
     },
     targets: (key) => pools.get(key)?.targets ?? [],
     inFlight: (target) => flights.get(targetName(target)) ?? 0,
@@ -383,13 +668,17 @@ export const makeDeploymentProxy = (options: DeploymentProxyOptions): Deployment
       down.delete(targetName(target))
     },
     remove: (key) => {
+      const previous = routes.get(key)
       routes.delete(key)
       pools.delete(key)
+      if (previous !== undefined) unindex(previous)
+      closeUnused()
     },
     handle,
     handleUpgrade,
     close: () => {
-      agent.destroy()
+      for (const pool of upstreams.values()) pool.destroy().catch(() => undefined)
+      upstreams.clear()
     }
   }
 }

@@ -104,6 +104,11 @@ export interface BoxExit {
 export interface Forward {
   readonly host: string
   readonly port: number
+  /**
+   * The unix socket the bridge listens on (root only): a connection to it reaches the box's port
+   * without the host port's hop through this process (the deployment proxy dials it).
+   */
+  readonly socketPath: string
   readonly close: () => Promise<void>
 }
 
@@ -638,6 +643,7 @@ export const makeBoxRunner = (options: BoxRunnerOptions): BoxRunner => {
       const fwd: Forward = {
         host,
         port: address.port,
+        socketPath: sock,
         close: () =>
           (closed ??= (async () => {
             forwards.delete(fwd)
