@@ -110,7 +110,7 @@ const mustCreate = async (template: string, name: string) => {
 const boxesDir = () => join(dataDir!, "runtime", "boxes")
 /** The server's cgroup parent (one per data directory, server/runtime/local/LocalHost.ts). */
 const cgroupParent = () => cgroupParentFor(join(dataDir!, "runtime"))
-const boxDirs = () => (existsSync(boxesDir()) ? readdirSync(boxesDir()) : [])
+const boxDirs = () => (existsSync(boxesDir()) ? readdirSync(boxesDir()).filter((name) => !name.startsWith(".")) : [])
 
 const deleteBoxes = async (names: ReadonlyArray<string>) => {
   for (let i = 0; i < names.length; i += 20) await Promise.all(names.slice(i, i + 20).map((name) => api("DELETE", `/v2/sandboxes/boxes/${name}`)))
@@ -309,12 +309,24 @@ const exec = async (box: Box) => {
   const script = `${procs.map((f) => `echo $$ > ${f}`).join(" && ")} && echo 500 > /proc/self/oom_score_adj && exec "$@"`
   const full = ["/bin/sh", "-c", script, "sh", "/usr/bin/nsenter", "-t", String(run.pid), "--all", "--root", "--wd", "--", ...inner]
   const nsenterOnly = ["/usr/bin/nsenter", "-t", String(run.pid), "--all", "--root", "--wd", "--", "/.slipway/busybox", "true"]
+  // The runner's own exec of the same command (the box's exec helper), from this small process: the server's path minus HTTP.
+  const direct = (await makeBoxRunner({ root: boxesDir(), cgroupParent: cgroupParent() }).attach(box.id))!
+  const runnerExec = async (running: typeof direct) => {
+    const p = running.exec(launchArgv({ shell: "/bin/sh", cwd: "/home/user", command: "true", env: {} }), { env: {} })
+    p.stdin.end()
+    p.stdout.resume()
+    p.stderr.resume()
+    await Promise.all([p.exited, new Promise((resolve) => p.stdout.once("close", resolve)), new Promise((resolve) => p.stderr.once("close", resolve))])
+    const { code } = await p.exited
+    if (code !== 0) throw new Error(`runner exec exited ${code}`)
+  }
   const variants: Array<[string, () => Promise<unknown>]> = [
     ["http", () => execHttp(box)],
     ["httpNode", () => execHttpRaw(box)],
     ["httpNodeFresh", () => execHttpRaw(box, "true", false)],
     ["ws", () => execWs(box)],
     ["floor", () => spawnWait(full)],
+    ["runner", () => runnerExec(direct)],
     ["spawnTrue", () => spawnWait(["/bin/true"])],
     ["nsenterTrue", () => spawnWait(nsenterOnly)]
   ]
@@ -339,9 +351,18 @@ const exec = async (box: Box) => {
     cpuPerExec[name] = round((cpuMs(serverPid) - before) / 100, 2)
   }
   log(`exec: server CPU per exec (ms): ${JSON.stringify(cpuPerExec)}`)
-  results.exec = { ...out, serverCpuMsPerExec: cpuPerExec, ratioHttp: round(out.http!.p50 / out.floor!.p50, 2), ratioHttpNode: round(out.httpNode!.p50 / out.floor!.p50, 2), ratioWs: round(out.ws!.p50 / out.floor!.p50, 2) }
+  const ratio = (a: string, b: string) => round(out[a]!.p50 / out[b]!.p50, 2)
+  results.exec = {
+    ...out,
+    serverCpuMsPerExec: cpuPerExec,
+    ratioHttp: ratio("http", "floor"),
+    ratioHttpNode: ratio("httpNode", "floor"),
+    ratioWs: ratio("ws", "floor"),
+    ratioToRunner: { http: ratio("http", "runner"), httpNode: ratio("httpNode", "runner"), ws: ratio("ws", "runner") }
+  }
   for (const [name, s] of Object.entries(out)) log(`exec ${name}: ${JSON.stringify(s)}`)
-  log(`exec ratio to floor (p50): http ${round(out.http!.p50 / out.floor!.p50, 2)}x, http (node:http) ${round(out.httpNode!.p50 / out.floor!.p50, 2)}x, ws ${round(out.ws!.p50 / out.floor!.p50, 2)}x`)
+  log(`exec ratio to the floor (spawning the bwrap box's command directly, p50): http ${ratio("http", "floor")}x, http (node:http) ${ratio("httpNode", "floor")}x, ws ${ratio("ws", "floor")}x`)
+  log(`exec ratio to the runner's own exec (exec helper, no HTTP, p50): http ${ratio("http", "runner")}x, http (node:http) ${ratio("httpNode", "runner")}x, ws ${ratio("ws", "runner")}x`)
 }
 
 const files = async (box: Box) => {

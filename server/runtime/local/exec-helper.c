@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/close_range.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -193,6 +194,8 @@ static void start(uint32_t id, char *p, uint32_t len) {
     dup2(in[0], 0);
     dup2(out[1], 1);
     dup2(err[1], 2);
+    /* Only 0, 1 and 2: nothing the helper holds (or inherited) reaches the command. */
+    close_range(3, ~0U, 0);
     int adj = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
     if (adj >= 0) {
       (void)!write(adj, "500", 3);
@@ -379,6 +382,8 @@ static void reap(int sfd) {
 int main(void) {
   for (int i = 0; i < MAXCMD; i++) cmds[i].in = cmds[i].out = cmds[i].err = -1;
   if (fcntl(CH, F_SETFD, FD_CLOEXEC) < 0) die("fd 3");
+  /* Whatever else the host-side chain left open (sh, nsenter) is not ours to keep. */
+  close_range(4, ~0U, 0);
   fcntl(CH, F_SETFL, fcntl(CH, F_GETFL) | O_NONBLOCK);
   signal(SIGPIPE, SIG_IGN);
   signal(SIGHUP, SIG_IGN);
