@@ -22,7 +22,7 @@ declare -A probes=(
   [chromium]=/usr/bin/chromium
   [openssl]=/usr/bin/openssl
   [gcc]=/usr/bin/gcc
-  [libc6-dev]=/usr/lib/x86_64-linux-gnu/libc.a
+  [libc6-dev]=/usr/include/stdio.h
 )
 
 missing=()

@@ -58,7 +58,8 @@ export const LocalHostLive = Layer.effect(
     const boxes = makeBoxRunner({ root: join(root, "boxes"), log: trace, cgroupParent: cgroupParentFor(root) })
     const volumes = makeVolumeStore({ root: join(root, "volumes"), log: trace })
     yield* Effect.promise(() => volumes.remountAll())
-    log.info("local runtime", { root, host: hostToolsSummary(hostTools()), limits: boxes.limitsMode() })
+    const exec = boxes.execMode()
+    log.info("local runtime", { root, host: hostToolsSummary(hostTools()), limits: boxes.limitsMode(), exec: exec.reason ? `${exec.mode} (${exec.reason})` : exec.mode })
     const running = new Map<string, RunningBox>()
     yield* Effect.addFinalizer(() =>
       Effect.promise(async () => {

@@ -150,6 +150,8 @@ export interface BoxRunnerOptions {
 
 export interface BoxRunner {
   readonly limitsMode: () => LimitsMode
+  /** How exec runs commands: "helper" (the per-box exec helper) or "nsenter" (a host spawn per command, with why). */
+  readonly execMode: () => { readonly mode: "helper" | "nsenter"; readonly reason?: string }
   readonly start: (spec: BoxSpec) => Promise<RunningBox>
   /** After a server restart: re-attaches to boxes still running, cleans the rest (stale mounts, cgroups). */
   readonly recover: () => Promise<{ readonly running: ReadonlyArray<RunningBox>; readonly stopped: ReadonlyArray<BoxSpec> }>
@@ -869,6 +871,7 @@ export const makeBoxRunner = (options: BoxRunnerOptions): BoxRunner => {
 
   return {
     limitsMode: () => mode,
+    execMode: () => ("path" in helperBuild ? { mode: "helper" } : { mode: "nsenter", reason: helperBuild.error }),
     start,
     recover,
     attach,

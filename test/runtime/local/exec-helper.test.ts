@@ -44,6 +44,7 @@ const helperPid = async () => {
 
 describe("the box's exec helper", () => {
   it("forks each command inside the box: its parent is the helper, one per box", async () => {
+    expect(runner.execMode()).toEqual({ mode: "helper" })
     const pid = await helperPid()
     expect(pid).toBeGreaterThan(1)
     const status = await sh(box, "grep PPid /proc/self/status")
@@ -131,6 +132,7 @@ describe("the box's exec helper", () => {
 
   it("a runner without the helper (execHelper: false) still runs commands through nsenter", async () => {
     const plain = makeBoxRunner({ root: path.join(base, "plain"), cgroupParent: `${CGROUP_PARENT}-plain`, execHelper: false })
+    expect(plain.execMode()).toEqual({ mode: "nsenter", reason: "disabled" })
     const other = await plain.start({ id: "plain", rootfs, env: { X: "1" }, storageBytes: 16 << 20 })
     try {
       expect(await sh(other, "echo $X; ls /.slipway")).toMatchObject({ code: 0, stdout: "1\nbusybox\n" })
