@@ -538,7 +538,8 @@ const main = async () => {
       SLIPWAY_RUNTIME: "local",
       SLIPWAY_REGISTRY_MIRROR: registry.host,
       SLIPWAY_INSECURE_REGISTRIES: registry.host,
-      LOG_LEVEL: "warn"
+      LOG_LEVEL: "warn",
+      ...(env.SLIPWAY_EXEC_HELPER ? { SLIPWAY_EXEC_HELPER: env.SLIPWAY_EXEC_HELPER } : {})
     },
     port,
     probePath: "/health",
