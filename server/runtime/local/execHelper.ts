@@ -45,8 +45,8 @@ export const buildExecHelper = (dir: string): { readonly path: string } | { read
 const signalNames = new Map<number, NodeJS.Signals>(Object.entries(constants.signals).map(([name, n]) => [n as number, name as NodeJS.Signals]))
 
 /** Largest data frame we send (stdin) and the stdin bytes we let be in flight per command. */
-const MAX_CHUNK = 64 * 1024
-const STDIN_WINDOW = 1024 * 1024
+const MAX_CHUNK = 256 * 1024
+const STDIN_WINDOW = 2 * 1024 * 1024
 /** The helper refuses frames above 8 MiB; we refuse its frames above this (it sends at most 64 KiB of data). */
 const MAX_INCOMING = 1024 * 1024
 
@@ -79,7 +79,6 @@ export const makeHelperChannel = (channel: Duplex, onGone: (reason: string) => v
   let alive = true
   let nextId = 1
   const commands = new Map<number, Command>()
-  let pending: Buffer = Buffer.alloc(0)
 
   const send = (type: string, id: number, payload?: Buffer | Uint8Array) => {
     if (!alive) return
@@ -87,7 +86,13 @@ export const makeHelperChannel = (channel: Duplex, onGone: (reason: string) => v
     header[0] = type.charCodeAt(0)
     header.writeUInt32LE(id, 1)
     header.writeUInt32LE(payload?.length ?? 0, 5)
-    channel.write(payload && payload.length > 0 ? Buffer.concat([header, payload]) : header)
+    if (!payload || payload.length === 0) return void channel.write(header)
+    if (payload.length < 4096) return void channel.write(Buffer.concat([header, payload]))
+    // Large payloads are not copied: header and payload go out in one writev.
+    channel.cork()
+    channel.write(header)
+    channel.write(payload)
+    channel.uncork()
   }
   const send32 = (type: string, id: number, value: number) => {
     const b = Buffer.allocUnsafe(4)
@@ -168,21 +173,53 @@ export const makeHelperChannel = (channel: Duplex, onGone: (reason: string) => v
     }
   }
 
-  channel.on("data", (chunk: Buffer) => {
-    pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk])
-    let offset = 0
-    while (pending.length - offset >= 9) {
-      const length = pending.readUInt32LE(offset + 5)
-      if (length > MAX_INCOMING) {
-        channel.destroy()
-        return gone(`the exec helper sent a frame of ${length} bytes`)
-      }
-      if (pending.length - offset < 9 + length) break
-      // A copy: the Readables keep payloads beyond this chunk's life.
-      onFrame(pending[offset]!, pending.readUInt32LE(offset + 1), Buffer.from(pending.subarray(offset + 9, offset + 9 + length)))
-      offset += 9 + length
+  // Incoming bytes as a list of chunks: a frame spanning several socket reads is joined once, with one copy.
+  const chunks: Array<Buffer> = []
+  let buffered = 0
+  /** The next `n` bytes (n <= buffered), removed from the list; a view when they lie in one chunk. */
+  const take = (n: number): Buffer => {
+    const first = chunks[0]!
+    if (first.length >= n) {
+      const out = first.subarray(0, n)
+      if (first.length === n) chunks.shift()
+      else chunks[0] = first.subarray(n)
+      buffered -= n
+      return out
     }
-    pending = offset === pending.length ? Buffer.alloc(0) : pending.subarray(offset)
+    const out = Buffer.allocUnsafe(n)
+    let filled = 0
+    while (filled < n) {
+      const head = chunks[0]!
+      const part = Math.min(head.length, n - filled)
+      head.copy(out, filled, 0, part)
+      filled += part
+      if (part === head.length) chunks.shift()
+      else chunks[0] = head.subarray(part)
+    }
+    buffered -= n
+    return out
+  }
+  let header: Buffer | undefined
+  channel.on("data", (chunk: Buffer) => {
+    chunks.push(chunk)
+    buffered += chunk.length
+    for (;;) {
+      if (!header) {
+        if (buffered < 9) return
+        header = take(9)
+        const length = header.readUInt32LE(5)
+        if (length > MAX_INCOMING) {
+          channel.destroy()
+          return gone(`the exec helper sent a frame of ${length} bytes`)
+        }
+      }
+      const length = header.readUInt32LE(5)
+      if (buffered < length) return
+      const frameHeader = header
+      header = undefined
+      // No copy when the payload lies in one chunk: every chunk a socket reads is a buffer of its own, never reused.
+      onFrame(frameHeader[0]!, frameHeader.readUInt32LE(1), length === 0 ? Buffer.alloc(0) : take(length))
+    }
   })
   channel.on("error", () => undefined)
   channel.on("close", () => gone("the exec helper exited"))
