@@ -92,7 +92,7 @@ export const statFile = async (box: BoxExec, path: string): Promise<FileStat> =>
 
 const READ = `p="$1"
 [ -f "$p" ] || exit 44
-exec $B dd if="$p" bs=65536 iflag=skip_bytes,count_bytes skip="$2" count="$3" 2>/dev/null`
+exec $B dd if="$p" bs=262144 iflag=skip_bytes,count_bytes skip="$2" count="$3" 2>/dev/null`
 
 type Range = { readonly start: number; readonly end: number } | "unsatisfiable" | undefined
 
@@ -186,7 +186,7 @@ const WRITE = `p="$1"; t="$2"
 d=$($B dirname -- "$p")
 $B mkdir -p -- "$d" || exit 3
 [ -d "$p" ] && exit 4
-$B cat > "$t" || { $B rm -f -- "$t"; exit 5; }
+$B dd bs=262144 status=none of="$t" || { $B rm -f -- "$t"; exit 5; }
 $B mv -f -- "$t" "$p" || { $B rm -f -- "$t"; exit 6; }`
 
 const WRITE_ERRORS: Record<number, string> = {
