@@ -200,6 +200,8 @@ export const makeHelperChannel = (channel: Duplex, onGone: (reason: string) => v
     return out
   }
   let header: Buffer | undefined
+  /** Bytes of the current data frame ('o'/'e') not yet passed on: its pieces go out as they arrive, never joined. */
+  let dataLeft = 0
   channel.on("data", (chunk: Buffer) => {
     chunks.push(chunk)
     buffered += chunk.length
@@ -212,13 +214,29 @@ export const makeHelperChannel = (channel: Duplex, onGone: (reason: string) => v
           channel.destroy()
           return gone(`the exec helper sent a frame of ${length} bytes`)
         }
+        dataLeft = header[0] === 111 || header[0] === 101 ? length : 0
+      }
+      const type = header[0]!
+      const id = header.readUInt32LE(1)
+      if (dataLeft > 0) {
+        // Output: each piece is passed on as it is (views into the socket's chunks, no copy).
+        while (dataLeft > 0 && buffered > 0) {
+          const piece = take(Math.min(dataLeft, chunks[0]!.length))
+          dataLeft -= piece.length
+          onFrame(type, id, piece)
+        }
+        if (dataLeft > 0) return
+        header = undefined
+        continue
       }
       const length = header.readUInt32LE(5)
+      if (type === 111 || type === 101) {
+        header = undefined // an empty data frame
+        continue
+      }
       if (buffered < length) return
-      const frameHeader = header
       header = undefined
-      // No copy when the payload lies in one chunk: every chunk a socket reads is a buffer of its own, never reused.
-      onFrame(frameHeader[0]!, frameHeader.readUInt32LE(1), length === 0 ? Buffer.alloc(0) : take(length))
+      onFrame(type, id, length === 0 ? Buffer.alloc(0) : take(length))
     }
   })
   channel.on("error", () => undefined)
