@@ -17,14 +17,20 @@ import type { BoxProcess } from "../BoxExec.ts"
 /** Where the helper is bound inside every box. */
 export const EXEC_HELPER = "/.slipway/exec"
 
-const SOURCE = new URL("./exec-helper.c", import.meta.url)
+/** The C source: beside this module, or (compiled to lib/server/… in the npm package) in the package's server/ tree. */
+const sourceFile = (): URL => {
+  const candidates = [new URL("./exec-helper.c", import.meta.url), new URL("../../../../server/runtime/local/exec-helper.c", import.meta.url)]
+  return candidates.find((candidate) => existsSync(candidate)) ?? candidates[0]!
+}
 
 /**
  * Builds the helper into `dir` (once per source version: the file name carries its hash) and
  * answers its path, or why it cannot be built (no gcc / static libc: Debian `gcc`, `libc6-dev`).
  */
 export const buildExecHelper = (dir: string): { readonly path: string } | { readonly error: string } => {
-  const source = readFileSync(SOURCE)
+  const file = sourceFile()
+  if (!existsSync(file)) return { error: `the exec helper's source ${file.pathname} is missing` }
+  const source = readFileSync(file)
   const hash = createHash("sha256").update(source).digest("hex").slice(0, 16)
   const target = path.join(dir, `exec-helper-${hash}`)
   if (existsSync(target)) return { path: target }
