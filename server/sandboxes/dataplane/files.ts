@@ -207,7 +207,8 @@ export const upload = async (
   const temp = `${path}.slipway-upload-${randomBytes(6).toString("hex")}`
   let parser: busboy.Busboy
   try {
-    parser = busboy({ headers: request.headers, limits: { files: 1, fileSize: limits.maxUploadBytes, fields: 16, parts: 32 } })
+    // 1 MiB stream buffers (Node's default is 16 KiB): fewer pause/drain cycles per MiB between the parser and the box's writer.
+    parser = busboy({ headers: request.headers, highWaterMark: 1 << 20, fileHwm: 1 << 20, limits: { files: 1, fileSize: limits.maxUploadBytes, fields: 16, parts: 32 } })
   } catch (error) {
     throw new DataplaneError(415, "InvalidRequest", `Expected a multipart/form-data body with a 'file' part: ${(error as Error).message}`)
   }
