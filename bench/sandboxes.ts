@@ -5,9 +5,9 @@
  * end-to-end tests do. Needs root and the Debian packages of `scripts/setup-host.sh`.
  *
  * Scenarios (each against the issue's target; see the README's Benchmarks section):
- *   warm-claim    a pool of `replicas` boxes is kept started; "claim" = what a caller can do today to get
- *                 a ready box of it: GET the pool box by name (ready) and run its first `true` over HTTP.
- *                 The API has no "create from a warm pool" call, so no claim endpoint is measured.
+ *   warm-claim    a pool of 5 boxes is kept started; a claim = POST /v2/sandboxes/boxes of the pool's template,
+ *                 which hands over a ready pool box (then its first `true` over HTTP; the pool refills before
+ *                 the next claim, so every claim is warm). BENCH_CLAIMS (default 60, at most BENCH_SAMPLES).
  *   cold-create   POST /v2/sandboxes/boxes {wait_for_ready: true} on a cached image, until the answer (ready)
  *   exec-http     POST {dataplane_url}/execute `true`, sequential
  *   exec-ws       {dataplane_url}/execute/ws: connect, `execute` frame, until the `exit` frame (a new
@@ -33,6 +33,7 @@ import { join } from "node:path"
 import { WebSocket } from "ws"
 import { launchArgv } from "../server/sandboxes/dataplane/commands.ts"
 import { makeBoxRunner } from "../server/runtime/local/boxes.ts"
+import { cgroupParentFor } from "../server/runtime/local/LocalHost.ts"
 import { mountsUnder, unmountAll } from "../server/runtime/local/host.ts"
 import { pushTestImages, removeTestImages } from "../test/support/images.ts"
 import { startRegistry } from "../test/support/registry.ts"
@@ -107,7 +108,9 @@ const mustCreate = async (template: string, name: string) => {
 }
 
 const boxesDir = () => join(dataDir!, "runtime", "boxes")
-const boxDirs = () => (existsSync(boxesDir()) ? readdirSync(boxesDir()) : [])
+/** The server's cgroup parent (one per data directory, server/runtime/local/LocalHost.ts). */
+const cgroupParent = () => cgroupParentFor(join(dataDir!, "runtime"))
+const boxDirs = () => (existsSync(boxesDir()) ? readdirSync(boxesDir()).filter((name) => !name.startsWith(".")) : [])
 
 const deleteBoxes = async (names: ReadonlyArray<string>) => {
   for (let i = 0; i < names.length; i += 20) await Promise.all(names.slice(i, i + 20).map((name) => api("DELETE", `/v2/sandboxes/boxes/${name}`)))
@@ -246,30 +249,41 @@ const warmClaim = async () => {
   const replicas = 5
   const created = await api("POST", "/v2/sandboxes/pools", { name: "warm", template_name: "small", replicas, timeout: 120, wait_for_ready: true })
   if (created.status !== 201 && created.status !== 200) throw new Error(`pool: ${created.status} ${JSON.stringify(created.body)}`)
-  const poolBoxes = async () => ((await api<{ sandboxes: Array<Box & { pool_name: string | null }> }>("GET", "/v2/sandboxes/boxes?limit=100")).body.sandboxes ?? []).filter((b) => b.pool_name === "warm")
-  const deadline = Date.now() + 120_000
-  let boxes = await poolBoxes()
-  while (boxes.filter((b) => b.status === "ready").length < replicas) {
-    if (Date.now() > deadline) throw new Error(`pool not warm: ${JSON.stringify(boxes.map((b) => b.status))}`)
-    await sleep(100)
-    boxes = await poolBoxes()
+  const poolBoxes = async () => ((await api<{ sandboxes: Array<Box & { pool_name: string | null }> }>("GET", "/v2/sandboxes/boxes?limit=500")).body.sandboxes ?? []).filter((b) => b.pool_name === "warm")
+  /** Waits until the pool has all its replicas ready (the replacement of the last claim included). */
+  const warm = async () => {
+    const deadline = Date.now() + 120_000
+    for (;;) {
+      const boxes = await poolBoxes()
+      if (boxes.filter((b) => b.status === "ready").length >= replicas) return boxes
+      if (Date.now() > deadline) throw new Error(`pool not warm: ${JSON.stringify(boxes.map((b) => b.status))}`)
+      await sleep(50)
+    }
   }
-  const names = boxes.map((b) => b.name)
-  // Warm-up of the paths (JIT), not counted.
-  for (let i = 0; i < 20; i++) await execHttp((await api<Box>("GET", `/v2/sandboxes/boxes/${names[i % names.length]}`)).body)
-  const get: Array<number> = []
+  const claims = Math.min(SAMPLES, num("BENCH_CLAIMS", 60))
   const claim: Array<number> = []
-  for (let i = 0; i < SAMPLES; i++) {
-    const name = names[i % names.length]!
+  const claimPlusExec: Array<number> = []
+  const refill: Array<number> = []
+  for (let i = -3; i < claims; i++) {
+    const ids = new Set((await warm()).map((b) => b.id))
     const started = performance.now()
-    const box = (await api<Box>("GET", `/v2/sandboxes/boxes/${name}`)).body
-    if (box.status !== "ready") throw new Error(`pool box ${name} is ${box.status}`)
-    get.push(performance.now() - started)
-    await execHttp(box)
-    claim.push(performance.now() - started)
+    // The claim: an ordinary create of the pool's template; the pool's oldest ready box is handed over.
+    const answer = await api<Box & { pool_name: string | null }>("POST", "/v2/sandboxes/boxes", { template_name: "small", name: `claim-${i + 3}`, wait_for_ready: true, timeout: 120 })
+    const claimed = performance.now()
+    if (answer.status !== 201 || answer.body.status !== "ready" || !ids.has(answer.body.id) || answer.body.pool_name !== null)
+      throw new Error(`claim did not hand over a warm box: ${answer.status} ${JSON.stringify(answer.body)}`)
+    await execHttp(answer.body)
+    const executed = performance.now()
+    await warm()
+    if (i >= 0) {
+      claim.push(claimed - started)
+      claimPlusExec.push(executed - started)
+      refill.push(performance.now() - started)
+    }
+    await api("DELETE", `/v2/sandboxes/boxes/claim-${i + 3}`)
   }
-  results.warmClaim = { replicas, get: summary(get), getPlusFirstExec: summary(claim) }
-  log(`warm claim: GET ready pool box ${JSON.stringify(summary(get))}; GET + first exec ${JSON.stringify(summary(claim))}`)
+  results.warmClaim = { replicas, claim: summary(claim), claimPlusFirstExec: summary(claimPlusExec), poolRefilledAfter: summary(refill) }
+  log(`warm claim (POST /boxes of the pooled template): ${JSON.stringify(summary(claim))}; + first exec ${JSON.stringify(summary(claimPlusExec))}; pool ready again after ${JSON.stringify(summary(refill))}`)
   await api("DELETE", "/v2/sandboxes/pools/warm")
   await awaitNoBoxes(new Set([(results.execBoxId as string) ?? ""]))
 }
@@ -290,17 +304,29 @@ const coldCreate = async () => {
 const exec = async (box: Box) => {
   // The runner's own command line for `true` (server/runtime/local/boxes.ts exec + the dataplane's launcher).
   const run = JSON.parse(readFileSync(join(boxesDir(), box.id, "run.json"), "utf8")) as { pid: number }
-  const procs = ["memory", "cpu", "pids"].map((c) => `/sys/fs/cgroup/${c}/slipway-boxes/${box.id}/cgroup.procs`).filter((f) => existsSync(f))
+  const procs = ["memory", "cpu", "pids"].map((c) => `/sys/fs/cgroup/${c}/${cgroupParent()}/${box.id}/cgroup.procs`).filter((f) => existsSync(f))
   const inner = ["/.slipway/busybox", "env", "-i", "PATH=/bin", "HOME=/home/user", ...launchArgv({ shell: "/bin/sh", cwd: "/home/user", command: "true", env: {} })]
   const script = `${procs.map((f) => `echo $$ > ${f}`).join(" && ")} && echo 500 > /proc/self/oom_score_adj && exec "$@"`
   const full = ["/bin/sh", "-c", script, "sh", "/usr/bin/nsenter", "-t", String(run.pid), "--all", "--root", "--wd", "--", ...inner]
   const nsenterOnly = ["/usr/bin/nsenter", "-t", String(run.pid), "--all", "--root", "--wd", "--", "/.slipway/busybox", "true"]
+  // The runner's own exec of the same command (the box's exec helper), from this small process: the server's path minus HTTP.
+  const direct = (await makeBoxRunner({ root: boxesDir(), cgroupParent: cgroupParent() }).attach(box.id))!
+  const runnerExec = async (running: typeof direct) => {
+    const p = running.exec(launchArgv({ shell: "/bin/sh", cwd: "/home/user", command: "true", env: {} }), { env: {} })
+    p.stdin.end()
+    p.stdout.resume()
+    p.stderr.resume()
+    await Promise.all([p.exited, new Promise((resolve) => p.stdout.once("close", resolve)), new Promise((resolve) => p.stderr.once("close", resolve))])
+    const { code } = await p.exited
+    if (code !== 0) throw new Error(`runner exec exited ${code}`)
+  }
   const variants: Array<[string, () => Promise<unknown>]> = [
     ["http", () => execHttp(box)],
     ["httpNode", () => execHttpRaw(box)],
     ["httpNodeFresh", () => execHttpRaw(box, "true", false)],
     ["ws", () => execWs(box)],
     ["floor", () => spawnWait(full)],
+    ["runner", () => runnerExec(direct)],
     ["spawnTrue", () => spawnWait(["/bin/true"])],
     ["nsenterTrue", () => spawnWait(nsenterOnly)]
   ]
@@ -325,9 +351,18 @@ const exec = async (box: Box) => {
     cpuPerExec[name] = round((cpuMs(serverPid) - before) / 100, 2)
   }
   log(`exec: server CPU per exec (ms): ${JSON.stringify(cpuPerExec)}`)
-  results.exec = { ...out, serverCpuMsPerExec: cpuPerExec, ratioHttp: round(out.http!.p50 / out.floor!.p50, 2), ratioHttpNode: round(out.httpNode!.p50 / out.floor!.p50, 2), ratioWs: round(out.ws!.p50 / out.floor!.p50, 2) }
+  const ratio = (a: string, b: string) => round(out[a]!.p50 / out[b]!.p50, 2)
+  results.exec = {
+    ...out,
+    serverCpuMsPerExec: cpuPerExec,
+    ratioHttp: ratio("http", "floor"),
+    ratioHttpNode: ratio("httpNode", "floor"),
+    ratioWs: ratio("ws", "floor"),
+    ratioToRunner: { http: ratio("http", "runner"), httpNode: ratio("httpNode", "runner"), ws: ratio("ws", "runner") }
+  }
   for (const [name, s] of Object.entries(out)) log(`exec ${name}: ${JSON.stringify(s)}`)
-  log(`exec ratio to floor (p50): http ${round(out.http!.p50 / out.floor!.p50, 2)}x, http (node:http) ${round(out.httpNode!.p50 / out.floor!.p50, 2)}x, ws ${round(out.ws!.p50 / out.floor!.p50, 2)}x`)
+  log(`exec ratio to the floor (spawning the bwrap box's command directly, p50): http ${ratio("http", "floor")}x, http (node:http) ${ratio("httpNode", "floor")}x, ws ${ratio("ws", "floor")}x`)
+  log(`exec ratio to the runner's own exec (exec helper, no HTTP, p50): http ${ratio("http", "runner")}x, http (node:http) ${ratio("httpNode", "runner")}x, ws ${ratio("ws", "runner")}x`)
 }
 
 const files = async (box: Box) => {
@@ -422,9 +457,9 @@ const density = async (already: ReadonlyArray<string>) => {
   }
   const server = residentBytes(serverPid)
   const cgroupBytes = names.length
-    ? readdirSync("/sys/fs/cgroup/memory/slipway-boxes")
+    ? readdirSync(`/sys/fs/cgroup/memory/${cgroupParent()}`)
         .filter((id) => boxDirs().includes(id))
-        .reduce((sum, id) => sum + Number(readFileSync(`/sys/fs/cgroup/memory/slipway-boxes/${id}/memory.usage_in_bytes`, "utf8")), 0)
+        .reduce((sum, id) => sum + Number(readFileSync(`/sys/fs/cgroup/memory/${cgroupParent()}/${id}/memory.usage_in_bytes`, "utf8")), 0)
     : 0
   const after = memAvailable()
   results.density = {
@@ -467,7 +502,7 @@ const cleanup = async () => {
   if (dataDir) {
     // Anything the server could not free (it was killed): the runner's own destroy, then any mount left.
     if (existsSync(boxesDir())) {
-      const runner = makeBoxRunner({ root: boxesDir() })
+      const runner = makeBoxRunner({ root: boxesDir(), cgroupParent: cgroupParent() })
       await runner.recover().catch(() => undefined)
       for (const spec of runner.list()) await runner.destroy(spec.id).catch((error) => log(`destroy ${spec.id}: ${error}`))
     }
@@ -503,7 +538,8 @@ const main = async () => {
       SLIPWAY_RUNTIME: "local",
       SLIPWAY_REGISTRY_MIRROR: registry.host,
       SLIPWAY_INSECURE_REGISTRIES: registry.host,
-      LOG_LEVEL: "warn"
+      LOG_LEVEL: "warn",
+      ...(env.SLIPWAY_EXEC_HELPER ? { SLIPWAY_EXEC_HELPER: env.SLIPWAY_EXEC_HELPER } : {})
     },
     port,
     probePath: "/health",

@@ -7,8 +7,13 @@
 import type { Readable, Writable } from "node:stream"
 
 export interface BoxProcess {
-  /** Host pid (diagnostics). */
+  /**
+   * Pid for diagnostics: inside the box when the box's exec helper runs the command (0 until
+   * `started` resolves), the host pid otherwise.
+   */
   readonly pid: number
+  /** Resolves once `pid` is known (or the command failed to start); absent when it is known at once. */
+  readonly started?: Promise<void>
   readonly stdin: Writable
   readonly stdout: Readable
   readonly stderr: Readable

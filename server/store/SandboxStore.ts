@@ -209,6 +209,13 @@ export class SandboxStore extends Context.Service<
     /** Deletes the pool and every sandbox of it. */
     readonly deletePool: (id: string) => Op<void>
     readonly poolSandboxes: (poolId: string) => Op<ReadonlyArray<SandboxRecord>>
+    /** Up to `limit` `ready` boxes of the tenant's pools of this template, oldest first: candidates for a warm claim. */
+    readonly readyPoolSandboxes: (tenantId: string, templateId: string, limit: number) => Op<ReadonlyArray<SandboxRecord>>
+    /**
+     * Warm claim: the pool box leaves its pool and takes `name`, only if it is still in that pool
+     * and `ready` (false when another claim or a state change came first).
+     */
+    readonly claimSandbox: (sandbox: SandboxRecord, name: string, now: string) => Op<boolean, SandboxConflict>
 
     readonly sandboxByName: (tenantId: string, name: string) => Op<SandboxRecord | undefined>
     readonly sandboxById: (tenantId: string, id: string) => Op<SandboxRecord | undefined>

@@ -419,4 +419,39 @@ export const sandboxStoreSuite = (backend: string, stores: Layer.Layer<SandboxSt
         expect(yield* store.snapshotUsage(made.id)).toBe(0)
       })
     )
+
+    it.effect("warm claim: finds the ready boxes of a template's pools (this tenant's only), oldest first; a claim takes the box out of its pool once", () =>
+      Effect.gen(function* () {
+        const store = yield* SandboxStore
+        const { tenantId } = yield* organization
+        const other = yield* organization
+        const made = template(tenantId)
+        const foreignTemplate = template(other.tenantId)
+        yield* store.insertTemplate(made)
+        yield* store.insertTemplate(foreignTemplate)
+        const pool = { id: randomUUID(), tenant_id: tenantId, name: unique("pool"), template_id: made.id, replicas: 3, created_at: at(), updated_at: at() }
+        yield* store.insertPool(pool)
+        const box = (poolId: string | null, status: "provisioning" | "ready", owner = tenantId, templateId = made.id) => ({
+          id: randomUUID(), tenant_id: owner, name: unique("m"), template_id: templateId, pool_id: poolId, status, status_message: null, created_at: at(), updated_at: at()
+        })
+        const [warming, first, second] = [box(pool.id, "provisioning"), box(pool.id, "ready"), box(pool.id, "ready")]
+        const single = box(null, "ready")
+        for (const item of [warming, first, second, single]) yield* store.insertSandbox(item)
+        expect((yield* store.readyPoolSandboxes(tenantId, made.id, 4)).map((item) => item.id)).toEqual([first.id, second.id])
+        expect((yield* store.readyPoolSandboxes(tenantId, made.id, 1)).map((item) => item.id)).toEqual([first.id])
+        expect(yield* store.readyPoolSandboxes(other.tenantId, made.id, 4)).toEqual([])
+        const [candidate] = yield* store.readyPoolSandboxes(tenantId, made.id, 1)
+        const taken = unique("claimed")
+        expect(yield* store.claimSandbox(candidate!, taken, at())).toBe(true)
+        expect(yield* store.sandboxByName(tenantId, taken)).toMatchObject({ id: first.id, pool_id: null, pool_name: null, status: "ready" })
+        // The same candidate again (a second, racing claim): refused, the box keeps its new name.
+        expect(yield* store.claimSandbox(candidate!, unique("late"), at())).toBe(false)
+        expect((yield* store.poolSandboxes(pool.id)).map((item) => item.id)).toEqual([warming.id, second.id])
+        // A name in use is a conflict, and the box stays in its pool.
+        const [next] = yield* store.readyPoolSandboxes(tenantId, made.id, 1)
+        const refused = yield* Effect.flip(store.claimSandbox(next!, single.name, at()))
+        expect(refused._tag).toBe("SandboxConflict")
+        expect((yield* store.poolSandboxes(pool.id)).map((item) => item.id)).toEqual([warming.id, second.id])
+      })
+    )
   })

@@ -55,10 +55,13 @@ export const LocalHostLive = Layer.effect(
     const trace = (event: string, detail?: Record<string, unknown>) => log.debug(event, detail)
     const images = makeImageStore({ root: join(root, "images"), ...imageStoreOptionsFromEnv(), log })
     // A cgroup parent of this runtime's own: servers with other data directories on the host never touch its boxes.
-    const boxes = makeBoxRunner({ root: join(root, "boxes"), log: trace, cgroupParent: cgroupParentFor(root) })
+    // SLIPWAY_EXEC_HELPER=off: every exec spawns nsenter from the server (the per-box exec helper is not used).
+    const helperOff = process.env.SLIPWAY_EXEC_HELPER === "off"
+    const boxes = makeBoxRunner({ root: join(root, "boxes"), log: trace, cgroupParent: cgroupParentFor(root), ...(helperOff ? { execHelper: false as const } : {}) })
     const volumes = makeVolumeStore({ root: join(root, "volumes"), log: trace })
     yield* Effect.promise(() => volumes.remountAll())
-    log.info("local runtime", { root, host: hostToolsSummary(hostTools()), limits: boxes.limitsMode() })
+    const exec = boxes.execMode()
+    log.info("local runtime", { root, host: hostToolsSummary(hostTools()), limits: boxes.limitsMode(), exec: exec.reason ? `${exec.mode} (${exec.reason})` : exec.mode })
     const running = new Map<string, RunningBox>()
     yield* Effect.addFinalizer(() =>
       Effect.promise(async () => {

@@ -50,6 +50,7 @@ import {
   unsearchableAncestor
 } from "./host.ts"
 import { idmapMount } from "./idmap.ts"
+import { buildExecHelper, EXEC_HELPER, type HelperChannel, makeHelperChannel } from "./execHelper.ts"
 
 export type { LimitsMode, Resources } from "./cgroups.ts"
 
@@ -147,10 +148,17 @@ export interface BoxRunnerOptions {
   readonly limits?: "auto" | "rlimit"
   /** Host busybox bound at BOX_TOOLS (default /bin/busybox, Debian busybox-static). */
   readonly busybox?: string
+  /**
+   * The exec helper (exec-helper.c) bound into boxes: a built binary's path, `false` for none
+   * (every exec then spawns nsenter from the host), or by default built into `<root>/.tools`.
+   */
+  readonly execHelper?: string | false
 }
 
 export interface BoxRunner {
   readonly limitsMode: () => LimitsMode
+  /** How exec runs commands: "helper" (the per-box exec helper) or "nsenter" (a host spawn per command, with why). */
+  readonly execMode: () => { readonly mode: "helper" | "nsenter"; readonly reason?: string }
   readonly start: (spec: BoxSpec) => Promise<RunningBox>
   /** After a server restart: re-attaches to boxes still running, cleans the rest (stale mounts, cgroups). */
   readonly recover: () => Promise<{ readonly running: ReadonlyArray<RunningBox>; readonly stopped: ReadonlyArray<BoxSpec> }>
@@ -185,6 +193,8 @@ interface RunRecord {
   readonly pid: number
   readonly startTicks: string
   readonly limitsMode: LimitsMode
+  /** The box has the exec helper bound at EXEC_HELPER (boxes started before it existed have not). */
+  readonly execHelper?: boolean
 }
 
 const shQuote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`
@@ -258,6 +268,11 @@ export const makeBoxRunner = (options: BoxRunnerOptions): BoxRunner => {
   if (blocked) throw new BoxError(`box state dir ${root}: ancestor ${blocked} must be searchable by others (chmod o+x)`)
   const mode: LimitsMode = options.limits === "rlimit" ? "rlimit" : detectLimitsMode(cgroupParent)
   log("boxes.limits", { mode })
+  const helperBuild =
+    options.execHelper === false ? { error: "disabled" } : options.execHelper !== undefined ? { path: options.execHelper } : buildExecHelper(path.join(root, ".tools"))
+  const execHelper = "path" in helperBuild ? helperBuild.path : undefined
+  if (execHelper) requireTools([execHelper])
+  log("boxes.exec_helper", "path" in helperBuild ? { path: helperBuild.path } : { unavailable: helperBuild.error })
 
   /** Whether id-mapped mounts work on this kernel (undefined until the first box tries). */
   let idmapWorks: boolean | undefined
@@ -434,6 +449,15 @@ export const makeBoxRunner = (options: BoxRunnerOptions): BoxRunner => {
       /* absent */
     }
     if (!existsSync(toolsFile)) writeFileSync(toolsFile, "", { mode: 0o555 })
+    if (execHelper) {
+      const helperFile = path.join(merged, EXEC_HELPER)
+      try {
+        if (!lstatSync(helperFile).isFile()) rmSync(helperFile, { recursive: true, force: true })
+      } catch {
+        /* absent */
+      }
+      if (!existsSync(helperFile)) writeFileSync(helperFile, "", { mode: 0o555 })
+    }
     for (const v of rec.spec.volumes ?? [])
       if (!ensureDirNoFollow(merged, v.mountPath, rec.hostUid))
         throw new BoxError(`volume mountPath ${v.mountPath} crosses a symlink or a file in the box; refusing to mount there`)
@@ -470,7 +494,8 @@ export const makeBoxRunner = (options: BoxRunnerOptions): BoxRunner => {
       "--proc", "/proc",
       "--dev", "/dev",
       "--size", String(tmpBytes), "--tmpfs", "/tmp",
-      "--ro-bind", busybox, BOX_TOOLS
+      "--ro-bind", busybox, BOX_TOOLS,
+      ...(execHelper ? ["--ro-bind", execHelper, EXEC_HELPER] : [])
     ]
     ;(spec.volumes ?? []).forEach((v, i) => args.push(v.readOnly ? "--ro-bind" : "--bind", volumeSources[i]!, v.mountPath))
     args.push(
@@ -511,6 +536,7 @@ export const makeBoxRunner = (options: BoxRunnerOptions): BoxRunner => {
       if (finished) return finished
       finished = (async () => {
         if (poll) clearInterval(poll)
+        helper?.close()
         for (const f of forwards) await f.close().catch(() => undefined)
         await teardown(id, limits).catch((e) => log("boxes.teardown_failed", { id, error: String(e) }))
         status = "stopped"
@@ -552,6 +578,47 @@ export const makeBoxRunner = (options: BoxRunnerOptions): BoxRunner => {
       await finished
     }
 
+    /** Spawns `command` inside the box from the host: cgroups joined, then nsenter into every namespace and the root. */
+    const spawnInBox = (command: ReadonlyArray<string>, stdio: Array<"pipe" | "ignore">, oomScoreAdj: boolean): ChildProcess => {
+      const join = procsFiles.map((f) => `echo $$ > ${shQuote(f)}`).join(" && ")
+      const limitsPrefix = limits === "rlimit" ? ["/usr/bin/prlimit", ...rlimitArgs(rec.spec.resources ?? {}), "--"] : []
+      // oom_score_adj 500: under the memory limit the kernel kills commands before the box's init.
+      const script = [join, oomScoreAdj ? "echo 500 > /proc/self/oom_score_adj" : "", 'exec "$@"'].filter((part) => part !== "").join(" && ")
+      return spawn("/bin/sh", ["-c", script, "sh", ...limitsPrefix, "/usr/bin/nsenter", "-t", String(runRec.pid), "--all", "--root", "--wd", "--", ...command], {
+        detached: true,
+        env: { PATH: HOST_PATH },
+        stdio
+      })
+    }
+
+    // The exec helper: started inside the box on the first exec, then every exec is one fork in the box.
+    let helper: HelperChannel | undefined
+    const helperChannel = (): HelperChannel | undefined => {
+      if (!runRec.execHelper || !execHelper) return undefined
+      if (helper?.alive()) return helper
+      const child = spawnInBox([EXEC_HELPER], ["ignore", "ignore", "pipe", "pipe"], false)
+      let stderr = ""
+      child.stderr!.on("data", (d: Buffer) => (stderr = (stderr + d.toString()).slice(-2000)))
+      child.on("error", () => undefined)
+      const channel = child.stdio[3] as import("node:stream").Duplex
+      const started = makeHelperChannel(channel, (reason) => {
+        if (status === "running") log("boxes.exec_helper_gone", { id, reason, stderr: stderr.trim() })
+        if (child.exitCode === null && child.signalCode === null) {
+          try {
+            process.kill(-child.pid!, "SIGKILL")
+          } catch {
+            /* gone */
+          }
+        }
+      })
+      child.once("exit", () => channel.destroy())
+      // The helper never keeps the server's event loop alive (the box's life is the runner's business).
+      child.unref()
+      for (const stream of [channel, child.stderr]) (stream as unknown as { unref?: () => void } | null)?.unref?.()
+      helper = started
+      return started
+    }
+
     const exec = (argv: ReadonlyArray<string>, execOptions?: ExecOptions): BoxProcess => {
       if (status !== "running") throw new BoxError(`box ${id} is not running`)
       if (!Array.isArray(argv) || argv.length === 0 || argv.some((a) => typeof a !== "string" || a.includes("\0")))
@@ -562,6 +629,9 @@ export const makeBoxRunner = (options: BoxRunnerOptions): BoxRunner => {
         if (!/^[^=\0]+$/.test(k) || typeof v !== "string" || v.includes("\0")) throw new BoxError(`invalid environment variable ${JSON.stringify(k)}`)
       const defaultCwd = rec.spec.workingDir ?? BOX_HOME
       const cwd = execOptions?.cwd === undefined ? defaultCwd : path.posix.resolve(BOX_HOME, execOptions.cwd)
+      const viaHelper = helperChannel()
+      // The helper starts in the init's directory: "" = stay there (as nsenter --wd does).
+      if (viaHelper) return viaHelper.exec(argv, env, cwd === defaultCwd ? "" : cwd)
       // Inside the box: a clean environment (`env -i`), and `cd` when not the init's directory.
       // The host-side tools (sh, nsenter) never see the box's variables (no LD_PRELOAD games).
       const inner = [BOX_TOOLS, "env", "-i", ...Object.entries(env).map(([k, v]) => `${k}=${v}`)]
@@ -569,15 +639,7 @@ export const makeBoxRunner = (options: BoxRunnerOptions): BoxRunner => {
         cwd === defaultCwd
           ? [...inner, ...argv]
           : [BOX_TOOLS, "sh", "-c", 'cd -- "$1" || exit 126; shift; exec "$@"', "sh", cwd, ...inner, ...argv]
-      const join = procsFiles.map((f) => `echo $$ > ${shQuote(f)}`).join(" && ")
-      const limitsPrefix = limits === "rlimit" ? ["/usr/bin/prlimit", ...rlimitArgs(rec.spec.resources ?? {}), "--"] : []
-      // oom_score_adj 500: under the memory limit the kernel kills commands before the box's init.
-      const script = `${join ? join + " && " : ""}echo 500 > /proc/self/oom_score_adj && exec "$@"`
-      const child = spawn(
-        "/bin/sh",
-        ["-c", script, "sh", ...limitsPrefix, "/usr/bin/nsenter", "-t", String(runRec.pid), "--all", "--root", "--wd", "--", ...command],
-        { detached: true, env: { PATH: HOST_PATH }, stdio: ["pipe", "pipe", "pipe"] }
-      )
+      const child = spawnInBox(command, ["pipe", "pipe", "pipe"], true)
       const exitedP = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
         child.once("error", () => resolve({ code: 127, signal: null }))
         child.once("exit", (code, signal) => resolve({ code, signal }))
@@ -771,7 +833,7 @@ export const makeBoxRunner = (options: BoxRunnerOptions): BoxRunner => {
         throw e
       })
       const startTicks = processStartTicks(childPid) ?? ""
-      const runRec: RunRecord = { pid: childPid, startTicks, limitsMode: mode }
+      const runRec: RunRecord = { pid: childPid, startTicks, limitsMode: mode, ...(execHelper ? { execHelper: true } : {}) }
       writeFileSync(runPath(id), JSON.stringify(runRec), { mode: 0o600 })
       const box = makeRunning(rec, runRec, child)
       live.set(id, box)
@@ -818,6 +880,7 @@ export const makeBoxRunner = (options: BoxRunnerOptions): BoxRunner => {
 
   return {
     limitsMode: () => mode,
+    execMode: () => ("path" in helperBuild ? { mode: "helper" } : { mode: "nsenter", reason: helperBuild.error }),
     start,
     recover,
     attach,

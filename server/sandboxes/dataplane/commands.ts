@@ -64,7 +64,8 @@ export const exitCodeOf = (code: number | null, signal: NodeJS.Signals | null): 
 
 export class CommandSession {
   readonly id: string
-  readonly pid: number
+  /** Resolves once the process's pid is known (the box's exec helper reports it a moment after the start). */
+  readonly started: Promise<void>
   readonly stdout: OutputLog
   readonly stderr: OutputLog
   readonly process: BoxProcess
@@ -81,7 +82,7 @@ export class CommandSession {
   constructor(id: string, process: BoxProcess, options: StartOptions, limits: CommandLimits, onExpire: (session: CommandSession) => void) {
     this.id = id
     this.process = process
-    this.pid = process.pid
+    this.started = process.started ?? Promise.resolve()
     this.options = options
     this.limits = limits
     this.onExpire = onExpire
@@ -108,6 +109,10 @@ export class CommandSession {
           : { type: "exit", exitCode: exitCodeOf(code, signal) }
       )
     })
+  }
+
+  get pid(): number {
+    return this.process.pid
   }
 
   get running(): boolean {

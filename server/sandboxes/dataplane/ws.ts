@@ -81,8 +81,14 @@ export const serveExecuteSocket = (
   const attach = (target: CommandSession, stdoutOffset: number, stderrOffset: number) => {
     clearTimeout(firstFrame)
     session = target
-    send({ type: "started", command_id: target.id, pid: target.pid })
-    detach = target.attach(listener, stdoutOffset, stderrOffset)
+    // `started` carries the pid, which the box's exec helper reports a moment after the start.
+    void target.started.then(() => {
+      if (session !== target) return
+      // Gone meanwhile: attach and leave at once, so the session's idle timeout / kill_on_disconnect apply as on any disconnect.
+      if (ws.readyState !== WebSocket.OPEN) return target.attach(() => undefined, stdoutOffset, stderrOffset)()
+      send({ type: "started", command_id: target.id, pid: target.pid })
+      detach = target.attach(listener, stdoutOffset, stderrOffset)
+    })
   }
 
   const onFrame = (frame: { type?: unknown }) => {

@@ -20,6 +20,19 @@ const DEFAULT_PIDS = 512
 const DEFAULT_STORAGE = 1024n * MiB
 
 
+/** Runs `true` in the box and waits for it (errors are the first real command's to report). */
+const warmUp = async (box: RunningBox): Promise<void> => {
+  try {
+    const p = box.exec(["true"])
+    p.stdin.end()
+    p.stdout.resume()
+    p.stderr.resume()
+    await Promise.race([p.exited, new Promise((resolve) => setTimeout(resolve, 5_000).unref())])
+  } catch {
+    /* the box is not running: its exit is reported */
+  }
+}
+
 const messageOf = (error: unknown) => String((error as Error)?.message ?? error).split("\n")[0]!.slice(0, 500)
 
 /** The pull option carrying a registry's stored credentials (none: anonymous, or the configured auth file). */
@@ -44,6 +57,7 @@ export const makeLocalSandboxDriver = Effect.gen(function* () {
     const existing = host.running.get(id) ?? (await host.boxes.attach(id))
     if (existing && existing.status() === "running") {
       host.running.set(id, existing)
+      await warmUp(existing)
       await report(id, { _tag: "Provisioned" })
       return
     }
@@ -73,6 +87,9 @@ export const makeLocalSandboxDriver = Effect.gen(function* () {
       volumes: work.volumes.map((volume) => ({ hostPath: host.volumes.path(volume.volumeId), mountPath: volume.mountPath }))
     })
     host.running.set(id, box)
+    // The box's exec helper starts with its first command: run one now, so a ready box (a warm
+    // pool box above all) answers its first command without that start.
+    await warmUp(box)
     box.onExit((exit) => {
       if (host.running.get(id) === box) host.running.delete(id)
       if (!exit.expected) void report(id, { _tag: "Failed", message: `box exited unexpectedly (${exit.signal ?? `code ${exit.code}`})` })

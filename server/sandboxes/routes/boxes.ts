@@ -13,12 +13,13 @@ import {
   defaultMemBytes,
   defaultVcpus,
   Pagination,
+  planPoolScale,
   SandboxValidationError,
   sandboxPage,
   snapshotNameCandidates
 } from "../../../core/index.ts"
 import { implement, now } from "../../module.ts"
-import type { BoxRetention, SnapshotRecord } from "../../store/SandboxStore.ts"
+import type { BoxRetention, SandboxRecord, SnapshotRecord } from "../../store/SandboxStore.ts"
 import { found, notFound, type SandboxShared, taken } from "../shared.ts"
 
 /** Writable layer of a box made from the default image when no `fs_capacity_bytes` is sent. */
@@ -87,6 +88,33 @@ export const boxRoutes = ({ store, controller, sandboxJson, freeSandboxName, lau
       return (yield* store.sandboxById(tenantId, id))!
     })
 
+  /**
+   * Inside the create's transaction: takes the oldest `ready` box of the tenant's pools of this
+   * template out of its pool under `name`, and inserts the pool's replacement (in `provisioning`,
+   * started after the commit). Undefined when no pool of the template has a ready box.
+   */
+  const claimWarm = (tenantId: string, templateId: string, name: string, at: string) =>
+    Effect.gen(function* () {
+      // A few candidates: under PostgreSQL a concurrent claim may take one between the read and the update.
+      const candidates = yield* store.readyPoolSandboxes(tenantId, templateId, 4)
+      for (const candidate of candidates) {
+        if (!(yield* store.claimSandbox(candidate, name, at))) continue
+        const pool = candidate.pool_name === null ? undefined : yield* store.poolByName(tenantId, candidate.pool_name)
+        const replacements: Array<SandboxRecord> = []
+        if (pool) {
+          const members = yield* store.poolSandboxes(pool.id)
+          const { create } = planPoolScale(members.map((member) => member.name), pool.replicas)
+          for (let index = 0; index < create; index++) {
+            const replacement = { id: randomUUID(), tenant_id: tenantId, name: yield* freeSandboxName(tenantId, pool.name), template_id: pool.template_id, pool_id: pool.id, status: "provisioning" as const, status_message: null, created_at: at, updated_at: at }
+            yield* store.insertSandbox(replacement)
+            replacements.push((yield* store.sandboxById(tenantId, replacement.id))!)
+          }
+        }
+        return { box: (yield* store.sandboxById(tenantId, candidate.id))!, replacements }
+      }
+      return undefined
+    })
+
   return [
     implement(Api.createBox, ({ body }, { auth }) =>
       Effect.gen(function* () {
@@ -102,7 +130,7 @@ export const boxRoutes = ({ store, controller, sandboxJson, freeSandboxName, lau
           return yield* invalid("vcpus, mem_bytes and fs_capacity_bytes apply to boxes made from a snapshot; a template sets its own resources")
         }
         const templateName = body.template_name
-        const box = yield* store.transaction(
+        const { box, claimed, replacements } = yield* store.transaction(
           Effect.gen(function* () {
             const template = yield* Effect.fromResult(checkBoxTemplate(templateName, yield* store.templateByName(tenantId, templateName)))
             // The rule pools follow too: a volume attaches to a single sandbox.
@@ -111,6 +139,13 @@ export const boxRoutes = ({ store, controller, sandboxJson, freeSandboxName, lau
             if (body.name !== undefined && (yield* store.sandboxNameTaken(tenantId, body.name))) return yield* taken("sandbox", body.name)
             const name = body.name ?? (yield* freeSandboxName(tenantId, template.name))
             const at = now()
+            const retention = retentionOf(body)
+            // Warm claim: a ready box of one of the tenant's pools of this template is handed over.
+            const warm = template.mounts.length === 0 ? yield* claimWarm(tenantId, template.id, name, at) : undefined
+            if (warm) {
+              if (Object.keys(retention).length > 0) yield* store.updateSandboxRetention(warm.box.id, retention, at)
+              return { box: (yield* store.sandboxById(tenantId, warm.box.id))!, claimed: true, replacements: warm.replacements }
+            }
             const id = randomUUID()
             yield* store.insertSandbox({
               id,
@@ -122,11 +157,16 @@ export const boxRoutes = ({ store, controller, sandboxJson, freeSandboxName, lau
               status_message: null,
               created_at: at,
               updated_at: at,
-              ...retentionOf(body)
+              ...retention
             })
-            return (yield* store.sandboxById(tenantId, id))!
+            return { box: (yield* store.sandboxById(tenantId, id))!, claimed: false, replacements: [] as ReadonlyArray<SandboxRecord> }
           })
         )
+        if (claimed) {
+          // The pool starts a box in place of the one handed over; the claimed box is ready already.
+          yield* controller.boxesCreated(replacements)
+          return sandboxJson(box)
+        }
         const [launched] = yield* launch(tenantId, [box], body)
         // A driver that provisions at once (simulated) has moved the box already: answer what is stored.
         return sandboxJson((yield* store.sandboxById(tenantId, box.id)) ?? launched!)

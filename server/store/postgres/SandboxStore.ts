@@ -206,6 +206,23 @@ export const makePostgresSandboxStore = (kit: PgStoreKit): SandboxStore["Service
         })
       ),
     poolSandboxes: (poolId) => sandboxes(query<SandboxRow>(`SELECT ${sandboxColumns} ${sandboxFrom} WHERE s.pool_id = $1 ORDER BY s.seq`, [poolId])),
+    readyPoolSandboxes: (tenantId, templateId, limit) =>
+      sandboxes(query<SandboxRow>(
+        `SELECT ${sandboxColumns} ${sandboxFrom} WHERE s.pool_id IN (SELECT p.id FROM sandbox_pools p WHERE p.template_id = $1 AND p.tenant_id = $2)
+           AND s.status = 'ready' ORDER BY s.seq LIMIT $3`,
+        [templateId, tenantId, limit]
+      )),
+    claimSandbox: (sandbox, name, now) =>
+      sandbox.pool_id === null
+        ? Effect.succeed(false)
+        : Effect.map(
+            executeNaming(
+              "UPDATE sandboxes SET pool_id = NULL, name = $1, updated_at = $2 WHERE id = $3 AND pool_id = $4 AND status = 'ready'",
+              [name, now, sandbox.id, sandbox.pool_id],
+              conflict("sandbox", name)
+            ),
+            (n) => n > 0
+          ),
 
     sandboxByName: (tenantId, name) => sandbox(one<SandboxRow>(`SELECT ${sandboxColumns} ${sandboxFrom} WHERE s.tenant_id = $1 AND s.name = $2`, [tenantId, name])),
     sandboxById: (tenantId, id) => sandbox(one<SandboxRow>(`SELECT ${sandboxColumns} ${sandboxFrom} WHERE s.tenant_id = $1 AND s.id = $2`, [tenantId, id])),

@@ -64,6 +64,9 @@ export const makeSqliteSandboxStore = (db: Db): SandboxStore["Service"] => {
     updatePool: (before, after) => naming("pool", after.name, () => repo.updatePool(before, after)),
     deletePool: (id) => op(() => repo.deletePool(id)),
     poolSandboxes: (poolId) => op(() => repo.poolSandboxes(poolId)),
+    readyPoolSandboxes: (tenantId, templateId, limit) => op(() => repo.readyPoolSandboxes(tenantId, templateId, limit)),
+    claimSandbox: (sandbox, name, now) =>
+      naming("sandbox", name, () => (sandbox.pool_id === null ? false : repo.claimSandbox(sandbox.id, sandbox.pool_id, name, now))),
 
     sandboxByName: (tenantId, name) => op(() => repo.sandboxByName(tenantId, name)),
     sandboxById: (tenantId, id) => op(() => repo.sandboxById(tenantId, id)),

@@ -217,6 +217,11 @@ export const makeSandboxRepository = (db: Db) => {
   const snapshotUsage = prepareNumbers<{ n: number }>("SELECT count(*) AS n FROM sandboxes WHERE snapshot_id = ?")
   const buildingSnapshots = prepareNumbers<SnapshotRow>(`SELECT ${snapshotColumns} FROM sandbox_snapshots n WHERE n.status = 'building' ORDER BY n.seq`)
   const renameSandbox = prepareNumbers("UPDATE sandboxes SET name = ?, updated_at = ? WHERE id = ?")
+  const readyPoolSandboxes = prepareNumbers<SandboxRow>(
+    `SELECT ${sandboxColumns} ${sandboxFrom} WHERE s.pool_id IN (SELECT p.id FROM sandbox_pools p WHERE p.template_id = ? AND p.tenant_id = ?)
+       AND s.status = 'ready' ORDER BY s.seq LIMIT ?`
+  )
+  const claimSandbox = prepareNumbers("UPDATE sandboxes SET pool_id = NULL, name = ?, updated_at = ? WHERE id = ? AND pool_id = ? AND status = 'ready'")
   const deleteSandbox = prepareNumbers("DELETE FROM sandboxes WHERE id = ?")
 
   const read = deferred(db)
@@ -333,6 +338,8 @@ export const makeSandboxRepository = (db: Db) => {
     snapshotUsage: (snapshotId: string) => snapshotUsage.get(snapshotId)!.n,
     buildingSnapshots: () => buildingSnapshots.all(),
     renameSandbox: (id: string, name: string, updatedAt: string) => void renameSandbox.run(name, updatedAt, id),
+    readyPoolSandboxes: (tenantId: string, templateId: string, limit: number) => readyPoolSandboxes.all(templateId, tenantId, limit),
+    claimSandbox: (id: string, poolId: string, name: string, updatedAt: string) => claimSandbox.run(name, updatedAt, id, poolId).changes > 0,
     deleteSandbox: (id: string) => void deleteSandbox.run(id)
   }
 }

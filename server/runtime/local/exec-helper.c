@@ -1,0 +1,439 @@
+/*
+ * slipway exec helper: one per box, started once by the runner inside the box (its namespaces,
+ * root, cgroup; see docs/runtime-isolation.md "exec helper"). It forks the box's commands itself,
+ * so an exec costs one fork + exec inside the box instead of a chain of host processes.
+ *
+ * It talks to the server over fd 3 only (a socketpair the server made; close-on-exec here, so no
+ * command inherits it). Frames both ways: u8 type, u32 id (little-endian), u32 length, payload.
+ *
+ *   server -> helper  'S' start   payload: cwd NUL argc NUL argv... NUL env... NUL  (cwd "" = stay)
+ *                     'I' stdin data      'E' end of stdin     'K' signal (u32) to the process group
+ *                     'P' pause output    'R' resume output    'C' forget (server is done with it)
+ *   helper -> server  'p' started (u32 pid in the box)   'f' could not start (message)
+ *                     'o' stdout data   'e' stderr data   'c' stream closed (u8 1|2)
+ *                     'x' exited (u32 wait status)      'a' stdin bytes consumed (u32)
+ *
+ * Each command gets real pipes as stdin/stdout/stderr (so /dev/stdin, /dev/stderr work), its own
+ * session and process group, oom_score_adj 500 (the kernel kills commands before the box's init),
+ * and exactly the environment it was sent. When the server goes away the helper exits without
+ * touching its commands (they are reparented to the box's init, as before).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/close_range.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define CH 3
+#define MAXCMD 512
+#define MAXFRAME (8u << 20)
+#define OUT_HIGH (1u << 20)
+#define CHUNK (256 * 1024)
+#define PIPE_SIZE (256 * 1024)
+
+extern char **environ;
+
+typedef struct {
+  char *buf;
+  size_t len, off, cap;
+} buf_t;
+
+typedef struct {
+  int used;
+  uint32_t id;
+  pid_t pid;
+  int in, out, err;
+  int in_eof, paused, exited, forgotten;
+  buf_t inq;
+} cmd_t;
+
+static cmd_t cmds[MAXCMD];
+static buf_t outq, inb;
+
+static void die(const char *what) {
+  dprintf(2, "slipway exec helper: %s: %s\n", what, strerror(errno));
+  _exit(70);
+}
+
+static void reserve(buf_t *b, size_t extra) {
+  if (b->off > 0 && b->off == b->len) b->off = b->len = 0;
+  if (b->len + extra <= b->cap) return;
+  if (b->off > 0) {
+    memmove(b->buf, b->buf + b->off, b->len - b->off);
+    b->len -= b->off;
+    b->off = 0;
+    if (b->len + extra <= b->cap) return;
+  }
+  size_t cap = b->cap ? b->cap : 4096;
+  while (cap < b->len + extra) cap *= 2;
+  char *n = realloc(b->buf, cap);
+  if (!n) die("out of memory");
+  b->buf = n;
+  b->cap = cap;
+}
+
+static void put32(unsigned char *p, uint32_t v) {
+  p[0] = v & 0xff;
+  p[1] = (v >> 8) & 0xff;
+  p[2] = (v >> 16) & 0xff;
+  p[3] = (v >> 24) & 0xff;
+}
+
+static uint32_t get32(const unsigned char *p) { return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24); }
+
+static void frame(char type, uint32_t id, const void *data, uint32_t len) {
+  reserve(&outq, 9 + (size_t)len);
+  unsigned char *p = (unsigned char *)outq.buf + outq.len;
+  p[0] = (unsigned char)type;
+  put32(p + 1, id);
+  put32(p + 5, len);
+  if (len) memcpy(p + 9, data, len);
+  outq.len += 9 + (size_t)len;
+}
+
+static void frame32(char type, uint32_t id, uint32_t v) {
+  unsigned char b[4];
+  put32(b, v);
+  frame(type, id, b, 4);
+}
+
+static void flush_out(void) {
+  while (outq.len > outq.off) {
+    ssize_t n = write(CH, outq.buf + outq.off, outq.len - outq.off);
+    if (n > 0) {
+      outq.off += (size_t)n;
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    _exit(0); /* the server is gone */
+  }
+  outq.off = outq.len = 0;
+}
+
+static cmd_t *find(uint32_t id) {
+  for (int i = 0; i < MAXCMD; i++)
+    if (cmds[i].used && cmds[i].id == id) return &cmds[i];
+  return NULL;
+}
+
+static void close_fd(int *fd) {
+  if (*fd >= 0) close(*fd);
+  *fd = -1;
+}
+
+static void release(cmd_t *c) {
+  close_fd(&c->in);
+  close_fd(&c->out);
+  close_fd(&c->err);
+  free(c->inq.buf);
+  memset(c, 0, sizeof *c);
+  c->in = c->out = c->err = -1;
+}
+
+static void fail_start(uint32_t id, const char *message) { frame('f', id, message, (uint32_t)strlen(message)); }
+
+static void start(uint32_t id, char *p, uint32_t len) {
+  if (find(id)) return fail_start(id, "duplicate command id");
+  cmd_t *c = NULL;
+  for (int i = 0; i < MAXCMD && !c; i++)
+    if (!cmds[i].used) c = &cmds[i];
+  if (!c) return fail_start(id, "too many commands in this sandbox");
+  /* Split the payload into NUL-terminated strings. */
+  if (len == 0 || p[len - 1] != '\0') return fail_start(id, "malformed start frame");
+  size_t count = 0;
+  for (uint32_t i = 0; i < len; i++)
+    if (p[i] == '\0') count++;
+  char **strings = calloc(count + 1, sizeof(char *));
+  if (!strings) die("out of memory");
+  size_t k = 0;
+  for (char *s = p; s < p + len; s += strlen(s) + 1) strings[k++] = s;
+  if (count < 3) {
+    free(strings);
+    return fail_start(id, "malformed start frame");
+  }
+  char *cwd = strings[0];
+  char *end = NULL;
+  unsigned long argc = strtoul(strings[1], &end, 10);
+  if (*end != '\0' || argc == 0 || argc > count - 2) {
+    free(strings);
+    return fail_start(id, "malformed start frame");
+  }
+  char **argv = calloc(argc + 1, sizeof(char *));
+  char **envp = calloc(count - 2 - argc + 1, sizeof(char *));
+  if (!argv || !envp) die("out of memory");
+  for (unsigned long i = 0; i < argc; i++) argv[i] = strings[2 + i];
+  for (size_t i = 2 + argc, j = 0; i < count; i++, j++) envp[j] = strings[i];
+
+  int in[2], out[2], err[2];
+  if (pipe2(in, O_CLOEXEC) < 0) goto nopipe;
+  if (pipe2(out, O_CLOEXEC) < 0) {
+    close(in[0]), close(in[1]);
+    goto nopipe;
+  }
+  if (pipe2(err, O_CLOEXEC) < 0) {
+    close(in[0]), close(in[1]), close(out[0]), close(out[1]);
+    goto nopipe;
+  }
+  pid_t pid = fork();
+  if (pid == 0) {
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    /* Ignored signals stay ignored across exec: give the command every default back. */
+    for (int sig = 1; sig < NSIG; sig++)
+      if (sig != SIGKILL && sig != SIGSTOP) signal(sig, SIG_DFL);
+    setsid();
+    dup2(in[0], 0);
+    dup2(out[1], 1);
+    dup2(err[1], 2);
+    /* Only 0, 1 and 2: nothing the helper holds (or inherited) reaches the command. */
+    close_range(3, ~0U, 0);
+    int adj = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+    if (adj >= 0) {
+      (void)!write(adj, "500", 3);
+      close(adj);
+    }
+    if (cwd[0] != '\0' && chdir(cwd) < 0) {
+      dprintf(2, "slipway: cannot change to directory %s: %s\n", cwd, strerror(errno));
+      _exit(126);
+    }
+    environ = envp;
+    execvp(argv[0], argv);
+    int e = errno;
+    dprintf(2, "slipway: %s: %s\n", argv[0], strerror(e));
+    _exit(e == ENOENT ? 127 : 126);
+  }
+  int forkErrno = errno;
+  close(in[0]);
+  close(out[1]);
+  close(err[1]);
+  free(argv);
+  free(envp);
+  free(strings);
+  if (pid < 0) {
+    close(in[1]), close(out[0]), close(err[0]);
+    errno = forkErrno;
+    char message[160];
+    snprintf(message, sizeof message, "cannot start the command: %s", strerror(forkErrno));
+    return fail_start(id, message);
+  }
+  /* Larger pipes for the streams that carry bulk data (uploads in, downloads out): fewer wake-ups and frames. */
+  fcntl(in[1], F_SETPIPE_SZ, PIPE_SIZE);
+  fcntl(out[0], F_SETPIPE_SZ, PIPE_SIZE);
+  fcntl(in[1], F_SETFL, O_NONBLOCK);
+  fcntl(out[0], F_SETFL, O_NONBLOCK);
+  fcntl(err[0], F_SETFL, O_NONBLOCK);
+  c->used = 1;
+  c->id = id;
+  c->pid = pid;
+  c->in = in[1];
+  c->out = out[0];
+  c->err = err[0];
+  frame32('p', id, (uint32_t)pid);
+  return;
+nopipe: {
+  char message[160];
+  snprintf(message, sizeof message, "cannot start the command: %s", strerror(errno));
+  free(argv);
+  free(envp);
+  free(strings);
+  return fail_start(id, message);
+}
+}
+
+static void write_stdin(cmd_t *c) {
+  while (c->in >= 0 && c->inq.len > c->inq.off) {
+    ssize_t n = write(c->in, c->inq.buf + c->inq.off, c->inq.len - c->inq.off);
+    if (n > 0) {
+      c->inq.off += (size_t)n;
+      frame32('a', c->id, (uint32_t)n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    /* EPIPE: the command stopped reading; what is queued is consumed (dropped). */
+    frame32('a', c->id, (uint32_t)(c->inq.len - c->inq.off));
+    c->inq.off = c->inq.len = 0;
+    close_fd(&c->in);
+  }
+  if (c->inq.len == c->inq.off) c->inq.off = c->inq.len = 0;
+  if (c->in_eof && c->inq.len == 0) close_fd(&c->in);
+}
+
+static void handle(unsigned char type, uint32_t id, char *payload, uint32_t len) {
+  cmd_t *c = type == 'S' ? NULL : find(id);
+  switch (type) {
+    case 'S':
+      start(id, payload, len);
+      return;
+    case 'I':
+      if (!c) return;
+      if (c->in < 0 || c->in_eof) {
+        frame32('a', id, len);
+        return;
+      }
+      reserve(&c->inq, len);
+      memcpy(c->inq.buf + c->inq.len, payload, len);
+      c->inq.len += len;
+      write_stdin(c);
+      return;
+    case 'E':
+      if (!c) return;
+      c->in_eof = 1;
+      write_stdin(c);
+      return;
+    case 'K':
+      if (!c || c->exited || len != 4) return;
+      if (kill(-c->pid, (int)get32((unsigned char *)payload)) < 0) kill(c->pid, (int)get32((unsigned char *)payload));
+      return;
+    case 'P':
+      if (c) c->paused = 1;
+      return;
+    case 'R':
+      if (c) c->paused = 0;
+      return;
+    case 'C':
+      if (!c) return;
+      if (c->exited) release(c);
+      else {
+        /* Not exited yet: stop relaying; the command keeps running (reaped, then released). */
+        c->forgotten = 1;
+        close_fd(&c->in);
+        close_fd(&c->out);
+        close_fd(&c->err);
+      }
+      return;
+    default:
+      return;
+  }
+}
+
+static void read_channel(void) {
+  for (;;) {
+    reserve(&inb, CHUNK);
+    ssize_t n = read(CH, inb.buf + inb.len, CHUNK);
+    if (n == 0) _exit(0); /* the server is gone */
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      _exit(0);
+    }
+    inb.len += (size_t)n;
+    if (n < CHUNK) break;
+  }
+  for (;;) {
+    size_t have = inb.len - inb.off;
+    if (have < 9) break;
+    unsigned char *h = (unsigned char *)inb.buf + inb.off;
+    uint32_t len = get32(h + 5);
+    if (len > MAXFRAME) {
+      dprintf(2, "slipway exec helper: frame of %u bytes refused\n", len);
+      _exit(71);
+    }
+    if (have < 9 + (size_t)len) break;
+    handle(h[0], get32(h + 1), (char *)h + 9, len);
+    inb.off += 9 + (size_t)len;
+  }
+  if (inb.off == inb.len) inb.off = inb.len = 0;
+}
+
+static void read_output(cmd_t *c, int which) {
+  int *fd = which == 1 ? &c->out : &c->err;
+  static char data[CHUNK];
+  for (int rounds = 0; rounds < 4 && *fd >= 0; rounds++) {
+    ssize_t n = read(*fd, data, sizeof data);
+    if (n > 0) {
+      frame(which == 1 ? 'o' : 'e', c->id, data, (uint32_t)n);
+      if (outq.len - outq.off >= OUT_HIGH) return;
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    close_fd(fd);
+    unsigned char w = (unsigned char)which;
+    frame('c', c->id, &w, 1);
+  }
+}
+
+static void reap(int sfd) {
+  struct signalfd_siginfo info;
+  while (read(sfd, &info, sizeof info) > 0) {
+  }
+  for (;;) {
+    int status;
+    pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid <= 0) return;
+    for (int i = 0; i < MAXCMD; i++) {
+      cmd_t *c = &cmds[i];
+      if (!c->used || c->pid != pid || c->exited) continue;
+      c->exited = 1;
+      if (c->forgotten) release(c);
+      else frame32('x', c->id, (uint32_t)status);
+      break;
+    }
+  }
+}
+
+int main(void) {
+  for (int i = 0; i < MAXCMD; i++) cmds[i].in = cmds[i].out = cmds[i].err = -1;
+  if (fcntl(CH, F_SETFD, FD_CLOEXEC) < 0) die("fd 3");
+  /* Whatever else the host-side chain left open (sh, nsenter) is not ours to keep. */
+  close_range(4, ~0U, 0);
+  fcntl(CH, F_SETFL, fcntl(CH, F_GETFL) | O_NONBLOCK);
+  signal(SIGPIPE, SIG_IGN);
+  signal(SIGHUP, SIG_IGN);
+  signal(SIGINT, SIG_IGN);
+  signal(SIGTERM, SIG_IGN);
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &chld, NULL);
+  int sfd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
+  if (sfd < 0) die("signalfd");
+  int devnull = open("/dev/null", O_RDWR);
+  if (devnull >= 0) {
+    dup2(devnull, 0);
+    if (devnull > 2) close(devnull);
+  }
+
+  static struct pollfd fds[2 + 3 * MAXCMD];
+  static cmd_t *owner[2 + 3 * MAXCMD];
+  static int role[2 + 3 * MAXCMD];
+  for (;;) {
+    int n = 0;
+    fds[n] = (struct pollfd){.fd = CH, .events = POLLIN | (outq.len > outq.off ? POLLOUT : 0)};
+    owner[n] = NULL, role[n++] = 0;
+    fds[n] = (struct pollfd){.fd = sfd, .events = POLLIN};
+    owner[n] = NULL, role[n++] = -1;
+    int room = outq.len - outq.off < OUT_HIGH;
+    for (int i = 0; i < MAXCMD; i++) {
+      cmd_t *c = &cmds[i];
+      if (!c->used) continue;
+      if (c->in >= 0 && c->inq.len > c->inq.off) fds[n] = (struct pollfd){.fd = c->in, .events = POLLOUT}, owner[n] = c, role[n++] = 0;
+      if (room && !c->paused && c->out >= 0) fds[n] = (struct pollfd){.fd = c->out, .events = POLLIN}, owner[n] = c, role[n++] = 1;
+      if (room && !c->paused && c->err >= 0) fds[n] = (struct pollfd){.fd = c->err, .events = POLLIN}, owner[n] = c, role[n++] = 2;
+    }
+    int ready = poll(fds, (nfds_t)n, -1);
+    if (ready < 0) {
+      if (errno == EINTR) continue;
+      die("poll");
+    }
+    if (fds[1].revents) reap(sfd);
+    for (int i = 2; i < n; i++) {
+      if (!fds[i].revents || !owner[i]->used) continue;
+      if (role[i] == 0) write_stdin(owner[i]);
+      else read_output(owner[i], role[i]);
+    }
+    if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) read_channel();
+    flush_out();
+  }
+}

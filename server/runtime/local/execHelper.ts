@@ -1,0 +1,319 @@
+/**
+ * The box's exec helper (exec-helper.c): built once per host with gcc (static, so it runs on any
+ * image's root filesystem), bound read-only into every box at `EXEC_HELPER`, and started once per
+ * box inside it. `makeHelperChannel` speaks its frame protocol over the socketpair the runner
+ * gave it as fd 3 and turns each command into a `BoxProcess` (streams with backpressure, stdin
+ * with flow control, exit status, kill of the process group). See docs/runtime-isolation.md.
+ */
+import { spawnSync } from "node:child_process"
+import { createHash } from "node:crypto"
+import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync } from "node:fs"
+import { constants } from "node:os"
+import path from "node:path"
+import { Readable, Writable } from "node:stream"
+import type { Duplex } from "node:stream"
+import type { BoxProcess } from "../BoxExec.ts"
+
+/** Where the helper is bound inside every box. */
+export const EXEC_HELPER = "/.slipway/exec"
+
+/** The C source: beside this module, or (compiled to lib/server/… in the npm package) in the package's server/ tree. */
+const sourceFile = (): URL => {
+  const candidates = [new URL("./exec-helper.c", import.meta.url), new URL("../../../../server/runtime/local/exec-helper.c", import.meta.url)]
+  return candidates.find((candidate) => existsSync(candidate)) ?? candidates[0]!
+}
+
+/**
+ * Builds the helper into `dir` (once per source version: the file name carries its hash) and
+ * answers its path, or why it cannot be built (no gcc / static libc: Debian `gcc`, `libc6-dev`).
+ */
+export const buildExecHelper = (dir: string): { readonly path: string } | { readonly error: string } => {
+  const file = sourceFile()
+  if (!existsSync(file)) return { error: `the exec helper's source ${file.pathname} is missing` }
+  const source = readFileSync(file)
+  const hash = createHash("sha256").update(source).digest("hex").slice(0, 16)
+  const target = path.join(dir, `exec-helper-${hash}`)
+  if (existsSync(target)) return { path: target }
+  if (!existsSync("/usr/bin/gcc")) return { error: "gcc is not installed (install Debian packages gcc and libc6-dev)" }
+  mkdirSync(dir, { recursive: true, mode: 0o711 })
+  chmodSync(dir, 0o711)
+  const tmp = `${target}.${process.pid}.tmp`
+  const built = spawnSync("/usr/bin/gcc", ["-static", "-O2", "-Wall", "-o", tmp, "-x", "c", "-"], { input: source, encoding: "utf8", timeout: 120_000, env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin" } })
+  if (built.status !== 0) {
+    rmSync(tmp, { force: true })
+    return { error: `building the exec helper failed (install Debian packages gcc and libc6-dev): ${(built.stderr || String(built.error ?? "")).trim().slice(0, 300)}` }
+  }
+  chmodSync(tmp, 0o555)
+  renameSync(tmp, target)
+  return { path: target }
+}
+
+const signalNames = new Map<number, NodeJS.Signals>(Object.entries(constants.signals).map(([name, n]) => [n as number, name as NodeJS.Signals]))
+
+/** Largest data frame we send (stdin) and the stdin bytes we let be in flight per command. */
+const MAX_CHUNK = 256 * 1024
+const STDIN_WINDOW = 2 * 1024 * 1024
+/** The helper refuses frames above 8 MiB; we refuse its frames above this (it sends at most 64 KiB of data). */
+const MAX_INCOMING = 1024 * 1024
+
+export interface HelperChannel {
+  /** False once the helper is gone (the box stopped, it was killed): start another. */
+  readonly alive: () => boolean
+  readonly exec: (argv: ReadonlyArray<string>, env: Readonly<Record<string, string>>, cwd: string) => BoxProcess
+  readonly close: () => void
+}
+
+interface Command {
+  readonly stdout: Readable
+  readonly stderr: Readable
+  readonly stdin: Writable
+  pid: number
+  exited: boolean
+  paused: boolean
+  open: number
+  inFlight: number
+  waiting: (() => void) | undefined
+  readonly resolveStarted: () => void
+  readonly resolveExit: (exit: { code: number | null; signal: NodeJS.Signals | null }) => void
+}
+
+/**
+ * Frames over `channel` (fd 3 of the helper). `onGone` is called once when the channel closes:
+ * every command still running is reported exited (SIGKILL: its relay is gone).
+ */
+export const makeHelperChannel = (channel: Duplex, onGone: (reason: string) => void): HelperChannel => {
+  let alive = true
+  let nextId = 1
+  const commands = new Map<number, Command>()
+
+  const send = (type: string, id: number, payload?: Buffer | Uint8Array) => {
+    if (!alive) return
+    const header = Buffer.allocUnsafe(9)
+    header[0] = type.charCodeAt(0)
+    header.writeUInt32LE(id, 1)
+    header.writeUInt32LE(payload?.length ?? 0, 5)
+    if (!payload || payload.length === 0) return void channel.write(header)
+    if (payload.length < 4096) return void channel.write(Buffer.concat([header, payload]))
+    // Large payloads are not copied: header and payload go out in one writev.
+    channel.cork()
+    channel.write(header)
+    channel.write(payload)
+    channel.uncork()
+  }
+  const send32 = (type: string, id: number, value: number) => {
+    const b = Buffer.allocUnsafe(4)
+    b.writeUInt32LE(value >>> 0)
+    send(type, id, b)
+  }
+
+  const gone = (reason: string) => {
+    if (!alive) return
+    alive = false
+    for (const [, command] of commands) {
+      command.resolveStarted()
+      if (!command.exited) {
+        command.exited = true
+        command.resolveExit({ code: null, signal: "SIGKILL" })
+      }
+      command.stdout.push(null)
+      command.stderr.push(null)
+      command.waiting?.()
+    }
+    commands.clear()
+    onGone(reason)
+  }
+
+  const forgetIfDone = (id: number, command: Command) => {
+    if (command.exited && command.open === 0 && commands.get(id) === command) {
+      commands.delete(id)
+      send("C", id)
+    }
+  }
+
+  const onFrame = (type: number, id: number, payload: Buffer) => {
+    const command = commands.get(id)
+    if (!command) return
+    switch (String.fromCharCode(type)) {
+      case "p":
+        command.pid = payload.readUInt32LE(0)
+        command.resolveStarted()
+        return
+      case "f":
+        command.resolveStarted()
+        command.stderr.push(Buffer.from(`slipway: ${payload.toString("utf8")}\n`))
+        command.stdout.push(null)
+        command.stderr.push(null)
+        command.exited = true
+        command.resolveExit({ code: 127, signal: null })
+        commands.delete(id)
+        return
+      case "o":
+      case "e":
+        // Backpressure: a full stream pauses the command's output in the helper (its pipe fills, the command waits).
+        if (!(type === 111 ? command.stdout : command.stderr).push(payload) && !command.paused) {
+          command.paused = true
+          send("P", id)
+        }
+        return
+      case "c":
+        ;(payload[0] === 1 ? command.stdout : command.stderr).push(null)
+        return
+      case "x": {
+        const status = payload.readUInt32LE(0)
+        const signal = status & 0x7f
+        command.exited = true
+        command.resolveExit(signal === 0 ? { code: (status >> 8) & 0xff, signal: null } : { code: null, signal: signalNames.get(signal) ?? "SIGKILL" })
+        forgetIfDone(id, command)
+        return
+      }
+      case "a":
+        command.inFlight -= payload.readUInt32LE(0)
+        if (command.inFlight < STDIN_WINDOW && command.waiting) {
+          const resume = command.waiting
+          command.waiting = undefined
+          resume()
+        }
+        return
+      default:
+        return
+    }
+  }
+
+  // Incoming bytes as a list of chunks: a frame spanning several socket reads is joined once, with one copy.
+  const chunks: Array<Buffer> = []
+  let buffered = 0
+  /** The next `n` bytes (n <= buffered), removed from the list; a view when they lie in one chunk. */
+  const take = (n: number): Buffer => {
+    const first = chunks[0]!
+    if (first.length >= n) {
+      const out = first.subarray(0, n)
+      if (first.length === n) chunks.shift()
+      else chunks[0] = first.subarray(n)
+      buffered -= n
+      return out
+    }
+    const out = Buffer.allocUnsafe(n)
+    let filled = 0
+    while (filled < n) {
+      const head = chunks[0]!
+      const part = Math.min(head.length, n - filled)
+      head.copy(out, filled, 0, part)
+      filled += part
+      if (part === head.length) chunks.shift()
+      else chunks[0] = head.subarray(part)
+    }
+    buffered -= n
+    return out
+  }
+  let header: Buffer | undefined
+  /** Bytes of the current data frame ('o'/'e') not yet passed on: its pieces go out as they arrive, never joined. */
+  let dataLeft = 0
+  channel.on("data", (chunk: Buffer) => {
+    chunks.push(chunk)
+    buffered += chunk.length
+    for (;;) {
+      if (!header) {
+        if (buffered < 9) return
+        header = take(9)
+        const length = header.readUInt32LE(5)
+        if (length > MAX_INCOMING) {
+          channel.destroy()
+          return gone(`the exec helper sent a frame of ${length} bytes`)
+        }
+        dataLeft = header[0] === 111 || header[0] === 101 ? length : 0
+      }
+      const type = header[0]!
+      const id = header.readUInt32LE(1)
+      if (dataLeft > 0) {
+        // Output: each piece is passed on as it is (views into the socket's chunks, no copy).
+        while (dataLeft > 0 && buffered > 0) {
+          const piece = take(Math.min(dataLeft, chunks[0]!.length))
+          dataLeft -= piece.length
+          onFrame(type, id, piece)
+        }
+        if (dataLeft > 0) return
+        header = undefined
+        continue
+      }
+      const length = header.readUInt32LE(5)
+      if (type === 111 || type === 101) {
+        header = undefined // an empty data frame
+        continue
+      }
+      if (buffered < length) return
+      header = undefined
+      onFrame(type, id, length === 0 ? Buffer.alloc(0) : take(length))
+    }
+  })
+  channel.on("error", () => undefined)
+  channel.on("close", () => gone("the exec helper exited"))
+
+  const exec = (argv: ReadonlyArray<string>, env: Readonly<Record<string, string>>, cwd: string): BoxProcess => {
+    if (!alive) throw new Error("the box's exec helper is gone")
+    const id = nextId
+    nextId = nextId >= 0xfffffff0 ? 1 : nextId + 1
+    let resolveStarted!: () => void
+    const started = new Promise<void>((resolve) => (resolveStarted = resolve))
+    let resolveExit!: Command["resolveExit"]
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => (resolveExit = resolve))
+    const streamClosed = () => {
+      command.open--
+      forgetIfDone(id, command)
+    }
+    const readable = () =>
+      new Readable({
+        highWaterMark: 256 * 1024,
+        read: () => {
+          if (command.paused && commands.get(id) === command) {
+            command.paused = false
+            send("R", id)
+          }
+        }
+      })
+    const stdout = readable()
+    const stderr = readable()
+    stdout.once("close", streamClosed)
+    stderr.once("close", streamClosed)
+    const stdin = new Writable({
+      highWaterMark: MAX_CHUNK,
+      write: (chunk: Buffer, _encoding, done) => {
+        if (commands.get(id) !== command) return done()
+        for (let offset = 0; offset < chunk.length; offset += MAX_CHUNK) send("I", id, chunk.subarray(offset, offset + MAX_CHUNK))
+        command.inFlight += chunk.length
+        if (command.inFlight < STDIN_WINDOW) done()
+        else command.waiting = () => done()
+      },
+      final: (done) => {
+        if (commands.get(id) === command) send("E", id)
+        done()
+      }
+    })
+    const command: Command = { stdout, stderr, stdin, pid: 0, exited: false, paused: false, open: 2, inFlight: 0, waiting: undefined, resolveStarted, resolveExit }
+    commands.set(id, command)
+    const strings = [cwd, String(argv.length), ...argv, ...Object.entries(env).map(([k, v]) => `${k}=${v}`)]
+    send("S", id, Buffer.from(strings.map((s) => s + "\0").join(""), "utf8"))
+    return {
+      get pid() {
+        return command.pid
+      },
+      started,
+      stdin,
+      stdout,
+      stderr,
+      kill: (signal: NodeJS.Signals = "SIGKILL") => {
+        if (command.exited || commands.get(id) !== command) return
+        send32("K", id, (constants.signals as Record<string, number>)[signal] ?? 9)
+      },
+      exited
+    }
+  }
+
+  return {
+    alive: () => alive,
+    exec,
+    close: () => {
+      channel.destroy()
+      gone("closed")
+    }
+  }
+}

@@ -1,0 +1,145 @@
+/**
+ * The box's exec helper (server/runtime/local/exec-helper.c): every exec is forked inside the box
+ * by one helper process the runner starts there once. What a command sees must be what it saw
+ * when the server spawned it through nsenter: real pipes, its own process group, default signal
+ * dispositions, oom_score_adj 500, only its own fds; and a helper killed from inside the box is
+ * replaced on the next exec.
+ */
+import { existsSync, rmSync } from "node:fs"
+import path from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { makeBoxRunner, type BoxRunner, type RunningBox } from "../../../server/runtime/local/boxes.ts"
+import { boxUids, leftovers, makeRootfs, processesOf, removeCgroupParent, requireHostTools, runIn, sh, tempDir } from "./support.ts"
+
+const CGROUP_PARENT = "slipway-test-exec-helper"
+let base: string
+let rootfs: string
+let runner: BoxRunner
+let box: RunningBox
+
+beforeAll(async () => {
+  requireHostTools()
+  if (!existsSync("/usr/bin/gcc")) throw new Error("/usr/bin/gcc is missing: apt-get install -y gcc libc6-dev (the exec helper is built with it)")
+  base = tempDir("slipway-exec-helper-")
+  rootfs = makeRootfs(base)
+  runner = makeBoxRunner({ root: path.join(base, "state"), cgroupParent: CGROUP_PARENT })
+  box = await runner.start({ id: "helped", rootfs, env: {}, storageBytes: 64 << 20, resources: { memoryBytes: 256 << 20, pids: 64 } })
+}, 60_000)
+
+afterAll(async () => {
+  const uids = boxUids(path.join(base, "state"))
+  for (const spec of runner?.list() ?? []) await runner.destroy(spec.id)
+  expect(removeCgroupParent(CGROUP_PARENT)).toBe(true)
+  expect(processesOf(uids)).toEqual([])
+  const left = leftovers(base)
+  rmSync(base, { recursive: true, force: true })
+  expect(left).toEqual({ mounts: [], loops: [] })
+})
+
+const helperPid = async () => {
+  const ps = (await sh(box, "ps -o pid,args")).stdout
+  const line = ps.split("\n").find((l) => l.includes("/.slipway/exec"))
+  return line === undefined ? undefined : Number(line.trim().split(/\s+/)[0])
+}
+
+describe("the box's exec helper", () => {
+  it("forks each command inside the box: its parent is the helper, one per box", async () => {
+    expect(runner.execMode()).toEqual({ mode: "helper" })
+    const pid = await helperPid()
+    expect(pid).toBeGreaterThan(1)
+    const status = await sh(box, "grep PPid /proc/self/status")
+    // sh is the command itself: its parent is the helper (not nsenter, which would be pid 0 here).
+    expect(status.stdout.trim()).toBe(`PPid:\t${pid}`)
+    await Promise.all(Array.from({ length: 8 }, () => sh(box, "true")))
+    expect(await helperPid()).toBe(pid)
+  })
+
+  it("gives commands real pipes (/dev/stdin, /dev/stderr), their own fds only, default signals and oom_score_adj 500", async () => {
+    const piped = await sh(box, "cat /dev/stdin; echo to-stderr > /dev/stderr; for f in 0 1 2; do readlink /proc/$$/fd/$f; done | grep -c '^pipe:'", { input: "from stdin\n" })
+    expect(piped).toMatchObject({ code: 0, stdout: "from stdin\n3\n", stderr: "to-stderr\n" })
+    // 0, 1, 2 and the directory ls reads: nothing of the helper's (its channel to the server) leaks in.
+    expect((await runIn(box, ["ls", "/proc/self/fd"])).stdout.trim().split(/\s+/).sort()).toEqual(["0", "1", "2", "3"])
+    expect((await sh(box, "cat /proc/self/oom_score_adj")).stdout.trim()).toBe("500")
+    expect((await runIn(box, ["grep", "-E", "SigIgn|SigBlk", "/proc/self/status"])).stdout).toBe("SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n")
+    const sleeper = box.exec(["sleep", "100"])
+    await sleeper.started
+    expect(sleeper.pid).toBeGreaterThan(1)
+    sleeper.kill("SIGTERM")
+    expect(await sleeper.exited).toEqual({ code: null, signal: "SIGTERM" })
+    // Its own session and process group.
+    expect((await sh(box, "cut -d' ' -f6 /proc/self/stat; echo $$")).stdout.split("\n").slice(0, 2).reduce((a, b) => (a === b ? a : "differ"))).not.toBe("differ")
+  })
+
+  it("streams large output with backpressure and large input, byte for byte", async () => {
+    const big = box.exec(["/bin/sh", "-c", "dd if=/dev/zero bs=1M count=20 2>/dev/null; printf x"])
+    big.stdin.end()
+    const bigClosed = new Promise((resolve) => big.stdout.once("close", resolve))
+    let bytes = 0
+    let last = 0
+    big.stdout.pause()
+    // Nobody reads for a while: the helper pauses the command instead of buffering 20 MB.
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    expect(big.stdout.readableLength).toBeLessThan(4 << 20)
+    big.stdout.on("data", (chunk: Buffer) => {
+      bytes += chunk.length
+      last = chunk[chunk.length - 1]!
+    })
+    big.stdout.resume()
+    big.stderr.resume()
+    expect((await big.exited).code).toBe(0)
+    await bigClosed
+    expect(bytes).toBe((20 << 20) + 1)
+    expect(last).toBe(0x78)
+
+    const input = Buffer.alloc(9 << 20, 7)
+    const counted = box.exec(["/bin/sh", "-c", "wc -c; md5sum"])
+    let out = ""
+    counted.stdout.on("data", (d: Buffer) => (out += d.toString()))
+    counted.stderr.resume()
+    const countedClosed = new Promise((resolve) => counted.stdout.once("close", resolve))
+    counted.stdin.end(input)
+    await counted.exited
+    await countedClosed
+    expect(out.split("\n")[0]!.trim()).toBe(String(9 << 20))
+  })
+
+  it("kills the command's process group; background processes of an exited command keep running", async () => {
+    const group = box.exec(["/bin/sh", "-c", "sleep 2001 & sleep 2002 & echo up; wait"])
+    group.stdin.end()
+    await new Promise((resolve) => group.stdout.once("data", resolve))
+    group.kill()
+    expect((await group.exited).signal).toBe("SIGKILL")
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    expect((await sh(box, "ps")).stdout).not.toContain("sleep 200")
+    await sh(box, "sleep 2003 >/dev/null 2>&1 &")
+    expect((await sh(box, "ps")).stdout).toContain("sleep 2003")
+  })
+
+  it("a helper killed from inside the box is replaced on the next exec; the command it was relaying reports SIGKILL", async () => {
+    const before = await helperPid()
+    const orphan = box.exec(["sleep", "300"])
+    orphan.stdin.end()
+    await orphan.started
+    const killed = await sh(box, `kill -9 ${before}; echo sent`)
+    // The helper died under this very command: its answer may be cut; what matters is what follows.
+    expect(killed.code === 0 || killed.signal === "SIGKILL").toBe(true)
+    expect(await orphan.exited).toEqual({ code: null, signal: "SIGKILL" })
+    expect(await sh(box, "echo again")).toMatchObject({ code: 0, stdout: "again\n" })
+    const after = await helperPid()
+    expect(after).toBeGreaterThan(1)
+    expect(after).not.toBe(before)
+  })
+
+  it("a runner without the helper (execHelper: false) still runs commands through nsenter", async () => {
+    const plain = makeBoxRunner({ root: path.join(base, "plain"), cgroupParent: `${CGROUP_PARENT}-plain`, execHelper: false })
+    expect(plain.execMode()).toEqual({ mode: "nsenter", reason: "disabled" })
+    const other = await plain.start({ id: "plain", rootfs, env: { X: "1" }, storageBytes: 16 << 20 })
+    try {
+      expect(await sh(other, "echo $X; ls /.slipway")).toMatchObject({ code: 0, stdout: "1\nbusybox\n" })
+      expect((await sh(other, "ps -o args")).stdout).not.toContain("/.slipway/exec")
+    } finally {
+      await other.destroy()
+      expect(removeCgroupParent(`${CGROUP_PARENT}-plain`)).toBe(true)
+    }
+  })
+})
