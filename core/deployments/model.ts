@@ -18,7 +18,7 @@ import { gitRefProblem, imageReferenceProblem, repoPathProblem, repoUrlProblem }
 /** Optional and nullable, as every field of spec 2.2, 2.3 and 2.5 is: absent and null mean "not set". */
 const nullable = <S extends Schema.Top>(schema: S) => Schema.optionalKey(Schema.NullOr(schema))
 
-const nonEmpty = rule((s: string) => s.length > 0, "String should have at least 1 character", "string_too_short")
+const nonEmpty = rule((s: string) => s.length > 0, "String should have at least 1 character", "string_too_short", { minLength: 1 })
 const NonEmptyString = Schema.String.check(nonEmpty)
 
 const dnsLabelPattern = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/
@@ -28,24 +28,32 @@ const DnsLabel = Schema.String.check(
   rule(
     (s: string) => s.length <= 63 && dnsLabelPattern.test(s),
     "Input should be a DNS label: 1-63 lowercase alphanumeric characters or '-', starting and ending with an alphanumeric character",
-    "string_pattern_mismatch"
+    "string_pattern_mismatch",
+    { maxLength: 63, pattern: dnsLabelPattern.source }
   )
-)
+).annotate({
+  description: "A Kubernetes DNS-1123 label: 1-63 lowercase alphanumeric characters or '-', starting and ending with an alphanumeric character",
+  examples: ["agent-data"]
+})
 
 /** An environment variable name. */
 export const CIdentifier = Schema.String.check(
-  rule((s: string) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(s), "Input should be a C identifier: letters, digits and '_', not starting with a digit", "string_pattern_mismatch")
-)
+  rule((s: string) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(s), "Input should be a C identifier: letters, digits and '_', not starting with a digit", "string_pattern_mismatch", {
+    pattern: "^[A-Za-z_][A-Za-z0-9_]*$"
+  })
+).annotate({ description: "An environment variable name: letters, digits and '_', not starting with a digit", examples: ["OPENAI_API_KEY"] })
 
 /**
  * Deployment names: 1–63 characters, lowercase alphanumeric, hyphens (design.md section 5) and
  * underscores, which the real API's own documented example uses (`my_deployment`, docs/real-api.md).
  */
 export const DeploymentName = Schema.String.check(
-  rule((s: string) => s.length >= 1, "String should have at least 1 character", "string_too_short"),
-  rule((s: string) => s.length <= 63, "String should have at most 63 characters", "string_too_long"),
-  rule((s: string) => s.length === 0 || /^[a-z0-9_-]+$/.test(s), "Input should contain only lowercase letters, digits, '-' and '_'", "string_pattern_mismatch")
-)
+  rule((s: string) => s.length >= 1, "String should have at least 1 character", "string_too_short", { minLength: 1 }),
+  rule((s: string) => s.length <= 63, "String should have at most 63 characters", "string_too_long", { maxLength: 63 }),
+  rule((s: string) => s.length === 0 || /^[a-z0-9_-]+$/.test(s), "Input should contain only lowercase letters, digits, '-' and '_'", "string_pattern_mismatch", {
+    pattern: "^[a-z0-9_-]+$"
+  })
+).annotate({ description: "Deployment name: 1-63 lowercase letters, digits, '-' and '_'", examples: ["my-agent"] })
 
 /**
  * Upper bounds of the resource spec (docs/deployments.md, "Validation rules"): far above any
