@@ -10,30 +10,41 @@ const errorSchemas: JsonObject = {
     required: ["detail"],
     properties: {
       detail: {
+        description: "Every invalid field of the request",
         type: "array",
         items: {
           type: "object",
           required: ["loc", "msg", "type"],
           properties: {
-            loc: { type: "array", items: { anyOf: [{ type: "string" }, { type: "integer" }] } },
-            msg: { type: "string" },
-            type: { type: "string" }
+            loc: { type: "array", items: { anyOf: [{ type: "string" }, { type: "integer" }] }, description: "Where the problem is: body, path or query, then the field's path", examples: [["body", "name"]] },
+            msg: { type: "string", description: "What is wrong", examples: ["String should have at least 1 character"] },
+            type: { type: "string", description: "The problem's kind, as pydantic names it", examples: ["string_too_short"] }
           }
         }
       }
     }
   },
-  ErrorDetail: { type: "object", required: ["detail"], properties: { detail: { type: "string" } } },
+  ErrorDetail: {
+    type: "object",
+    required: ["detail"],
+    properties: { detail: { type: "string", description: "What went wrong", examples: ["Deployment 6f1c2a3e-8b0d-4c5e-9f7a-1b2c3d4e5f60 not found"] } }
+  },
   SandboxErrorDetail: {
     type: "object",
     required: ["detail"],
     properties: {
       detail: {
+        description: "The error",
         type: "object",
         required: ["error", "message"],
         properties: {
-          error: { type: "string", enum: ["NotFound", "Conflict", "ResourceInUse", "ResizeError", "TemplateNotFound", "ValidationError"] },
-          message: { type: "string" }
+          error: {
+            type: "string",
+            enum: ["NotFound", "Conflict", "ResourceInUse", "ResizeError", "TemplateNotFound", "ValidationError"],
+            description: "The kind of error",
+            examples: ["NotFound"]
+          },
+          message: { type: "string", description: "What went wrong", examples: ["Sandbox 'my-sandbox' not found"] }
         }
       }
     }
@@ -165,11 +176,13 @@ const constraintText = (schema: JsonObject): string => {
 
 const parametersOf = (schema: Schema.Top | undefined, location: "path" | "query", components: JsonObject) => {
   if (!schema) return []
-  const object = toJsonSchema(schema, components)
+  // Parameters travel as text (`"20"`): documented as the values they decode to (an integer 1-100,
+  // a boolean, a list sent comma-separated), with those values' constraints.
+  const object = toJsonSchema(Schema.toType(schema as any) as Schema.Top, components)
   const required = new Set<string>(object.required ?? [])
   return Object.entries<JsonObject>(object.properties ?? {}).map(([name, property]) => {
     const example = exampleOf(property, components)
-    const description = property.description ?? describedMember(property)?.description ?? parameterDescriptions[name]
+    const description = parameterDescriptions[name] ?? property.description ?? describedMember(property)?.description
     const constraints = constraintText(property)
     return {
       name,
@@ -177,6 +190,7 @@ const parametersOf = (schema: Schema.Top | undefined, location: "path" | "query"
       required: location === "path" || required.has(name),
       description: [description, constraints && `(${constraints})`].filter(Boolean).join(" ") || `The ${name.replace(/_/g, " ")}`,
       schema: property,
+      ...(property.type === "array" ? { style: "form", explode: false } : {}),
       ...(example !== undefined ? { example } : {})
     }
   })
@@ -184,13 +198,11 @@ const parametersOf = (schema: Schema.Top | undefined, location: "path" | "query"
 
 /** Names shared by many endpoints' parameters, described once. */
 const parameterDescriptions: Record<string, string> = {
-  limit: "Most items to answer.",
   offset: "Items to skip: the previous page's answered `offset`.",
   deployment_id: "The deployment's id.",
   revision_id: "The revision's id.",
   listener_id: "The listener's id.",
-  integration_id: "The git-host integration's id.",
-  name: "The resource's name."
+  integration_id: "The git-host integration's id."
 }
 
 const errorResponse = (endpoint: Endpoint, status: number) => {
