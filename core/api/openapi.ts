@@ -148,6 +148,8 @@ const completeProperties = (node: unknown, components: JsonObject): void => {
   if (Array.isArray(node)) return node.forEach((child) => completeProperties(child, components))
   if (node === null || typeof node !== "object") return
   const object = node as JsonObject
+  // `true` is JSON Schema's default: stating it only makes UIs invent `additionalProp1` in examples.
+  if (object.additionalProperties === true && object.type === "object") delete object.additionalProperties
   if (object.properties && typeof object.properties === "object") {
     for (const property of Object.values<JsonObject>(object.properties)) {
       if (typeof property.$ref === "string") continue
@@ -191,7 +193,8 @@ const parametersOf = (schema: Schema.Top | undefined, location: "path" | "query"
       description: [description, constraints && `(${constraints})`].filter(Boolean).join(" ") || `The ${name.replace(/_/g, " ")}`,
       schema: property,
       ...(property.type === "array" ? { style: "form", explode: false } : {}),
-      ...(example !== undefined ? { example } : {})
+      // An optional filter's example would be sent by "Try it out" as if the user had chosen it.
+      ...(example !== undefined && (location === "path" || required.has(name)) ? { example } : {})
     }
   })
 }

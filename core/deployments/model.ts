@@ -390,7 +390,12 @@ const aliasSource = (name: string): string => (sourceAliases as Record<string, s
 
 /** A request's `source`: the spec's names or the real API's, decoded to the spec's. */
 const inputSourceNames = [...sources, "github", "external_docker", "internal_docker"] as const
-export const SourceInput = Schema.Literals(inputSourceNames).pipe(
+export const SourceInput = Schema.Literals(inputSourceNames)
+  .annotate({
+    description: "gitrepo (a git repository, built) or external_container (a prebuilt image); the real API's names github, external_docker and internal_docker are accepted too",
+    examples: ["external_container"]
+  })
+  .pipe(
   Schema.decodeTo(
     Source,
     SchemaTransformation.transform<Source, (typeof inputSourceNames)[number]>({ decode: (name) => aliasSource(name) as Source, encode: (name) => name })
@@ -564,7 +569,7 @@ export const ListenerList = listOf(Listener)
 
 export const CreateDeployment = Schema.Struct({
   name: DeploymentName,
-  source: doc(SourceInput, "gitrepo (a git repository, built) or external_container (a prebuilt image); the real API's names are accepted too"),
+  source: SourceInput,
   source_config: nullable(SourceConfig),
   source_revision_config: nullable(SourceRevisionConfigInput),
   secrets: nullable(Secrets),
@@ -581,9 +586,9 @@ export type CreateDeployment = typeof CreateDeployment.Type
  */
 export const PatchDeployment = Schema.Struct({
   name: nullable(doc(Schema.String, "Only the deployment's current name is accepted (names cannot change)", ["my-agent"])),
-  source: nullable(doc(SourceInput, "Only the deployment's current source is accepted")),
+  source: nullable(SourceInput),
   /** Real API field: the source of the revision this PATCH creates; only the deployment's own source is accepted (400 otherwise). */
-  revision_source: nullable(doc(SourceInput, "Real API field: the source of the revision this PATCH creates; only the deployment's own")),
+  revision_source: nullable(SourceInput),
   source_config: nullable(SourceConfig),
   source_revision_config: nullable(SourceRevisionConfigInput),
   secrets: nullable(Secrets),
@@ -602,7 +607,7 @@ export type CreateRevision = typeof CreateRevision.Type
 
 export const CreateListener = Schema.Struct({
   // Only one compute type exists, so it may be left out.
-  compute_type: ComputeType.pipe(Schema.withDecodingDefaultKey(Effect.succeed("k8s" as const))),
+  compute_type: doc(ComputeType, "The kind of compute: k8s (the default)").pipe(Schema.withDecodingDefaultKey(Effect.succeed("k8s" as const))),
   /** Required by the real API; Slipway defaults it to the new listener's id. 409 when the tenant already has it. */
   compute_id: nullable(ComputeId),
   version: nullable(ListenerVersion),

@@ -153,7 +153,7 @@ export const ProxyRuleInput = Schema.Struct({
   match_hosts: MatchHosts,
   inject_headers: withDefault(InjectHeaders, {}),
   match_paths: withDefault(MatchPaths, []),
-  enabled: withDefault(Schema.Boolean, true)
+  enabled: withDefault(Schema.Boolean.annotate({ description: "Whether the rule applies (default true)", examples: [true] }), true)
 }).annotate({ identifier: "ProxyRuleInput" })
 
 export const ProxyConfigInput = Schema.Struct({
