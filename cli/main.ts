@@ -153,7 +153,8 @@ export const makeProgram = (done: (code: number) => void): Command => {
   databaseOptions(
     keyCommands
       .command("create")
-      .description("mint a key for --tenant <uuid> (created when new); prints the key once")
+      .description("mint a key for --tenant <uuid> (created when new) or --new-tenant; prints the key once")
+      .option("--new-tenant", "generate the tenant's uuid (a new tenant)")
       .option("--org <uuid>", "the tenant's organization (default: its own)")
       .option("--description <text>", "what the key is for")
   ).action(action(async ({ output, globals }, options) => keys.createKey(output, { ...options, tenant: globals.tenant })))
