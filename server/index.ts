@@ -3,6 +3,8 @@
  * runtime) as Layers, registers the configured key and serves. `close()` drains, stops the
  * runtimes and closes the stores (the SQLite file is checkpointed).
  */
+// First: fails the import with a clear message under a Node.js too old (better-sqlite3 would segfault).
+import "../core/nodeVersion.ts"
 import { createServer, type RequestListener, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { type Context, Effect, Exit, Layer, Scope } from "effect"
