@@ -202,7 +202,7 @@ const plain = (status: number, text: string, headers: Record<string, string> = {
 export const metricsRoutes = Effect.gen(function* () {
   const metrics = Option.getOrUndefined(yield* Effect.serviceOption(Metrics))
   if (!metrics) return [] as ReadonlyArray<Route>
-  const { config } = yield* ServerEnv
+  const { config, log } = yield* ServerEnv
   const deployments = yield* DeploymentStore
   const sandboxes = yield* SandboxStore
   registerStoreGauges(metrics.registry, () =>
@@ -218,7 +218,11 @@ export const metricsRoutes = Effect.gen(function* () {
           queues: { revisions: revisions.length, deployment_deletes: deletes.length, sandboxes: byStatus.provisioning! + byStatus.deleting! }
         }
       })
-    )
+    ).catch((error) => {
+      // The request metrics are still worth a scrape: the store gauges are left out this time.
+      log.warn("metrics: reading the stores failed", { error: String((error as Error)?.message ?? error) })
+      return { sandboxes: {}, queues: {} }
+    })
   )
   const token = config.metricsToken
   return [

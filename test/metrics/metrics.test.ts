@@ -142,3 +142,19 @@ describe("/metrics", () => {
     await expect(startTestServer({ metricsToken: "short" })).rejects.toThrow(/at least 16 characters/)
   })
 })
+
+describe("/metrics and the deployment URLs", () => {
+  it("no deployment served under the public URL may take /metrics (or the console)", async () => {
+    const { RESERVED_PATHS } = await import("../../server/deployments/local/services.ts")
+    const { makeDeploymentProxy } = await import("../../server/deployments/local/proxy.ts")
+    const proxy = makeDeploymentProxy({ publicUrl: "http://127.0.0.1:8080", reservedPaths: RESERVED_PATHS })
+    try {
+      for (const path of ["/metrics", "/console"]) {
+        expect(() => proxy.setRoute("d1", { name: "shadow", url: `http://127.0.0.1:8080${path}` }), path).toThrow(/would take Slipway's own path/)
+      }
+      expect(() => proxy.setRoute("d2", { name: "fine", url: "http://127.0.0.1:8080/apps/fine" })).not.toThrow()
+    } finally {
+      proxy.close()
+    }
+  })
+})
