@@ -102,6 +102,10 @@ export const deploymentEndpoints = {
     path: "/v2/deployments",
     tag: "deployments",
     summary: "Create a deployment, its first revision and its tracing project",
+    description:
+      "Create a deployment, its first revision and its tracing project (named after the deployment). The revision then advances " +
+      "on its own: poll getRevision with the answer's latest_revision_id until DEPLOYED. Secret values are stored encrypted and " +
+      "answered masked. A name the tenant already uses is a 409",
     status: 201,
     body: CreateDeployment,
     success: Deployment,
