@@ -3,6 +3,7 @@
  * same `KeyStore` the server and its key tool use (server/store/). Loaded only when used, so the
  * other commands never open SQLite.
  */
+import { randomUUID } from "node:crypto"
 import { existsSync } from "node:fs"
 import { isUuid } from "../core/api/common.ts"
 import { CliError, ExitCode } from "./errors.ts"
@@ -51,9 +52,10 @@ export const listKeys = async (output: Output, options: KeysOptions) => {
   }
 }
 
-export const createKey = async (output: Output, options: KeysOptions & { tenant?: string; org?: string; description?: string }) => {
-  const tenantId = uuidFlag("tenant", options.tenant)
-  if (tenantId === undefined) throw new CliError(ExitCode.usage, "UsageError", "keys create needs --tenant <uuid>")
+export const createKey = async (output: Output, options: KeysOptions & { tenant?: string; newTenant?: boolean; org?: string; description?: string }) => {
+  if (options.newTenant && options.tenant !== undefined) throw new CliError(ExitCode.usage, "UsageError", "keys create takes --tenant <uuid> or --new-tenant, not both")
+  const tenantId = options.newTenant ? randomUUID() : uuidFlag("tenant", options.tenant)
+  if (tenantId === undefined) throw new CliError(ExitCode.usage, "UsageError", "keys create needs --tenant <uuid>, or --new-tenant to generate the tenant's id")
   const organizationId = uuidFlag("org", options.org)
   const { keys, run, close } = await openStore(options)
   try {

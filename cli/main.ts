@@ -153,11 +153,27 @@ export const makeProgram = (done: (code: number) => void): Command => {
   databaseOptions(
     keyCommands
       .command("create")
-      .description("mint a key for --tenant <uuid> (created when new); prints the key once")
+      .description("mint a key for --tenant <uuid> (created when new) or --new-tenant; prints the key once")
+      .option("--new-tenant", "generate the tenant's uuid (a new tenant)")
       .option("--org <uuid>", "the tenant's organization (default: its own)")
       .option("--description <text>", "what the key is for")
   ).action(action(async ({ output, globals }, options) => keys.createKey(output, { ...options, tenant: globals.tenant })))
   databaseOptions(keyCommands.command("revoke").description("revoke a key by id").argument("<id>")).action(action(async ({ output }, id: string, options) => keys.revokeKey(output, id, options)))
+
+  program
+    .command("backup")
+    .description("copy a local server's SQLite database (and its secrets key file) to <file>, consistently, also while the server runs")
+    .argument("<file>", "the backup to write")
+    .option("--database <path>", "the server's SQLite file (env DATABASE_PATH; default ./data/slipway.db)")
+    .option("--force", "replace <file> when it exists")
+    .action(action(async ({ output }, file: string, options) => (await import("./backup.ts")).backup(output, file, options)))
+  program
+    .command("restore")
+    .description("replace a local server's database with a backup; refuses while a server has the database open")
+    .argument("<file>", "a backup written by slipway backup")
+    .option("--database <path>", "the server's SQLite file (env DATABASE_PATH; default ./data/slipway.db)")
+    .option("--create-database", "restore into a database file that does not exist yet")
+    .action(action(async ({ output }, file: string, options) => (await import("./backup.ts")).restore(output, file, options)))
 
   program
     .command("config")

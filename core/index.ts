@@ -3,6 +3,8 @@
  * plane and the sandbox area, the API description, and the typed client. No I/O here except the
  * client's HTTP calls, which go through the injected fetch.
  */
+// First: fails the import with a clear message under a Node.js too old for the library.
+import "./nodeVersion.ts"
 export * from "./api/index.ts"
 export * from "./client/index.ts"
 export * from "./sandboxes/index.ts"

@@ -38,6 +38,11 @@ export interface ServerConfig {
   readonly unauthenticatedMaxBody: number
   /** How long shutdown waits for requests in flight before closing their connections (`SLIPWAY_SHUTDOWN_GRACE_MS`). */
   readonly shutdownGraceMs: number
+  /**
+   * Bearer token that lets any peer scrape `/metrics` (`SLIPWAY_METRICS_TOKEN`, at least 16
+   * characters). Unset: only loopback peers may scrape (docs/metrics.md).
+   */
+  readonly metricsToken?: string | undefined
 }
 
 export const runtimeNames = ["auto", "simulated", "local"] as const
@@ -93,6 +98,9 @@ export const validateConfig = (config: ServerConfig): ServerConfig => {
   if (Result.isFailure(quota)) throw new ConfigError(`SLIPWAY_STORAGE_QUOTA: ${quota.failure}`)
   if (quota.success < 0n) throw new ConfigError(`SLIPWAY_STORAGE_QUOTA must not be negative, got "${config.storageQuota}"`)
   if (config.storageClasses.length === 0) throw new ConfigError("SLIPWAY_STORAGE_CLASSES must name at least one storage class")
+  if (config.metricsToken !== undefined && config.metricsToken.length < 16) {
+    throw new ConfigError("SLIPWAY_METRICS_TOKEN must be at least 16 characters (e.g. openssl rand -hex 32)")
+  }
   if (config.requestTimeoutMs > 0 && config.headersTimeoutMs > config.requestTimeoutMs) {
     throw new ConfigError(`SLIPWAY_HEADERS_TIMEOUT_MS (${config.headersTimeoutMs}) must not exceed SLIPWAY_REQUEST_TIMEOUT_MS (${config.requestTimeoutMs})`)
   }
@@ -135,6 +143,7 @@ export const configFromEnv = (env: NodeJS.ProcessEnv = process.env): ServerConfi
     requestTimeoutMs: setting("SLIPWAY_REQUEST_TIMEOUT_MS", 1, 86_400_000, defaultConfig.requestTimeoutMs),
     maxConnections: setting("SLIPWAY_MAX_CONNECTIONS", 1, 1_000_000, defaultConfig.maxConnections),
     unauthenticatedMaxBody: setting("SLIPWAY_UNAUTHENTICATED_MAX_BODY", 1024, 1024 * 1024, defaultConfig.unauthenticatedMaxBody),
-    shutdownGraceMs: setting("SLIPWAY_SHUTDOWN_GRACE_MS", 0, 3_600_000, defaultConfig.shutdownGraceMs)
+    shutdownGraceMs: setting("SLIPWAY_SHUTDOWN_GRACE_MS", 0, 3_600_000, defaultConfig.shutdownGraceMs),
+    metricsToken: pick("SLIPWAY_METRICS_TOKEN")
   })
 }

@@ -3,6 +3,8 @@
  * runtime) as Layers, registers the configured key and serves. `close()` drains, stops the
  * runtimes and closes the stores (the SQLite file is checkpointed).
  */
+// First: fails the import with a clear message under a Node.js too old (better-sqlite3 would segfault).
+import "../core/nodeVersion.ts"
 import { createServer, type RequestListener, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { type Context, Effect, Exit, Layer, Scope } from "effect"
@@ -10,6 +12,7 @@ import { Api } from "../core/index.ts"
 import { type ServerConfig, defaultConfig, validateConfig } from "./config.ts"
 import { makeApp } from "./http/app.ts"
 import { type Logger, makeLogger } from "./log.ts"
+import { makeServerMetrics, Metrics } from "./metrics.ts"
 import { ServerEnv, type ServerModule } from "./module.ts"
 import { modules as defaultModules } from "./modules.ts"
 import { resolveSecretsKeys } from "./secretsKey.ts"
@@ -95,7 +98,8 @@ export const startServer = async (options: StartOptions = {}): Promise<SlipwaySe
   const publicUrl = config.publicUrl ?? `http://${hostForUrl(address.address)}:${address.port}`
 
   const scope = Effect.runSync(Scope.make())
-  const base = Layer.mergeAll(storesFor(config), Layer.succeed(ServerEnv, { config, log, publicUrl }))
+  const metrics = makeServerMetrics()
+  const base = Layer.mergeAll(storesFor(config), Layer.succeed(ServerEnv, { config, log, publicUrl }), Layer.succeed(Metrics, metrics))
   const areas = modules.flatMap((module) => (module.layer ? [module.layer] : []))
   const all = areas.length > 0 ? Layer.mergeAll(...(areas as [Layer.Layer<any, never, any>])).pipe(Layer.provideMerge(base)) : base
   let context: Context.Context<any>
@@ -124,7 +128,7 @@ export const startServer = async (options: StartOptions = {}): Promise<SlipwaySe
   const raw = await run(Effect.all(modules.flatMap((module) => (module.http ? [module.http] : []))))
   const requestHooks = raw.flatMap((hooks) => (hooks.request ? [hooks.request] : []))
   const upgradeHooks = raw.flatMap((hooks) => (hooks.upgrade ? [hooks.upgrade] : []))
-  const handler = makeApp({ routes, authenticate: keys.authenticate, log, unauthenticatedMaxBody: config.unauthenticatedMaxBody })
+  const handler = makeApp({ routes, authenticate: keys.authenticate, log, unauthenticatedMaxBody: config.unauthenticatedMaxBody, observe: metrics.route })
   app = (request, response) => {
     for (const hook of requestHooks) if (hook(request, response)) return
     handler(request, response)

@@ -2,6 +2,8 @@
  * `npm run keys -- <command>`: manages API keys and organizations in the server's database file.
  * Safe to run while the server is up (SQLite WAL; changes apply to the next request).
  */
+import { randomUUID } from "node:crypto"
+import { existsSync } from "node:fs"
 import { parseArgs } from "node:util"
 import { Effect, Exit, Layer, Scope } from "effect"
 import { adminCommands } from "./admin.ts"
@@ -16,23 +18,31 @@ import { resolveSecretsKeys } from "./secretsKey.ts"
 const usage = `Usage: npm run keys -- <command> [options]
 
 Commands:
-  create --tenant <uuid> [--org <uuid>] [--description <text>]
+  create --tenant <uuid> | --new-tenant [--org <uuid>] [--description <text>] [--json]
                  mint a key for a tenant (the tenant and its organization are created if new;
-                 without --org a new tenant gets its own organization). Prints the key once.
+                 without --org a new tenant gets its own organization). --new-tenant generates
+                 the tenant's uuid. Prints the key once (--json: {id, key, tenant_id, organization_id}).
+  tenant-id      print a new random tenant uuid (touches no database)
   list           list keys (id, organization, default tenant, prefix, created, revoked)
   revoke <id>    revoke a key by id
 ${adminCommands.map((command) => `  ${command.usage}`).join("\n")}
 
+Options of every command:
+  --create-database   create the SQLite file when it does not exist (otherwise a missing file is
+                      an error: the path is probably wrong)
+
 The database is DATABASE_URL (postgres://...) when set, else DATABASE_PATH (default ./data/slipway.db);
 secrets are sealed with SLIPWAY_SECRETS_KEY or, by default, the key file <DATABASE_PATH>.secrets-key.`
 
+/** One line naming the problem (the usage is for --help): exit 2. */
 const fail = (message: string): never => {
-  process.stderr.write(`keys: ${message}\n\n${usage}\n`)
+  process.stderr.write(`keys: ${message}\nkeys: run "npm run keys -- --help" for the commands and their options\n`)
   process.exit(2)
 }
 
-const main = async () => {
-  const { positionals, values } = parseArgs({
+const parse = () => {
+  try {
+    return parseArgs({
     allowPositionals: true,
     options: {
       tenant: { type: "string" },
@@ -41,12 +51,27 @@ const main = async () => {
       set: { type: "string" },
       owner: { type: "string" },
       provider: { type: "string" },
+      "new-tenant": { type: "boolean" },
+      "create-database": { type: "boolean" },
+      json: { type: "boolean" },
       help: { type: "boolean", short: "h" }
     }
-  })
+    })
+  } catch (error) {
+    // An unknown or malformed option: node's message ("Unknown option '--tenat'"), not a stack trace.
+    return fail(String((error as Error).message).replace(/\. To specify a positional argument.*$/, ""))
+  }
+}
+
+const main = async () => {
+  const { positionals, values } = parse()
   const [command, ...rest] = positionals
   if (values.help || !command) {
     process.stdout.write(`${usage}\n`)
+    return
+  }
+  if (command === "tenant-id") {
+    process.stdout.write(`${randomUUID()}\n`)
     return
   }
   let config: ServerConfig | undefined
@@ -55,6 +80,12 @@ const main = async () => {
   } catch (error) {
     if (error instanceof ConfigError) fail(error.message)
     throw error
+  }
+  // A path that does not exist is far more often a wrong path than a wish for a new database: the
+  // key would be minted into a file no server reads (and a secrets key file created beside it).
+  const { databasePath, databaseUrl } = config!
+  if (databaseUrl === undefined && databasePath !== ":memory:" && !existsSync(databasePath) && !values["create-database"]) {
+    fail(`no database at ${databasePath}: set DATABASE_PATH to the server's file, or pass --create-database to create it`)
   }
   const secrets = resolveSecretsKeys({ databasePath: config!.databasePath, secretsKey: config!.secretsKey })
   if (secrets.created) process.stderr.write(`keys: generated the key that encrypts secrets at rest in ${secrets.path}; keep it with the database's backups\n`)
@@ -69,14 +100,22 @@ const main = async () => {
   try {
     switch (command) {
       case "create": {
-        const tenantId = requireUuid("tenant", values.tenant, fail, "create ")
+        if (values["new-tenant"] && values.tenant !== undefined) fail("create takes --tenant <uuid> or --new-tenant, not both")
+        if (!values["new-tenant"] && values.tenant === undefined) fail("create needs --tenant <uuid>, or --new-tenant to generate the tenant's id")
+        const tenantId = values["new-tenant"] ? randomUUID() : requireUuid("tenant", values.tenant, fail, "create ")
         const organizationId = values.org === undefined ? undefined : requireUuid("org", values.org, fail)
         const created = await run(keys.createKey({
           tenantId,
           ...(organizationId ? { organizationId } : {}),
           ...(values.description ? { description: values.description } : {})
         }))
-        process.stderr.write(`keys: created key ${created.id} for tenant ${tenantId} (organization ${created.organizationId}); it is shown only now:\n`)
+        if (values.json) {
+          process.stdout.write(`${JSON.stringify({ id: created.id, key: created.key, tenant_id: tenantId, organization_id: created.organizationId })}\n`)
+          return
+        }
+        process.stderr.write(
+          `keys: created key ${created.id} for ${values["new-tenant"] ? "the new tenant" : "tenant"} ${tenantId} (organization ${created.organizationId}); it is shown only now:\n`
+        )
         process.stdout.write(`${created.key}\n`)
         return
       }

@@ -12,12 +12,19 @@ export const isUuid = (text: string): boolean => uuidPattern.test(text)
  * (RFC 9562), and every id the server stores and answers is lowercase, so an uppercase id in a
  * path, query or body finds the same row.
  */
-export const Uuid = Schema.String.annotate({ format: "uuid" })
+export const Uuid = Schema.String.annotate({ format: "uuid", description: "A uuid (any case in a request; answered lowercase)" })
   .check(rule(isUuid, "Input should be a valid UUID", "uuid_parsing"))
   .pipe(Schema.decode(SchemaTransformation.toLowerCase()))
 
 /** ISO 8601 UTC timestamp with milliseconds, as the server writes them. */
-export const Timestamp = Schema.String.annotate({ format: "date-time" })
+export const Timestamp = Schema.String.annotate({ format: "date-time", description: "ISO 8601 UTC timestamp with milliseconds", examples: ["2026-01-01T12:00:00.000Z"] })
+
+/**
+ * A field's text in /openapi.json (and examples where its constraints suggest none): the
+ * annotation the generator reads, kept beside the schema it describes.
+ */
+export const doc = <S extends Schema.Top>(schema: S, description: string, examples?: ReadonlyArray<unknown>): S =>
+  schema.annotate({ description, ...(examples ? { examples } : {}) } as any) as unknown as S
 
 /** A query-string integer: `"20"` decodes to 20; `"x"` is an `int_parsing` issue. */
 export const IntFromQuery = Schema.String.check(
@@ -38,7 +45,7 @@ export const sandboxPage: PageBounds = { maxLimit: 500, defaultLimit: 100 }
 
 /** The `limit`/`offset` query fields of a list endpoint. */
 export const pageQueryFields = (bounds: PageBounds) => ({
-  limit: Schema.optionalKey(bounded(1, bounds.maxLimit)),
+  limit: Schema.optionalKey(doc(bounded(1, bounds.maxLimit), `Most items to answer (default ${bounds.defaultLimit})`, [bounds.defaultLimit])),
   // Bounded so that every accepted offset is an exact integer SQLite can bind (9.2e18 is not).
   offset: Schema.optionalKey(bounded(0, Number.MAX_SAFE_INTEGER))
 })

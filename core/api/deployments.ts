@@ -31,7 +31,7 @@ import {
   TracingProject
 } from "../deployments/model.ts"
 import { RevisionStatus } from "../deployments/revision.ts"
-import { controlPage, pageQueryFields, Uuid } from "./common.ts"
+import { controlPage, doc, pageQueryFields, Uuid } from "./common.ts"
 import { endpoint } from "./endpoint.ts"
 import { rule } from "./validation.ts"
 
@@ -67,28 +67,30 @@ const DeploymentIdList = Schema.Union([Schema.String, Schema.Array(Schema.String
   )
 )
 
+const DeleteTracingProject = doc(BoolFromQuery, "Delete the deployment's tracing project too (default false)", [false])
+
 const DeploymentParams = Schema.Struct({ deployment_id: Uuid })
 const RevisionParams = Schema.Struct({ deployment_id: Uuid, revision_id: Uuid })
 const ListenerParams = Schema.Struct({ listener_id: Uuid })
 
 const ListDeploymentsQuery = Schema.Struct({
-  name_contains: Schema.optionalKey(Schema.String),
-  status: Schema.optionalKey(DeploymentStatus),
-  image_version: Schema.optionalKey(Schema.String),
-  deployment_type: Schema.optionalKey(DeploymentType),
+  name_contains: Schema.optionalKey(doc(Schema.String, "Only deployments whose name contains this text", ["agent"])),
+  status: Schema.optionalKey(doc(DeploymentStatus, "Only deployments in this status")),
+  image_version: Schema.optionalKey(doc(Schema.String, "Only deployments with this image_version", ["1.0.0"])),
+  deployment_type: Schema.optionalKey(doc(DeploymentType, "Only deployments of this type")),
   /** Comma-separated deployment ids. */
-  deployment_ids: Schema.optionalKey(CommaSeparated(Uuid)),
+  deployment_ids: Schema.optionalKey(doc(CommaSeparated(Uuid), "Only these deployments (comma-separated ids)")),
   ...pageQueryFields(controlPage)
 })
 
 const ListRevisionsQuery = Schema.Struct({
   /** Comma-separated revision statuses, e.g. `DEPLOYED,DEPLOY_FAILED`. */
-  status: Schema.optionalKey(CommaSeparated(RevisionStatus)),
+  status: Schema.optionalKey(doc(CommaSeparated(RevisionStatus), "Only revisions in these statuses (comma-separated)")),
   ...pageQueryFields(controlPage)
 })
 
 const ListSessionsQuery = Schema.Struct({
-  name: Schema.optionalKey(Schema.String),
+  name: Schema.optionalKey(doc(Schema.String, "Only the tracing project of this name", ["my-agent"])),
   ...pageQueryFields(controlPage)
 })
 
@@ -100,6 +102,10 @@ export const deploymentEndpoints = {
     path: "/v2/deployments",
     tag: "deployments",
     summary: "Create a deployment, its first revision and its tracing project",
+    description:
+      "Create a deployment, its first revision and its tracing project (named after the deployment). The revision then advances " +
+      "on its own: poll getRevision with the answer's latest_revision_id until DEPLOYED. Secret values are stored encrypted and " +
+      "answered masked. A name the tenant already uses is a 409",
     status: 201,
     body: CreateDeployment,
     success: Deployment,
@@ -154,7 +160,7 @@ export const deploymentEndpoints = {
     summary: "Delete a deployment (status AWAITING_DELETE until it is gone); delete_tracing_project=true deletes its tracing project too",
     status: 204,
     params: DeploymentParams,
-    query: Schema.Struct({ delete_tracing_project: Schema.optionalKey(BoolFromQuery) }),
+    query: Schema.Struct({ delete_tracing_project: Schema.optionalKey(DeleteTracingProject) }),
     errors: [404, 422],
     ...langsmith
   }),
@@ -165,7 +171,10 @@ export const deploymentEndpoints = {
     path: "/v2/deployments",
     tag: "deployments",
     summary: "Delete up to 100 deployments at once (all or none: 404 names the ids not found)",
-    query: Schema.Struct({ deployment_ids: DeploymentIdList, delete_tracing_project: Schema.optionalKey(BoolFromQuery) }),
+    query: Schema.Struct({
+      deployment_ids: doc(DeploymentIdList, "The deployments to delete: 1-100 ids, repeated (?deployment_ids=a&deployment_ids=b) or comma-separated"),
+      delete_tracing_project: Schema.optionalKey(DeleteTracingProject)
+    }),
     queryArrays: ["deployment_ids"],
     // Slipway answers the ids it deleted; the real API documents no shape (any JSON).
     success: Schema.Struct({ deleted: Schema.optionalKey(Schema.Array(Uuid)) }),

@@ -37,6 +37,8 @@ export interface Endpoint<
   readonly path: string
   readonly area: Area
   readonly summary: string
+  /** Longer text for the OpenAPI operation (default: the summary, plus what the generator adds). */
+  readonly description?: string | undefined
   readonly tag: string
   /** Success status; 204 answers no body. */
   readonly status: 200 | 201 | 202 | 204
@@ -67,6 +69,7 @@ export interface EndpointSpec {
   readonly path: string
   readonly area: Area
   readonly summary: string
+  readonly description?: string
   readonly tag: string
   readonly status?: 200 | 201 | 202 | 204
   readonly auth?: boolean

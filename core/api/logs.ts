@@ -19,7 +19,7 @@
  * The lead adds `logEndpoints` to the API table (core/api/index.ts).
  */
 import { Schema } from "effect"
-import { Uuid } from "./common.ts"
+import { doc, Uuid } from "./common.ts"
 import { endpoint } from "./endpoint.ts"
 import { atLeast, atMost, Int, rule } from "./validation.ts"
 
@@ -43,42 +43,32 @@ export const maxLogLimit = 1000
 export const defaultLogLimit = 100
 
 export const LogsRequest = Schema.Struct({
-  /** Entries to return, 1–1000; default 100. */
-  limit: Schema.optionalKey(Int.check(atLeast(1)).check(atMost(maxLogLimit))),
-  /** `desc` (newest first, the default) or `asc`. */
-  order: Schema.optionalKey(LogOrder),
-  /** A `next_offset` from an earlier answer: continue after that entry, in this request's order. */
-  offset: Schema.optionalKey(Schema.NullOr(Schema.String)),
-  /** Only entries at this level or more severe. */
-  level: Schema.optionalKey(Schema.NullOr(LogLevel)),
-  /** Only entries whose message contains this text (case-insensitive). */
-  query: Schema.optionalKey(Schema.NullOr(Schema.String)),
-  /** Only entries at or after this time. */
-  start_time: Schema.optionalKey(Schema.NullOr(LogTime)),
-  /** Only entries at or before this time. */
-  end_time: Schema.optionalKey(Schema.NullOr(LogTime))
+  limit: Schema.optionalKey(doc(Int.check(atLeast(1)).check(atMost(maxLogLimit)), `Entries to return, 1-${maxLogLimit}; default ${defaultLogLimit}`, [defaultLogLimit])),
+  order: Schema.optionalKey(doc(LogOrder, "desc (newest first, the default) or asc", ["desc"])),
+  offset: Schema.optionalKey(
+    Schema.NullOr(doc(Schema.String, "A next_offset from an earlier answer: continue after that entry, in this request's order", ["1767268800000-42"]))
+  ),
+  level: Schema.optionalKey(Schema.NullOr(doc(LogLevel, "Only entries at this level or more severe", ["WARNING"]))),
+  query: Schema.optionalKey(Schema.NullOr(doc(Schema.String, "Only entries whose message contains this text (case-insensitive)", ["error"]))),
+  start_time: Schema.optionalKey(Schema.NullOr(doc(LogTime, "Only entries at or after this time (ISO 8601 or epoch milliseconds)", ["2026-01-01T00:00:00Z"]))),
+  end_time: Schema.optionalKey(Schema.NullOr(doc(LogTime, "Only entries at or before this time (ISO 8601 or epoch milliseconds)", ["2026-01-02T00:00:00Z"])))
 })
 export type LogsRequest = typeof LogsRequest.Type
 
 export const LogEntry = Schema.Struct({
-  /** Unique across the deployment's logs; stable. */
-  id: Schema.String,
-  /** Epoch milliseconds. */
-  timestamp: Schema.Number,
-  level: LogLevel,
-  message: Schema.String,
-  revision_id: Schema.String,
-  /** `stdout` / `stderr` of a process, or `system` for Slipway's own lines (pull progress, health results). */
-  stream: Schema.Literals(["stdout", "stderr", "system"]),
-  /** The replica (or init container, sidecar) a process line came from. */
-  replica: Schema.optionalKey(Schema.String)
+  id: doc(Schema.String, "Unique across the deployment's logs; stable", ["1767268800000-42"]),
+  timestamp: doc(Schema.Finite, "Epoch milliseconds", [1767268800000]),
+  level: doc(LogLevel, "The entry's severity"),
+  message: doc(Schema.String, "The line", ["Application started"]),
+  revision_id: doc(Schema.String, "The revision whose process wrote the line", ["6f1c2a3e-8b0d-4c5e-9f7a-1b2c3d4e5f60"]),
+  stream: doc(Schema.Literals(["stdout", "stderr", "system"]), "stdout / stderr of a process, or system for Slipway's own lines (pull progress, health results)"),
+  replica: Schema.optionalKey(doc(Schema.String, "The replica (or init container, sidecar) a process line came from", ["replica-0"]))
 })
 export type LogEntry = typeof LogEntry.Type
 
 export const LogsResponse = Schema.Struct({
   logs: Schema.Array(LogEntry),
-  /** Cursor after the last entry returned; the request's own offset (or null) when none was. */
-  next_offset: Schema.NullOr(Schema.String)
+  next_offset: Schema.NullOr(doc(Schema.String, "Cursor after the last entry returned; the request's own offset (or null) when none was", ["1767268800000-42"]))
 })
 export type LogsResponse = typeof LogsResponse.Type
 

@@ -230,6 +230,10 @@ export const sandboxEndpoints = {
     area,
     tag,
     summary: "Create a sandbox from a template (name generated when absent)",
+    description:
+      "Create a sandbox from a template; without a name one is generated from the template's. With wait_for_ready the answer " +
+      "comes once the sandbox is ready or failed (at most timeout seconds), otherwise at once. Its dataplane_url runs commands " +
+      "and moves files (null when the server's runtime cannot execute)",
     status: 201,
     body: CreateBox,
     success: Sandbox,

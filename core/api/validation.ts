@@ -172,13 +172,24 @@ const findSchemaError = (cause: unknown): Schema.SchemaError | undefined => {
   return undefined
 }
 
-/** A check that fails with `msg` and reports `type` in the 422 list. */
-export const rule = <T>(predicate: (value: T) => boolean, msg: string, type = "value_error") =>
-  Schema.makeFilter<T>((value) => (predicate(value) ? undefined : msg), { message: msg, [issueTypeKey]: type } as any)
+/**
+ * What a check shows in the OpenAPI document: the JSON Schema keywords that state it exactly
+ * (`{ pattern }`, `{ minLength }`), or nothing (`undefined`), in which case the check is marked a
+ * looser approximation. Either way the check keeps its annotations (a `description` or
+ * `examples` given by `.annotate()` after the checks lands on the last check), which effect
+ * drops from a filter that has no `toJsonSchema` at all.
+ */
+export type CheckJsonSchema = Readonly<Record<string, unknown>> | undefined
+
+const jsonSchemaOf = (fragment: CheckJsonSchema) => () => (fragment === undefined ? ([{}, true] as const) : fragment)
+
+/** A check that fails with `msg` and reports `type` in the 422 list; `jsonSchema` is how /openapi.json states it. */
+export const rule = <T>(predicate: (value: T) => boolean, msg: string, type = "value_error", jsonSchema?: CheckJsonSchema) =>
+  Schema.makeFilter<T>((value) => (predicate(value) ? undefined : msg), { message: msg, [issueTypeKey]: type, toJsonSchema: jsonSchemaOf(jsonSchema) } as any)
 
 /** A check whose message depends on the value: `problem` answers why it is refused, or undefined. */
-export const ruleOf = <T>(problem: (value: T) => string | undefined, type = "value_error") =>
-  Schema.makeFilter<T>((value) => problem(value), { [issueTypeKey]: type } as any)
+export const ruleOf = <T>(problem: (value: T) => string | undefined, type = "value_error", jsonSchema?: CheckJsonSchema) =>
+  Schema.makeFilter<T>((value) => problem(value), { [issueTypeKey]: type, toJsonSchema: jsonSchemaOf(jsonSchema) } as any)
 
 /**
  * An integer whose 422 entry reads like pydantic's (`int_from_float`, `int_type`). Only safe

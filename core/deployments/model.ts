@@ -6,7 +6,7 @@
  * source or the stored deployment live in rules.ts.
  */
 import { Effect, Schema, SchemaTransformation } from "effect"
-import { Timestamp, Uuid } from "../api/common.ts"
+import { doc, Timestamp, Uuid } from "../api/common.ts"
 import { above, atLeast, atMost, Int, issueTypeKey, rule, ruleOf } from "../api/validation.ts"
 import { resourceSpecIssues } from "./resourceSpec.ts"
 import { RevisionStatus } from "./revision.ts"
@@ -18,7 +18,7 @@ import { gitRefProblem, imageReferenceProblem, repoPathProblem, repoUrlProblem }
 /** Optional and nullable, as every field of spec 2.2, 2.3 and 2.5 is: absent and null mean "not set". */
 const nullable = <S extends Schema.Top>(schema: S) => Schema.optionalKey(Schema.NullOr(schema))
 
-const nonEmpty = rule((s: string) => s.length > 0, "String should have at least 1 character", "string_too_short")
+const nonEmpty = rule((s: string) => s.length > 0, "String should have at least 1 character", "string_too_short", { minLength: 1 })
 const NonEmptyString = Schema.String.check(nonEmpty)
 
 const dnsLabelPattern = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/
@@ -28,24 +28,32 @@ const DnsLabel = Schema.String.check(
   rule(
     (s: string) => s.length <= 63 && dnsLabelPattern.test(s),
     "Input should be a DNS label: 1-63 lowercase alphanumeric characters or '-', starting and ending with an alphanumeric character",
-    "string_pattern_mismatch"
+    "string_pattern_mismatch",
+    { maxLength: 63, pattern: dnsLabelPattern.source }
   )
-)
+).annotate({
+  description: "A Kubernetes DNS-1123 label: 1-63 lowercase alphanumeric characters or '-', starting and ending with an alphanumeric character",
+  examples: ["agent-data"]
+})
 
 /** An environment variable name. */
 export const CIdentifier = Schema.String.check(
-  rule((s: string) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(s), "Input should be a C identifier: letters, digits and '_', not starting with a digit", "string_pattern_mismatch")
-)
+  rule((s: string) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(s), "Input should be a C identifier: letters, digits and '_', not starting with a digit", "string_pattern_mismatch", {
+    pattern: "^[A-Za-z_][A-Za-z0-9_]*$"
+  })
+).annotate({ description: "An environment variable name: letters, digits and '_', not starting with a digit", examples: ["OPENAI_API_KEY"] })
 
 /**
  * Deployment names: 1–63 characters, lowercase alphanumeric, hyphens (design.md section 5) and
  * underscores, which the real API's own documented example uses (`my_deployment`, docs/real-api.md).
  */
 export const DeploymentName = Schema.String.check(
-  rule((s: string) => s.length >= 1, "String should have at least 1 character", "string_too_short"),
-  rule((s: string) => s.length <= 63, "String should have at most 63 characters", "string_too_long"),
-  rule((s: string) => s.length === 0 || /^[a-z0-9_-]+$/.test(s), "Input should contain only lowercase letters, digits, '-' and '_'", "string_pattern_mismatch")
-)
+  rule((s: string) => s.length >= 1, "String should have at least 1 character", "string_too_short", { minLength: 1 }),
+  rule((s: string) => s.length <= 63, "String should have at most 63 characters", "string_too_long", { maxLength: 63 }),
+  rule((s: string) => s.length === 0 || /^[a-z0-9_-]+$/.test(s), "Input should contain only lowercase letters, digits, '-' and '_'", "string_pattern_mismatch", {
+    pattern: "^[a-z0-9_-]+$"
+  })
+).annotate({ description: "Deployment name: 1-63 lowercase letters, digits, '-' and '_'", examples: ["my-agent"] })
 
 /**
  * Upper bounds of the resource spec (docs/deployments.md, "Validation rules"): far above any
@@ -70,21 +78,21 @@ export const resourceBounds = {
 const between = (min: number, max: number) => Int.check(atLeast(min), atMost(max))
 
 /** Replica counts: 0 is meaningful (scaled to zero). */
-const ReplicaCount = between(0, resourceBounds.scale)
+const ReplicaCount = doc(between(0, resourceBounds.scale), "Replicas of this component (0: scaled to zero)", [1])
 /** Memory amounts, storage sizes, connection counts: a zero would never schedule. */
-const MemoryRequest = between(1, resourceBounds.memoryMb)
-const MemoryLimit = between(1, 2 * resourceBounds.memoryMb)
+const MemoryRequest = doc(between(1, resourceBounds.memoryMb), "MB of memory requested per replica", [1024])
+const MemoryLimit = doc(between(1, 2 * resourceBounds.memoryMb), "MB of memory a replica may use at most (default: twice the request)", [2048])
 /** The database's CPU may be a fraction of a core. */
-const DbCpuRequest = Schema.Finite.check(above(0), atMost(resourceBounds.cpu))
-const DbCpuLimit = Schema.Finite.check(above(0), atMost(2 * resourceBounds.cpu))
+const DbCpuRequest = doc(Schema.Finite.check(above(0), atMost(resourceBounds.cpu)), "CPU cores of the database (a fraction allowed)", [1])
+const DbCpuLimit = doc(Schema.Finite.check(above(0), atMost(2 * resourceBounds.cpu)), "CPU cores the database may use at most", [2])
 
 /**
  * CPU amounts the real API types as fractional numbers with bounds (2026-08 document): requests
  * 0.1–8, limits 0.1–16. See docs/real-api.md.
  */
 const cpuAmount = (max: number) => Schema.Finite.check(atLeast(0.1), atMost(max))
-const CpuRequest = cpuAmount(8)
-const CpuLimit = cpuAmount(16)
+const CpuRequest = doc(cpuAmount(8), "CPU cores requested per replica (a fraction allowed)", [1])
+const CpuLimit = doc(cpuAmount(16), "CPU cores a replica may use at most (default: twice the request)", [2])
 
 const HttpUrl = Schema.String.check(
   rule(
@@ -179,7 +187,7 @@ export { RevisionStatus }
 // ResourceSpec and its Kubernetes-shaped parts (spec 2.5). Volume and VolumeMount are named
 // PodVolume and PodVolumeMount here: the sandbox area has its own Volume resource.
 
-export const LocalObjectReference = Schema.Struct({ name: NonEmptyString }).annotate({ identifier: "LocalObjectReference" })
+export const LocalObjectReference = Schema.Struct({ name: doc(NonEmptyString, "The name of a Kubernetes object in the deployment's namespace", ["registry-credentials"]) }).annotate({ identifier: "LocalObjectReference" })
 
 export const PodVolume = Schema.Struct({
   name: DnsLabel,
@@ -195,19 +203,19 @@ export const PodVolume = Schema.Struct({
 export type PodVolume = typeof PodVolume.Type
 
 export const PodVolumeMount = Schema.Struct({
-  name: NonEmptyString,
-  mountPath: NonEmptyString,
-  subPath: nullable(Schema.String),
-  mountPropagation: nullable(Schema.String),
-  readOnly: nullable(Schema.Boolean),
-  subPathExpr: nullable(Schema.String)
+  name: doc(NonEmptyString, "The name of a volume of the pod (resource_spec.volumes)", ["agent-data"]),
+  mountPath: doc(NonEmptyString, "Where the volume appears in the container", ["/data"]),
+  subPath: nullable(doc(Schema.String, "A path inside the volume to mount instead of its root", ["cache"])),
+  mountPropagation: nullable(doc(Schema.String, "Kubernetes mount propagation mode", ["None"])),
+  readOnly: nullable(doc(Schema.Boolean, "Mount read-only")),
+  subPathExpr: nullable(doc(Schema.String, "Like subPath, with $(VAR) references to the container's environment", ["$(POD_NAME)"]))
 }).annotate({ identifier: "PodVolumeMount" })
 export type PodVolumeMount = typeof PodVolumeMount.Type
 
 export const EnvVar = Schema.Struct({
   name: CIdentifier,
-  value: nullable(Schema.String),
-  valueFrom: nullable(FreeForm)
+  value: nullable(doc(Schema.String, "The variable's value", ["info"])),
+  valueFrom: nullable(doc(FreeForm, "A Kubernetes EnvVarSource (secretKeyRef, configMapKeyRef, fieldRef); not with a non-empty value"))
 })
   .check(
     // Kubernetes refuses both: the variable would have two competing sources.
@@ -229,7 +237,7 @@ export const Container = Schema.Struct({
   imagePullPolicy: nullable(Schema.Literals(["Always", "Never", "IfNotPresent"])),
   command: nullable(Schema.Array(Schema.String)),
   args: nullable(Schema.Array(Schema.String)),
-  workingDir: nullable(Schema.String),
+  workingDir: nullable(doc(Schema.String, "The container's working directory", ["/app"])),
   env: nullable(Schema.Array(EnvVar)),
   envFrom: nullable(Schema.Array(FreeForm)),
   resources: nullable(ResourceRequirements),
@@ -266,11 +274,11 @@ const resourceSpecFields = {
   executor_memory_limit_mb: nullable(MemoryLimit),
   redis_cpu: nullable(CpuRequest),
   redis_cpu_limit: nullable(CpuLimit),
-  redis_memory_mb: nullable(between(1, resourceBounds.redisMemoryMb)),
-  redis_memory_limit_mb: nullable(between(1, 2 * resourceBounds.redisMemoryMb)),
-  labels: nullable(StringMap),
-  annotations: nullable(StringMap),
-  service_account_name: nullable(NonEmptyString),
+  redis_memory_mb: nullable(doc(between(1, resourceBounds.redisMemoryMb), "MB of memory of the cache store", [512])),
+  redis_memory_limit_mb: nullable(doc(between(1, 2 * resourceBounds.redisMemoryMb), "MB of memory the cache store may use at most", [1024])),
+  labels: nullable(doc(StringMap, "Kubernetes labels of the deployment's pods", [{ team: "agents" }])),
+  annotations: nullable(doc(StringMap, "Kubernetes annotations of the deployment's pods", [{ "example.com/owner": "agents" }])),
+  service_account_name: nullable(doc(NonEmptyString, "The Kubernetes service account the pods run as", ["agent"])),
   image_pull_secrets: nullable(Schema.Array(LocalObjectReference)),
   volumes: nullable(Schema.Array(PodVolume)),
   volume_mounts: nullable(Schema.Array(PodVolumeMount)),
@@ -280,8 +288,8 @@ const resourceSpecFields = {
   db_cpu_limit: nullable(DbCpuLimit),
   db_memory_mb: nullable(MemoryRequest),
   db_memory_limit_mb: nullable(MemoryLimit),
-  db_storage_gi: nullable(between(1, resourceBounds.dbStorageGi)),
-  db_max_connections: nullable(between(1, resourceBounds.dbMaxConnections))
+  db_storage_gi: nullable(doc(between(1, resourceBounds.dbStorageGi), "GiB of database storage", [10])),
+  db_max_connections: nullable(doc(between(1, resourceBounds.dbMaxConnections), "Database connections at most", [100]))
 }
 
 /** The resource spec's structure alone, before its cross-field checks. */
@@ -330,14 +338,14 @@ export type ListenerConfig = typeof ListenerConfig.Type
 export const SourceConfig = Schema.Struct({
   integration_id: nullable(Uuid),
   repo_url: nullable(RepoUrl),
-  deployment_type: nullable(DeploymentType),
-  build_on_push: nullable(Schema.Boolean),
-  custom_url: nullable(HttpUrl),
+  deployment_type: nullable(doc(DeploymentType, "The deployment's tier")),
+  build_on_push: nullable(doc(Schema.Boolean, "Build a new revision on every push to repo_ref (gitrepo)", [true])),
+  custom_url: nullable(doc(HttpUrl, "The URL the deployment answers at (http or https)", ["https://agent.example.com"])),
   resource_spec: nullable(ResourceSpec),
   listener_id: nullable(Uuid),
   listener_config: nullable(ListenerConfig),
-  install_command: nullable(Schema.String),
-  build_command: nullable(Schema.String)
+  install_command: nullable(doc(Schema.String, "Shell command that installs the repository's dependencies (gitrepo)", ["pip install -e ."])),
+  build_command: nullable(doc(Schema.String, "Shell command that builds the repository after install (gitrepo)", ["make build"]))
 }).annotate({ identifier: "SourceConfig" })
 export type SourceConfig = typeof SourceConfig.Type
 export type SourceConfigField = keyof typeof SourceConfig.fields
@@ -346,7 +354,7 @@ export const SourceRevisionConfig = Schema.Struct({
   repo_ref: nullable(RepoRef),
   graph_config_path: nullable(RepoPath),
   image_uri: nullable(ImageReference),
-  repo_commit_sha: nullable(Schema.String)
+  repo_commit_sha: nullable(doc(Schema.String, "The commit built (answered; set by a push or a build)", ["4b825dc642cb6eb9a060e54bf8d69288fbee4904"]))
 }).annotate({ identifier: "SourceRevisionConfig" })
 export type SourceRevisionConfig = typeof SourceRevisionConfig.Type
 export type SourceRevisionConfigField = keyof typeof SourceRevisionConfig.fields
@@ -354,7 +362,10 @@ export type SourceRevisionConfigField = keyof typeof SourceRevisionConfig.fields
 /** What responses show instead of a secret's value: secrets are write-only. */
 export const secretMask = "********"
 
-export const Secret = Schema.Struct({ name: NonEmptyString, value: Schema.String }).annotate({ identifier: "Secret" })
+export const Secret = Schema.Struct({
+  name: doc(NonEmptyString, "The environment variable the secret becomes", ["OPENAI_API_KEY"]),
+  value: doc(Schema.String, "The secret's value; write-only: answers show ********", ["sk-..."])
+}).annotate({ identifier: "Secret" })
 export type Secret = typeof Secret.Type
 
 /** A secrets list: names are unique, since each becomes one environment variable. */
@@ -379,7 +390,12 @@ const aliasSource = (name: string): string => (sourceAliases as Record<string, s
 
 /** A request's `source`: the spec's names or the real API's, decoded to the spec's. */
 const inputSourceNames = [...sources, "github", "external_docker", "internal_docker"] as const
-export const SourceInput = Schema.Literals(inputSourceNames).pipe(
+export const SourceInput = Schema.Literals(inputSourceNames)
+  .annotate({
+    description: "gitrepo (a git repository, built) or external_container (a prebuilt image); the real API's names github, external_docker and internal_docker are accepted too",
+    examples: ["external_container"]
+  })
+  .pipe(
   Schema.decodeTo(
     Source,
     SchemaTransformation.transform<Source, (typeof inputSourceNames)[number]>({ decode: (name) => aliasSource(name) as Source, encode: (name) => name })
@@ -412,7 +428,7 @@ const SourceRevisionConfigWire = Schema.Struct({
   // The same grammar as graph_config_path, whatever it becomes.
   langgraph_config_path: SourceRevisionConfig.fields.graph_config_path,
   source_tarball_path: Schema.optionalKey(
-    Schema.NullOr(Schema.String).annotate({ description: "Real LangSmith API field: only null is accepted in a request (a value is a 400: Slipway has no source-tarball upload)" })
+    Schema.NullOr(Schema.String).annotate({ description: "Real LangSmith API field: only null is accepted in a request (a value is a 400: Slipway has no source-tarball upload)", examples: [null] })
   )
 })
   .check(
@@ -436,8 +452,18 @@ export const SourceRevisionConfigInput = SourceRevisionConfigWire.pipe(
   )
 )
 
+/** A listener's version as its agent reports it. */
+const ListenerVersion = doc(Schema.String, "The listener agent's version", ["0.4.2"])
+
+/** A free-form label of what a deployment runs, shown in lists and filterable (`?image_version=`). */
+const ImageVersion = doc(Schema.String, "A free-form label of the version deployed (e.g. the image tag)", ["1.0.0"])
+
 /** A reference to a Kubernetes Secret (real API, `external_docker` only); see docs/real-api.md for what Slipway does with it. */
-export const SecretReference = Schema.Struct({ name: CIdentifier, secret_name: NonEmptyString, secret_key: NonEmptyString }).annotate({
+export const SecretReference = Schema.Struct({
+  name: CIdentifier,
+  secret_name: doc(NonEmptyString, "The Kubernetes Secret's name", ["agent-secrets"]),
+  secret_key: doc(NonEmptyString, "The key inside that Secret", ["openai-api-key"])
+}).annotate({
   identifier: "SecretReference"
 })
 
@@ -445,8 +471,8 @@ export const SecretReference = Schema.Struct({ name: CIdentifier, secret_name: N
 // Resources as answered (wire shapes)
 
 export const Deployment = Schema.Struct({
-  name: Schema.String,
-  source: SourceAnswer,
+  name: doc(Schema.String, "The deployment's name, unique per tenant", ["my-agent"]),
+  source: doc(SourceAnswer, "Where the deployment's code comes from: a git repository or a prebuilt image"),
   source_config: SourceConfig,
   source_revision_config: SourceRevisionConfigInput,
   /** Always masked (`secretMask`) in responses. */
@@ -456,10 +482,10 @@ export const Deployment = Schema.Struct({
   tenant_id: Schema.optionalKey(Uuid),
   created_at: Timestamp,
   updated_at: Timestamp,
-  status: DeploymentStatus,
+  status: doc(DeploymentStatus, "The deployment's own state (its revisions have theirs)"),
   latest_revision_id: Schema.NullOr(Uuid),
   active_revision_id: Schema.NullOr(Uuid),
-  image_version: nullable(Schema.String)
+  image_version: nullable(ImageVersion)
 }).annotate({ identifier: "Deployment" })
 export type Deployment = typeof Deployment.Type
 
@@ -467,13 +493,13 @@ export const Revision = Schema.Struct({
   id: Uuid,
   created_at: Timestamp,
   updated_at: Timestamp,
-  status: RevisionStatus,
-  source: SourceAnswer,
+  status: doc(RevisionStatus, "Where the revision is in its build and deploy; DEPLOYED when it serves"),
+  source: doc(SourceAnswer, "Where the revision's code comes from"),
   /** The values of this revision (not of the deployment's latest one). */
   source_revision_config: SourceRevisionConfigInput,
   // Not in the real API's Revision: optional so its answers decode too.
   deployment_id: Schema.optionalKey(Uuid),
-  status_message: Schema.optionalKey(Schema.NullOr(Schema.String))
+  status_message: Schema.optionalKey(Schema.NullOr(doc(Schema.String, "Why the revision failed, or what it is doing; null when there is nothing to say", ["pulling ghcr.io/acme/agent:1.0"])))
 }).annotate({ identifier: "Revision" })
 export type Revision = typeof Revision.Type
 
@@ -488,16 +514,19 @@ export const ComputeConfig = Schema.Struct({
 }).annotate({ identifier: "ComputeConfig" })
 
 /** The real API's user-assigned id of the compute a listener runs on (e.g. the cluster name): unique per tenant. */
-export const ComputeId = NonEmptyString.check(rule((s: string) => s.length <= 255, "String should have at most 255 characters", "string_too_long"))
+export const ComputeId = NonEmptyString.check(rule((s: string) => s.length <= 255, "String should have at most 255 characters", "string_too_long", { maxLength: 255 })).annotate({
+  description: "The user-assigned id of the compute the listener runs on (e.g. the cluster name); unique per tenant",
+  examples: ["prod-cluster"]
+})
 
 export const ComputeType = Schema.Literal("k8s")
 
 export const Listener = Schema.Struct({
   id: Uuid,
-  compute_type: ComputeType,
+  compute_type: doc(ComputeType, "The kind of compute: k8s"),
   /** Defaults to the listener's id when not given on create. */
-  compute_id: Schema.optionalKey(Schema.String),
-  version: Schema.optionalKey(Schema.NullOr(Schema.String)),
+  compute_id: Schema.optionalKey(doc(Schema.String, "The user-assigned id of the compute the listener runs on (e.g. the cluster name)", ["prod-cluster"])),
+  version: Schema.optionalKey(Schema.NullOr(ListenerVersion)),
   compute_config: ComputeConfig,
   created_at: Timestamp,
   updated_at: Timestamp
@@ -507,9 +536,9 @@ export type Listener = typeof Listener.Type
 export const Integration = Schema.Struct({
   id: Uuid,
   /** The git host; "github" for every integration today. */
-  provider: Schema.String,
+  provider: doc(Schema.String, "The git host", ["github"]),
   /** The account or organization the integration was installed on. */
-  owner: Schema.String,
+  owner: doc(Schema.String, "The account or organization the integration was installed on", ["acme"]),
   installed_at: Timestamp
 }).annotate({ identifier: "Integration" })
 export type Integration = typeof Integration.Type
@@ -517,14 +546,14 @@ export type Integration = typeof Integration.Type
 /** `GET /v1/integrations/gitrepo/install`: the tenant's integrations and where to add another. */
 export const IntegrationInstall = Schema.Struct({
   integrations: Schema.Array(Integration),
-  install_url: Schema.String
+  install_url: doc(Schema.String, "Where to install another integration", ["https://github.com/apps/slipway/installations/new"])
 }).annotate({ identifier: "IntegrationInstall" })
 export type IntegrationInstall = typeof IntegrationInstall.Type
 
 /** The tracing project (session) created with each deployment, under the deployment's name. */
 export const TracingProject = Schema.Struct({
   id: Uuid,
-  name: Schema.String,
+  name: doc(Schema.String, "The tracing project's name: its deployment's name", ["my-agent"]),
   created_at: Timestamp
 }).annotate({ identifier: "TracingProject" })
 export type TracingProject = typeof TracingProject.Type
@@ -546,7 +575,7 @@ export const CreateDeployment = Schema.Struct({
   secrets: nullable(Secrets),
   /** Real API field; accepted and not stored (docs/real-api.md). */
   secret_references: nullable(Schema.Array(SecretReference)),
-  image_version: nullable(Schema.String)
+  image_version: nullable(ImageVersion)
 }).annotate({ identifier: "CreateDeployment" })
 export type CreateDeployment = typeof CreateDeployment.Type
 
@@ -556,7 +585,7 @@ export type CreateDeployment = typeof CreateDeployment.Type
  * rule in rules.ts gives the useful message, not a pattern mismatch.
  */
 export const PatchDeployment = Schema.Struct({
-  name: nullable(Schema.String),
+  name: nullable(doc(Schema.String, "Only the deployment's current name is accepted (names cannot change)", ["my-agent"])),
   source: nullable(SourceInput),
   /** Real API field: the source of the revision this PATCH creates; only the deployment's own source is accepted (400 otherwise). */
   revision_source: nullable(SourceInput),
@@ -565,7 +594,7 @@ export const PatchDeployment = Schema.Struct({
   secrets: nullable(Secrets),
   /** Real API field; accepted and not stored (docs/real-api.md). */
   secret_references: nullable(Schema.Array(SecretReference)),
-  image_version: nullable(Schema.String)
+  image_version: nullable(ImageVersion)
 }).annotate({ identifier: "PatchDeployment" })
 export type PatchDeployment = typeof PatchDeployment.Type
 
@@ -578,17 +607,17 @@ export type CreateRevision = typeof CreateRevision.Type
 
 export const CreateListener = Schema.Struct({
   // Only one compute type exists, so it may be left out.
-  compute_type: ComputeType.pipe(Schema.withDecodingDefaultKey(Effect.succeed("k8s" as const))),
+  compute_type: doc(ComputeType, "The kind of compute: k8s (the default)").pipe(Schema.withDecodingDefaultKey(Effect.succeed("k8s" as const))),
   /** Required by the real API; Slipway defaults it to the new listener's id. 409 when the tenant already has it. */
   compute_id: nullable(ComputeId),
-  version: nullable(Schema.String),
+  version: nullable(ListenerVersion),
   compute_config: ComputeConfig
 }).annotate({ identifier: "CreateListener" })
 export type CreateListener = typeof CreateListener.Type
 
 export const PatchListener = Schema.Struct({
-  compute_type: nullable(ComputeType),
-  version: nullable(Schema.String),
+  compute_type: nullable(doc(ComputeType, "The kind of compute: k8s")),
+  version: nullable(ListenerVersion),
   compute_config: nullable(ComputeConfig)
 }).annotate({ identifier: "PatchListener" })
 export type PatchListener = typeof PatchListener.Type
@@ -601,13 +630,13 @@ const openObject = <F extends Schema.Struct.Fields>(fields: F) =>
   Schema.StructWithRest(Schema.Struct(fields), [Schema.Record(Schema.String, Schema.Unknown)])
 
 export const PushEvent = openObject({
-  ref: Schema.String,
-  after: Schema.String,
+  ref: doc(Schema.String, "The pushed ref", ["refs/heads/main"]),
+  after: doc(Schema.String, "The commit the ref points to after the push", ["4b825dc642cb6eb9a060e54bf8d69288fbee4904"]),
   deleted: Schema.optionalKey(Schema.Boolean),
   repository: openObject({
-    clone_url: Schema.String,
-    html_url: Schema.String,
-    full_name: Schema.String
+    clone_url: doc(Schema.String, "The repository's git URL", ["https://github.com/acme/agent.git"]),
+    html_url: doc(Schema.String, "The repository's web page", ["https://github.com/acme/agent"]),
+    full_name: doc(Schema.String, "owner/name", ["acme/agent"])
   })
 }).annotate({ identifier: "PushEvent" })
 export type PushEvent = typeof PushEvent.Type

@@ -4,7 +4,7 @@
  * names into the real API's. Pure. See docs/real-api.md.
  */
 import { Result, Schema } from "effect"
-import { Uuid } from "../api/common.ts"
+import { doc, Uuid } from "../api/common.ts"
 import type { Dialect } from "../api/endpoint.ts"
 import { type ApiError, BadRequest, ValidationError } from "../api/errors.ts"
 import { Int } from "../api/validation.ts"
@@ -116,20 +116,20 @@ export const listenerBodyOut = (body: unknown, dialect: Dialect, create: boolean
 export const GithubIntegration = Schema.Struct({
   id: Uuid,
   /** The real API's GitHub App installation id. Slipway has no GitHub App: a stable number derived from `id`. */
-  installation_id: Int,
+  installation_id: doc(Int, "The GitHub App installation id (Slipway: a stable number derived from id)", [41234567]),
   /** The GitHub account (user or organization). */
-  name: Schema.String
+  name: doc(Schema.String, "The GitHub account (user or organization)", ["acme"])
 }).annotate({ identifier: "GithubIntegration" })
 export type GithubIntegration = typeof GithubIntegration.Type
 
 /** `GET /v1/integrations/github/{integration_id}/repos`: a repository the integration can deploy. */
 export const GithubRepository = Schema.Struct({
   host_integration_id: Uuid,
-  id: Int,
-  name: Schema.String,
-  owner: Schema.String,
-  url: Schema.String,
-  default_branch: Schema.String
+  id: doc(Int, "The repository's number", [1]),
+  name: doc(Schema.String, "The repository's name", ["agent"]),
+  owner: doc(Schema.String, "The repository's owner", ["acme"]),
+  url: doc(Schema.String, "The repository's URL", ["https://github.com/acme/agent"]),
+  default_branch: doc(Schema.String, "The repository's default branch", ["main"])
 }).annotate({ identifier: "GithubRepository" })
 export type GithubRepository = typeof GithubRepository.Type
 

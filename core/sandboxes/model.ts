@@ -8,7 +8,7 @@
  * `Quantity` values (quantity.ts) and names to checked DNS labels (names.ts).
  */
 import { Effect, Schema } from "effect"
-import { Timestamp, Uuid } from "../api/common.ts"
+import { doc, Timestamp, Uuid } from "../api/common.ts"
 import { atLeast, atMost, Int, issueTypeKey, rule, ruleOf } from "../api/validation.ts"
 import { imageReferenceProblem } from "../deployments/sourceFields.ts"
 import { DnsLabel } from "./names.ts"
@@ -44,21 +44,27 @@ export const Image = Schema.String.annotate({ description: "An OCI image referen
   ruleOf((image: string) => (image === "" ? undefined : imageReferenceProblem(image, "image")), "value_error")
 )
 
-const Replicas = Int.check(atLeast(0)).check(atMost(maxPoolReplicas))
+const Replicas = doc(Int.check(atLeast(0)).check(atMost(maxPoolReplicas)), "Ready sandboxes the pool keeps", [2])
 
 /** Seconds to wait for readiness when `wait_for_ready` is true. */
 const WaitSeconds = Int.check(atLeast(1)).check(atMost(maxWaitSeconds))
 
 /** `wait_for_ready` (default false) and `timeout` (seconds, default 60) of create requests. */
 const waitFields = {
-  wait_for_ready: withDefault(Schema.Boolean, false),
-  timeout: withDefault(WaitSeconds, defaultWaitSeconds)
+  wait_for_ready: withDefault(doc(Schema.Boolean, "Answer only once the resource is ready (or failed), waiting at most `timeout` seconds", [false]), false),
+  timeout: withDefault(doc(WaitSeconds, "Seconds to wait when wait_for_ready is true", [defaultWaitSeconds]), defaultWaitSeconds)
 }
+
+/** Why a sandbox failed or what it is waiting for. */
+const StatusMessage = Schema.NullOr(doc(Schema.String, "Why the sandbox failed or what it is waiting for; null when there is nothing to say", ["pulling python:3.12"]))
 
 // ---------------------------------------------------------------------------------------------
 // Responses
 
-export const VolumeMount = Schema.Struct({ volume_name: Schema.String, mount_path: Schema.String }).annotate({ identifier: "VolumeMount" })
+export const VolumeMount = Schema.Struct({
+  volume_name: doc(Schema.String, "The mounted volume's name", ["agent-data"]),
+  mount_path: doc(Schema.String, "Where the volume appears in the sandbox", ["/data"])
+}).annotate({ identifier: "VolumeMount" })
 
 export const TemplateResources = Schema.Struct({
   cpu: QuantityText,
@@ -69,8 +75,8 @@ export const TemplateResources = Schema.Struct({
 
 export const Template = Schema.Struct({
   id: Uuid,
-  name: Schema.String,
-  image: Schema.String,
+  name: doc(Schema.String, "The template's name, unique per tenant", ["python"]),
+  image: doc(Schema.String, "The OCI image sandboxes start from", ["python:3.12"]),
   resources: TemplateResources,
   volume_mounts: Schema.Array(VolumeMount),
   proxy_config: ProxyConfig,
@@ -81,9 +87,9 @@ export type Template = typeof Template.Type
 
 export const Volume = Schema.Struct({
   id: Uuid,
-  name: Schema.String,
+  name: doc(Schema.String, "The volume's name, unique per tenant", ["agent-data"]),
   size: QuantityText,
-  storage_class: Schema.String,
+  storage_class: doc(Schema.String, "The storage class the volume was provisioned with", ["standard"]),
   created_at: Timestamp,
   updated_at: Timestamp
 }).annotate({ identifier: "Volume" })
@@ -91,9 +97,9 @@ export type Volume = typeof Volume.Type
 
 export const Pool = Schema.Struct({
   id: Uuid,
-  name: Schema.String,
-  template_name: Schema.String,
-  replicas: Int,
+  name: doc(Schema.String, "The pool's name, unique per tenant", ["warm-python"]),
+  template_name: doc(Schema.String, "The template its sandboxes are made from", ["python"]),
+  replicas: doc(Int, "Ready sandboxes the pool keeps", [2]),
   created_at: Timestamp,
   updated_at: Timestamp
 }).annotate({ identifier: "Pool" })
@@ -105,16 +111,19 @@ const RetentionSeconds = Int.check(atLeast(0)).check(atMost(maxRetentionSeconds)
 
 export const Sandbox = Schema.Struct({
   id: Uuid,
-  name: Schema.String,
-  /** The template the box was made from; null for a box made from a snapshot or the default image. */
-  template_name: Schema.NullOr(Schema.String),
+  name: doc(Schema.String, "The sandbox's name, unique per tenant", ["python-x7k2pq"]),
+  template_name: doc(Schema.NullOr(Schema.String), "The template the sandbox was made from; null for a box made from a snapshot or the default image", ["python"]),
   /** The pool that created the sandbox; null for one created directly. */
-  pool_name: Schema.NullOr(Schema.String),
+  pool_name: Schema.NullOr(doc(Schema.String, "The pool that created the sandbox; null for one created directly", ["warm-python"])),
   /** Where the box's dataplane answers; null while no runtime that can execute is configured. */
-  dataplane_url: Schema.NullOr(Schema.String),
-  status: BoxLifecycle,
+  dataplane_url: Schema.NullOr(
+    doc(Schema.String, "Where the sandbox's dataplane answers (run commands, files); null while no runtime that can execute is configured", [
+      "http://127.0.0.1:8080/sandboxes/6f1c2a3e-8b0d-4c5e-9f7a-1b2c3d4e5f60"
+    ])
+  ),
+  status: doc(BoxLifecycle, "The sandbox's lifecycle state; ready when commands can run"),
   /** Why the sandbox failed or what it is waiting for; null when there is nothing to say. */
-  status_message: Schema.NullOr(Schema.String),
+  status_message: StatusMessage,
   created_at: Timestamp,
   updated_at: Timestamp,
   // The current sandbox model (docs/sandboxes.md, "Snapshots"): present only when set, so a box
@@ -138,9 +147,9 @@ export const BoxStatusValue = BoxLifecycle
 export type BoxStatusValue = BoxLifecycle
 
 export const BoxStatus = Schema.Struct({
-  status: BoxStatusValue,
+  status: doc(BoxStatusValue, "The sandbox's lifecycle state; ready when commands can run"),
   /** Why the sandbox failed or what it is waiting for; null when there is nothing to say. */
-  status_message: Schema.NullOr(Schema.String)
+  status_message: StatusMessage
 }).annotate({ identifier: "BoxStatus" })
 export type BoxStatus = typeof BoxStatus.Type
 
@@ -152,7 +161,7 @@ export const SandboxList = Schema.Struct({ sandboxes: Schema.Array(Sandbox), off
 // ---------------------------------------------------------------------------------------------
 // Requests
 
-export const VolumeMountInput = Schema.Struct({ volume_name: DnsLabel, mount_path: AbsolutePath }).annotate({ identifier: "VolumeMountInput" })
+export const VolumeMountInput = Schema.Struct({ volume_name: DnsLabel, mount_path: doc(AbsolutePath, "An absolute path in the sandbox, not / and without '..'", ["/data"]) }).annotate({ identifier: "VolumeMountInput" })
 
 /**
  * Two mounts at one path would shadow each other, and one volume mounted twice is almost
@@ -192,7 +201,7 @@ export const CreateVolume = Schema.Struct({
   name: DnsLabel,
   size: VolumeSize,
   /** Omitted → the server's default class (see `resolveStorageClass`). */
-  storage_class: Schema.optionalKey(Schema.String),
+  storage_class: Schema.optionalKey(doc(Schema.String, "One of the server's storage classes (SLIPWAY_STORAGE_CLASSES); omitted: the first", ["standard"])),
   ...waitFields
 }).annotate({ identifier: "CreateVolume" })
 export type CreateVolume = typeof CreateVolume.Type
@@ -263,4 +272,4 @@ export const PatchBox = Schema.Struct({ name: Schema.optionalKey(DnsLabel), ...r
 export type PatchBox = typeof PatchBox.Type
 
 /** The `{name}` path parameter of every sandbox-area item endpoint. */
-export const NameParams = Schema.Struct({ name: Schema.String })
+export const NameParams = Schema.Struct({ name: doc(Schema.String, "The resource's name (names are DNS-1123 labels; any other text is simply not found)", ["my-sandbox"]) })

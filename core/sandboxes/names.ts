@@ -20,9 +20,9 @@ export const isDnsLabel = (name: string): boolean => name.length <= maxNameLengt
  * lets the empty string through: "at least 1 character" already says all there is to say.
  */
 export const DnsLabel = Schema.String.check(
-  rule((name: string) => name.length >= 1, "must be at least 1 character", "string_too_short"),
-  rule((name: string) => name.length <= maxNameLength, `must be at most ${maxNameLength} characters`, "string_too_long"),
-  rule((name: string) => name === "" || labelPattern.test(name), dnsLabelPatternMessage, "string_pattern_mismatch")
+  rule((name: string) => name.length >= 1, "must be at least 1 character", "string_too_short", { minLength: 1 }),
+  rule((name: string) => name.length <= maxNameLength, `must be at most ${maxNameLength} characters`, "string_too_long", { maxLength: maxNameLength }),
+  rule((name: string) => name === "" || labelPattern.test(name), dnsLabelPatternMessage, "string_pattern_mismatch", { pattern: labelPattern.source })
 ).annotate({
   description: "DNS-1123 label: 1-63 lowercase alphanumeric characters or '-', starting and ending with an alphanumeric character",
   examples: ["my-sandbox"]

@@ -87,28 +87,34 @@ const HeaderValue = Schema.String.check(
 const hostPattern = /^(\*|(\*\.)?[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*(:[0-9]{1,5})?)$/
 
 const MatchHost = Schema.String.check(
-  rule((host: string) => hostPattern.test(host), "must be a host name or IP address with an optional port; '*.' may prefix a domain, '*' alone matches every host", "value_error")
-)
+  rule((host: string) => hostPattern.test(host), "must be a host name or IP address with an optional port; '*.' may prefix a domain, '*' alone matches every host", "value_error", {
+    pattern: hostPattern.source
+  })
+).annotate({ description: "A host name or IP address with an optional port; '*.' may prefix a domain, '*' alone matches every host", examples: ["api.openai.com"] })
 
 const MatchPath = Schema.String.check(
-  rule((path: string) => path.startsWith("/"), "must start with '/'", "value_error"),
+  rule((path: string) => path.startsWith("/"), "must start with '/'", "value_error", { pattern: "^/[^*]*\\*?$" }),
   rule((path: string) => !path.slice(0, -1).includes("*"), "may contain '*' only as the last character", "value_error")
-)
+).annotate({ description: "A path prefix starting with '/'; '*' only as the last character", examples: ["/v1/*"] })
 
 const NoProxyEntry = Schema.String.check(
-  rule((entry: string) => entry.length > 0, "must not be empty", "string_too_short"),
-  rule((entry: string) => !/[\s,]/.test(entry), "must not contain whitespace or commas", "value_error")
-)
+  rule((entry: string) => entry.length > 0, "must not be empty", "string_too_short", { minLength: 1 }),
+  rule((entry: string) => !/[\s,]/.test(entry), "must not contain whitespace or commas", "value_error", { pattern: "^[^\\s,]+$" })
+).annotate({ description: "A host (or domain suffix) reached without the proxy", examples: ["localhost"] })
 
 const RuleName = Schema.String.check(
-  rule((name: string) => name.length >= 1, "must be at least 1 character", "string_too_short"),
-  rule((name: string) => name.length <= 63, "must be at most 63 characters", "string_too_long")
-)
+  rule((name: string) => name.length >= 1, "must be at least 1 character", "string_too_short", { minLength: 1 }),
+  rule((name: string) => name.length <= 63, "must be at most 63 characters", "string_too_long", { maxLength: 63 })
+).annotate({ description: "The rule's name, unique in the template", examples: ["openai"] })
 
-const MatchHosts = Schema.Array(MatchHost).check(rule((hosts: ReadonlyArray<string>) => hosts.length >= 1, "must list at least one host", "too_short"))
-const InjectHeaders = Schema.Record(Schema.String, HeaderValue).check(validHeaderNames)
-const MatchPaths = Schema.Array(MatchPath)
-const NoProxy = Schema.Array(NoProxyEntry)
+const MatchHosts = Schema.Array(MatchHost)
+  .check(rule((hosts: ReadonlyArray<string>) => hosts.length >= 1, "must list at least one host", "too_short", { minItems: 1 }))
+  .annotate({ description: "Hosts whose requests the rule applies to", examples: [["api.openai.com"]] })
+const InjectHeaders = Schema.Record(Schema.String, HeaderValue)
+  .check(validHeaderNames)
+  .annotate({ description: "Headers added to matching requests; ${VAR} takes a variable of the sandbox's environment", examples: [{ Authorization: "Bearer ${OPENAI_API_KEY}" }] })
+const MatchPaths = Schema.Array(MatchPath).annotate({ description: "Path prefixes the rule applies to (empty: every path)", examples: [["/v1/*"]] })
+const NoProxy = Schema.Array(NoProxyEntry).annotate({ description: "Hosts reached directly, without the proxy", examples: [["localhost"]] })
 
 /** Rule names identify rules, so a second rule with the same name is reported at its `name`. */
 const uniqueRuleNames = Schema.makeFilter<ReadonlyArray<{ readonly name: string }>>(
@@ -147,7 +153,7 @@ export const ProxyRuleInput = Schema.Struct({
   match_hosts: MatchHosts,
   inject_headers: withDefault(InjectHeaders, {}),
   match_paths: withDefault(MatchPaths, []),
-  enabled: withDefault(Schema.Boolean, true)
+  enabled: withDefault(Schema.Boolean.annotate({ description: "Whether the rule applies (default true)", examples: [true] }), true)
 }).annotate({ identifier: "ProxyRuleInput" })
 
 export const ProxyConfigInput = Schema.Struct({

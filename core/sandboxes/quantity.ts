@@ -217,7 +217,16 @@ const constraintCheck = ({ problem, type }: QuantityConstraint) =>
     return reason === undefined ? undefined : `Invalid quantity '${text}': ${reason}`
   }, type)
 
-const parses = describedCheck((text: string) => Result.match(parseQuantity(text), { onFailure: (message) => message, onSuccess: () => undefined }), "quantity_parsing")
+/**
+ * The grammar `parseQuantity` reads, as a JSON Schema pattern for /openapi.json: a decimal number
+ * and an optional suffix (binary Ki…Ei, decimal n…E, or an exponent e3).
+ */
+export const quantityJsonPattern = "^[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?$"
+
+const parses = Schema.makeFilter<string>((text) => Result.match(parseQuantity(text), { onFailure: (message) => message, onSuccess: () => undefined }), {
+  [issueTypeKey]: "quantity_parsing",
+  toJsonSchema: () => ({ pattern: quantityJsonPattern, maxLength: maxQuantityLength })
+} as any)
 
 const quantitySchema = (description: string, example: string, constraints: ReadonlyArray<QuantityConstraint>) =>
   Schema.String.annotate({ description, examples: [example] })

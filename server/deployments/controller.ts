@@ -15,6 +15,7 @@ import { RevisionLeases } from "../store/RevisionLeases.ts"
 import type { StoreError } from "../store/StoreError.ts"
 import { type DatabaseObservation, DeploymentDriver, type Observation, type RevisionWork } from "./Driver.ts"
 import { makeSecretBox } from "./secrets.ts"
+import { Metrics } from "../metrics.ts"
 
 export class DeploymentController extends Context.Service<
   DeploymentController,
@@ -41,6 +42,7 @@ export const makeDeploymentController = Effect.gen(function* () {
   const background = yield* FiberSet.make()
   // Several replicas on one database (PostgreSQL): each drives only the revisions it leased.
   const leases = Option.getOrUndefined(yield* Effect.serviceOption(RevisionLeases))
+  const metrics = Option.getOrUndefined(yield* Effect.serviceOption(Metrics))
   /** Revisions this replica leased and handed to its driver. */
   const held = new Set<string>()
 
@@ -119,6 +121,16 @@ export const makeDeploymentController = Effect.gen(function* () {
       )
     ).pipe(
       Effect.tap((applied) => (applied.length > 0 ? Effect.sync(() => log.debug("revisions advanced", { revisions: applied.length })) : Effect.void)),
+      // Committed: count the status changes (not progress messages within a state).
+      Effect.tap((applied) =>
+        metrics
+          ? Effect.sync(() =>
+              batch.forEach((observation, index) => {
+                if (applied[index] && !("_tag" in observation) && observation.from !== observation.to) metrics.revisionTransition(observation.from, observation.to)
+              })
+            )
+          : Effect.void
+      ),
       Effect.catch((error) =>
         Effect.sync(() => {
           // Nothing moved; a restart resumes these revisions from the store.

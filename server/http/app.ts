@@ -67,6 +67,8 @@ export interface RequestContext {
   readonly headers: IncomingHttpHeaders
   /** The body exactly as received (webhook signatures are computed over it). */
   readonly rawBody: Buffer
+  /** The peer's address (`request.socket.remoteAddress`): /metrics serves loopback peers only by default. */
+  readonly remoteAddress?: string | undefined
 }
 
 /** A handler may answer something other than JSON (the /docs page, the console's files), with its own status and headers. */
@@ -101,7 +103,19 @@ export interface AppOptions {
   readonly log: Logger
   /** Body limit of endpoints without `auth` (default `UNAUTHENTICATED_MAX_BODY_BYTES`). */
   readonly unauthenticatedMaxBody?: number
+  /**
+   * Per-route metrics (server/metrics.ts): called once per route when the app is built (and once
+   * with `undefined` for requests no route matches); each request then reports its status and
+   * duration to its route's observer.
+   */
+  readonly observe?: (endpoint: Endpoint | undefined) => { readonly observe: (status: number, seconds: number) => void }
 }
+
+interface Observer {
+  readonly observe: (status: number, seconds: number) => void
+}
+
+const noObserver: Observer = { observe: () => undefined }
 
 interface CompiledRoute {
   readonly endpoint: Endpoint
@@ -109,11 +123,13 @@ interface CompiledRoute {
   readonly decodeParams: ((input: unknown) => Result.Result<any, Array<ValidationIssue>>) | undefined
   readonly decodeQuery: ((input: unknown) => Result.Result<any, Array<ValidationIssue>>) | undefined
   readonly decodeBody: ((input: unknown) => Result.Result<any, Array<ValidationIssue>>) | undefined
+  readonly observer: Observer
 }
 
-const compile = ({ endpoint, handler }: Route): CompiledRoute => ({
+const compile = ({ endpoint, handler }: Route, observer: Observer): CompiledRoute => ({
   endpoint,
   handler,
+  observer,
   decodeParams: endpoint.params && decodeWithIssues(endpoint.params, ["path"]),
   // Unknown query parameters and body fields are ignored, as FastAPI (and the real API) does.
   decodeQuery: endpoint.query && decodeWithIssues(endpoint.query, ["query"], { excess: "ignore" }),
@@ -237,7 +253,15 @@ const runHandler = <A, E>(effect: Effect.Effect<A, E>): Exit.Exit<A, E> | Promis
 }
 
 export const makeApp = (options: AppOptions) => {
-  const router = makeRouter(options.routes.map(compile).map((route) => ({ endpoint: route.endpoint, handler: route })))
+  const observerOf = options.observe ?? (() => noObserver)
+  const router = makeRouter(options.routes.map((route) => compile(route, observerOf(route.endpoint))).map((route) => ({ endpoint: route.endpoint, handler: route })))
+  const unmatched = observerOf(undefined)
+  /**
+   * The observer of the request `handle` was last called with: set synchronously by `handle`
+   * before it returns (even when the answer is still pending), read right after, so no object is
+   * allocated per request to carry it.
+   */
+  let matched: Observer = unmatched
   const { log } = options
   const unauthenticatedLimit = Math.min(options.unauthenticatedMaxBody ?? UNAUTHENTICATED_MAX_BODY_BYTES, MAX_BODY_BYTES)
 
@@ -300,7 +324,7 @@ export const makeApp = (options: AppOptions) => {
   ): Effect.Effect<unknown, ApiError | StoreError> => {
     const decoded = decodeRequest(route, params, search, raw, request.headers["content-type"])
     if (Result.isFailure(decoded)) return Effect.fail(decoded.failure)
-    const context: RequestContext = { auth: auth!, requestId, headers: request.headers, rawBody: raw }
+    const context: RequestContext = { auth: auth!, requestId, headers: request.headers, rawBody: raw, remoteAddress: request.socket.remoteAddress }
     return route.handler(decoded.success as DecodedInput<any>, context)
   }
 
@@ -330,6 +354,7 @@ export const makeApp = (options: AppOptions) => {
     const sandboxApi = path.startsWith(apiSandboxPrefix)
     const routed = hosted ? path.slice(apiHostPrefix.length - 1) : sandboxApi ? path.slice(apiSandboxPrefix.length - 1) : path
     const match = router.match(method === "HEAD" ? "GET" : method, routed)
+    matched = match._tag === "Found" ? match.handler.observer : unmatched
     if (
       match._tag === "NotFound" ||
       (hosted && match._tag === "Found" && match.endpoint.area === "sandbox") ||
@@ -361,7 +386,9 @@ export const makeApp = (options: AppOptions) => {
     const started = performance.now()
     const incomingId = request.headers["x-request-id"]
     const requestId = typeof incomingId === "string" && /^[\w.-]{1,64}$/.test(incomingId) ? incomingId : randomUUID()
+    let observer = unmatched
     const logRequest = (status: number) => {
+      observer.observe(status, (performance.now() - started) / 1000)
       if (!log.enabled("info")) return
       log[status >= 500 ? "error" : "info"]("request", {
         request_id: requestId,
@@ -373,7 +400,9 @@ export const makeApp = (options: AppOptions) => {
     }
     const failed = (defect: unknown) => logRequest(unexpected(response, defect, requestId))
     try {
+      matched = unmatched
       const outcome = handle(request, response, requestId)
+      observer = matched
       if (typeof outcome === "number") logRequest(outcome)
       else outcome.then(logRequest, failed)
     } catch (defect) {

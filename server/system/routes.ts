@@ -1,10 +1,9 @@
 /** Health, the generated OpenAPI document and its HTML rendering. */
 import { Effect } from "effect"
 import { Api, makeOpenApiDocument } from "../../core/index.ts"
-import { RawResponse } from "../http/app.ts"
 import { implement, ServerEnv, type ServerModule } from "../module.ts"
 import { consoleRoutes } from "./console.ts"
-import { renderDocs } from "./docs.ts"
+import { docsRoutes } from "./docs.ts"
 
 export const openApiDocument = (serverUrl?: string) =>
   makeOpenApiDocument(Object.values(Api), {
@@ -19,11 +18,10 @@ export const systemModule: ServerModule = {
   routes: Effect.map(ServerEnv, ({ publicUrl, log }) => {
     // Built once: the description is static for the life of the process.
     const document = openApiDocument(publicUrl)
-    const html = new RawResponse("text/html; charset=utf-8", renderDocs(document))
     return [
       implement(Api.health, () => Effect.succeed({ status: "ok" as const })),
       implement(Api.openApi, () => Effect.succeed(document)),
-      implement(Api.docs, () => Effect.succeed(html)),
+      ...docsRoutes(),
       ...consoleRoutes({ log })
     ]
   })

@@ -19,7 +19,7 @@ export class DeploymentServing extends Context.Service<
 >()("slipway/DeploymentServing") {}
 
 /** Paths of Slipway's own that no deployment URL under the public base may take. */
-export const RESERVED_PATHS = ["/v1", "/v2", "/health", "/openapi.json", "/docs", "/sandboxes"]
+export const RESERVED_PATHS = ["/v1", "/v2", "/health", "/openapi.json", "/docs", "/sandboxes", "/metrics", "/console"]
 
 export const DeploymentServingLive = Layer.effect(
   DeploymentServing,
