@@ -42,6 +42,8 @@ const insertDeploymentSql = `INSERT INTO deployments (${deploymentColumns}) VALU
 const insertRevisionSql = `INSERT INTO revisions (id, tenant_id, deployment_id, seq, source, status, status_message, source_revision_config, secrets, deployed_at, created_at, updated_at)
   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
 
+const deploymentByIdSql = `SELECT ${deploymentColumns} FROM deployments WHERE tenant_id = $1 AND id = $2`
+
 const listDeploymentsSql = `SELECT ${deploymentColumns} FROM deployments
   WHERE tenant_id = $1
     AND ($2::text IS NULL OR strpos(name, lower($2::text)) > 0)
@@ -61,7 +63,7 @@ const sqlOffset = (offset: number): number =>
   Number.isFinite(offset) ? Math.min(Math.max(0, Math.trunc(offset)), Number.MAX_SAFE_INTEGER) : Number.MAX_SAFE_INTEGER
 
 export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["Service"] => {
-  const { query, one, execute, executeNaming, transaction } = kit
+  const { query, one, oneMap, execute, executeNaming, transaction } = kit
   const insertRevision = (revision: Parameters<DeploymentStore["Service"]["insertRevision"]>[0]) =>
     execute(insertRevisionSql, [
       revision.id,
@@ -80,8 +82,7 @@ export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["S
   return {
     transaction,
 
-    deployment: (tenantId, id) =>
-      Effect.map(one<DeploymentRow>(`SELECT ${deploymentColumns} FROM deployments WHERE tenant_id = $1 AND id = $2`, [tenantId, id]), (row) => row && toDeploymentRecord(row)),
+    deployment: (tenantId, id) => oneMap(deploymentByIdSql, [tenantId, id], toDeploymentRecord),
     createDeployment: (deployment, revision, tracingProjectId) =>
       transaction(
         Effect.gen(function* () {
@@ -162,9 +163,8 @@ export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["S
     pendingDeletes: () => query<{ tenant_id: string; id: string; updated_at: string }>("SELECT tenant_id, id, updated_at FROM deployments WHERE status = 'AWAITING_DELETE'"),
 
     revision: (tenantId, deploymentId, id) =>
-      Effect.map(
-        one<RevisionRow>(`SELECT ${revisionViewColumns} FROM revisions WHERE tenant_id = $1 AND deployment_id = $2 AND id = $3`, [tenantId, deploymentId, id]),
-        (row) => row && toRevisionRecord(row)
+      oneMap(`SELECT ${revisionViewColumns} FROM revisions WHERE tenant_id = $1 AND deployment_id = $2 AND id = $3`, [tenantId, deploymentId, id], (row: RevisionRow) =>
+        toRevisionRecord(row)
       ),
     insertRevision: (revision) => Effect.asVoid(insertRevision(revision)),
     listRevisions: (tenantId, deploymentId, statuses, page) =>
