@@ -42,9 +42,12 @@ const insertDeploymentSql = `INSERT INTO deployments (${deploymentColumns}) VALU
 const insertRevisionSql = `INSERT INTO revisions (id, tenant_id, deployment_id, seq, source, status, status_message, source_revision_config, secrets, deployed_at, created_at, updated_at)
   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
 
-const deploymentByIdSql = `SELECT ${deploymentColumns} FROM deployments WHERE tenant_id = $1 AND id = $2`
+/** The read path's statements, also run by the bench's raw-driver floor (bench/postgres-floor.ts). */
+export const deploymentByIdSql = `SELECT ${deploymentColumns} FROM deployments WHERE tenant_id = $1 AND id = $2`
 
-const listDeploymentsSql = `SELECT ${deploymentColumns} FROM deployments
+export const revisionByIdSql = `SELECT ${revisionViewColumns} FROM revisions WHERE tenant_id = $1 AND deployment_id = $2 AND id = $3`
+
+export const listDeploymentsSql = `SELECT ${deploymentColumns} FROM deployments
   WHERE tenant_id = $1
     AND ($2::text IS NULL OR strpos(name, lower($2::text)) > 0)
     AND ($3::text[] IS NULL OR status = ANY($3::text[]))
@@ -163,9 +166,7 @@ export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["S
     pendingDeletes: () => query<{ tenant_id: string; id: string; updated_at: string }>("SELECT tenant_id, id, updated_at FROM deployments WHERE status = 'AWAITING_DELETE'"),
 
     revision: (tenantId, deploymentId, id) =>
-      oneMap(`SELECT ${revisionViewColumns} FROM revisions WHERE tenant_id = $1 AND deployment_id = $2 AND id = $3`, [tenantId, deploymentId, id], (row: RevisionRow) =>
-        toRevisionRecord(row)
-      ),
+      oneMap(revisionByIdSql, [tenantId, deploymentId, id], (row: RevisionRow) => toRevisionRecord(row)),
     insertRevision: (revision) => Effect.asVoid(insertRevision(revision)),
     listRevisions: (tenantId, deploymentId, statuses, page) =>
       Effect.map(

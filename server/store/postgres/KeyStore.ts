@@ -9,6 +9,9 @@ import { PostgresDatabase, type PgStoreKit } from "./PostgresDatabase.ts"
 // A dummy hash keeps the unknown-key path doing the same compare as the known-key path.
 const dummyHash = Buffer.from(hashKey("slipway-dummy"), "hex")
 
+/** The statement of every authenticated request (also run by the bench's floor, bench/postgres-floor.ts). */
+export const authenticateSql = "SELECT id, organization_id, default_tenant_id, key_hash FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL"
+
 export const makePostgresKeyStore = (kit: PgStoreKit): KeyStore["Service"] => {
   const { query, one, execute, transaction } = kit
 
@@ -59,7 +62,7 @@ export const makePostgresKeyStore = (kit: PgStoreKit): KeyStore["Service"] => {
       const hash = hashKey(key)
       return Effect.flatMap(
         one<{ id: string; organization_id: string; default_tenant_id: string; key_hash: string }>(
-          "SELECT id, organization_id, default_tenant_id, key_hash FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL",
+          authenticateSql,
           [hash]
         ),
         (row): Effect.Effect<AuthContext, StoreError | Unauthorized | Forbidden> => {
