@@ -11,7 +11,9 @@ import {
 } from "../DeploymentStore.ts"
 import { StoreError } from "../StoreError.ts"
 import { type DeploymentRow, type ListenerRow, type RevisionView as RevisionRow, toDeploymentRecord, toListenerRecord, toRevisionRecord } from "../rows.ts"
-import { PostgresDatabase, type PgStoreKit } from "./PostgresDatabase.ts"
+import type { PgError, Sql } from "./client.ts"
+import { inSnapshot, isShallow, makeKeyCheckpoints, STRIDE } from "./pages.ts"
+import { CurrentTransaction, PostgresDatabase, type PgStoreKit, toStoreError } from "./PostgresDatabase.ts"
 
 const FINAL = "'DEPLOYED', 'CREATE_FAILED', 'BUILD_FAILED', 'DEPLOY_FAILED', 'SKIPPED', 'INTERRUPTED', 'UNKNOWN'"
 
@@ -58,6 +60,35 @@ export const listDeploymentsSql = `SELECT ${deploymentColumns} FROM deployments
   LIMIT $7 OFFSET $8`
 
 /**
+ * Deep pages (offset >= 4 * STRIDE) of the unfiltered lists start from a checkpoint (pages.ts):
+ * the key of the row at the nearest multiple of STRIDE at or before the offset, and skip fewer
+ * than STRIDE rows from there. A filtered list keeps the plain OFFSET: its filters (a substring
+ * of the name, a status, an image version...) have no index, so it reads the tenant's rows
+ * whatever the offset, and a status or image version changes with every revision, which no
+ * checkpoint could follow without a version bump on every update.
+ * `created_at` keys travel as Postgres text (`::text`): exact to the microsecond.
+ */
+const deploymentOrder = "ORDER BY created_at DESC, id DESC"
+const deepDeploymentsSql = `SELECT ${deploymentColumns} FROM deployments
+  WHERE tenant_id = $1 AND (created_at, id) <= ($2::timestamptz, $3::text) ${deploymentOrder} LIMIT $4 OFFSET $5`
+const firstDeploymentKeySql = `SELECT created_at::text AS at, id FROM deployments WHERE tenant_id = $1 ${deploymentOrder} LIMIT 1`
+const strideDeploymentKeySql = `SELECT created_at::text AS at, id FROM deployments
+  WHERE tenant_id = $1 AND (created_at, id) < ($2::timestamptz, $3::text) ${deploymentOrder} LIMIT 1 OFFSET ${STRIDE - 1}`
+const revisionOrder = "ORDER BY seq DESC"
+const listRevisionsSql = `SELECT ${revisionViewColumns} FROM revisions
+  WHERE tenant_id = $1 AND deployment_id = $2 AND ($3::text[] IS NULL OR status = ANY($3::text[]))
+  ${revisionOrder} LIMIT $4 OFFSET $5`
+const deepRevisionsSql = `SELECT ${revisionViewColumns} FROM revisions
+  WHERE tenant_id = $1 AND deployment_id = $2 AND seq <= $3 ${revisionOrder} LIMIT $4 OFFSET $5`
+const firstRevisionKeySql = `SELECT seq FROM revisions WHERE tenant_id = $1 AND deployment_id = $2 ${revisionOrder} LIMIT 1`
+const strideRevisionKeySql = `SELECT seq FROM revisions WHERE tenant_id = $1 AND deployment_id = $2 AND seq < $3 ${revisionOrder} LIMIT 1 OFFSET ${STRIDE - 1}`
+
+type DeploymentKey = { readonly at: string; readonly id: string }
+
+/** The statements of deep pages, for tests that read their plans. */
+export const deepListSql = { deployments: deepDeploymentsSql, revisions: deepRevisionsSql }
+
+/**
  * The OFFSET a statement is given: OFFSET is a bigint and a JavaScript number past 2^53 is not
  * exact, so an offset the API accepted (any size) would fail the statement. No table holds 2^53
  * rows: any larger offset reads the same empty page as 2^53 - 1 (as SQLite's `sqlPage`).
@@ -66,7 +97,18 @@ const sqlOffset = (offset: number): number =>
   Number.isFinite(offset) ? Math.min(Math.max(0, Math.trunc(offset)), Number.MAX_SAFE_INTEGER) : Number.MAX_SAFE_INTEGER
 
 export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["Service"] => {
-  const { query, one, oneMap, execute, executeNaming, transaction } = kit
+  const { query, one, oneMap, queryMap, execute, executeNaming, transaction, client } = kit
+  const deploymentPages = makeKeyCheckpoints<DeploymentKey>({
+    first: (sql, [tenantId]) => sql.one<DeploymentKey>(firstDeploymentKeySql, [tenantId]),
+    after: (sql, [tenantId], key) => sql.one<DeploymentKey>(strideDeploymentKeySql, [tenantId, key.at, key.id])
+  })
+  const revisionPages = makeKeyCheckpoints<number>({
+    first: (sql, scope) => Effect.map(sql.one<{ seq: number }>(firstRevisionKeySql, scope), (row) => row?.seq),
+    after: (sql, scope, seq) => Effect.map(sql.one<{ seq: number }>(strideRevisionKeySql, [...scope, seq]), (row) => row?.seq)
+  })
+  /** A deep page in one snapshot (the caller's transaction, or a read-only one). */
+  const deepPage = <A>(read: (sql: Sql) => Effect.Effect<Array<A>, PgError>): Effect.Effect<Array<A>, StoreError> =>
+    Effect.withFiber((fiber) => Effect.mapError(inSnapshot(client, fiber.getRef(CurrentTransaction), read), toStoreError))
   const insertRevision = (revision: Parameters<DeploymentStore["Service"]["insertRevision"]>[0]) =>
     execute(insertRevisionSql, [
       revision.id,
@@ -129,9 +171,18 @@ export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["S
     setDeploymentStatus: (tenantId, id, status, now) =>
       Effect.map(execute("UPDATE deployments SET status = $1, updated_at = $2 WHERE tenant_id = $3 AND id = $4", [status, now, tenantId, id]), (n) => n > 0),
     deleteDeployment: (tenantId, id) => Effect.map(execute("DELETE FROM deployments WHERE tenant_id = $1 AND id = $2", [tenantId, id]), (n) => n > 0),
-    listDeployments: (tenantId, filter, page) =>
-      Effect.map(
-        query<DeploymentRow>(listDeploymentsSql, [
+    listDeployments: (tenantId, filter, page) => {
+      const unfiltered = filter.nameContains === null && filter.statuses === null && filter.imageVersion === null && filter.deploymentType === null && filter.ids === null
+      if (unfiltered && !isShallow(page.offset)) {
+        return deepPage((sql) =>
+          Effect.flatMap(deploymentPages.locate(sql, tenantId, "deployments", [tenantId], sqlOffset(page.offset)), ({ from, skip }) =>
+            from === undefined
+              ? Effect.succeed([])
+              : Effect.map(sql.query<DeploymentRow>(deepDeploymentsSql, [tenantId, from.at, from.id, page.limit, skip]), (rows) => rows.map(toDeploymentRecord))
+          )
+        )
+      }
+      return queryMap(listDeploymentsSql, [
           tenantId,
           filter.nameContains,
           filter.statuses,
@@ -140,9 +191,8 @@ export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["S
           filter.ids,
           page.limit,
           sqlOffset(page.offset)
-        ]),
-        (rows) => rows.map(toDeploymentRecord)
-      ),
+        ], toDeploymentRecord)
+    },
     pushTargets: (tenantId, integrationId, ref, branch) =>
       Effect.map(
         query<DeploymentRow>(
@@ -168,16 +218,18 @@ export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["S
     revision: (tenantId, deploymentId, id) =>
       oneMap(revisionByIdSql, [tenantId, deploymentId, id], (row: RevisionRow) => toRevisionRecord(row)),
     insertRevision: (revision) => Effect.asVoid(insertRevision(revision)),
-    listRevisions: (tenantId, deploymentId, statuses, page) =>
-      Effect.map(
-        query<RevisionRow>(
-          `SELECT ${revisionViewColumns} FROM revisions
-           WHERE tenant_id = $1 AND deployment_id = $2 AND ($3::text[] IS NULL OR status = ANY($3::text[]))
-           ORDER BY seq DESC LIMIT $4 OFFSET $5`,
-          [tenantId, deploymentId, statuses, page.limit, sqlOffset(page.offset)]
-        ),
-        (rows) => rows.map(toRevisionRecord)
-      ),
+    listRevisions: (tenantId, deploymentId, statuses, page) => {
+      if (statuses === null && !isShallow(page.offset)) {
+        return deepPage((sql) =>
+          Effect.flatMap(revisionPages.locate(sql, tenantId, `revisions:${deploymentId}`, [tenantId, deploymentId], sqlOffset(page.offset)), ({ from, skip }) =>
+            from === undefined
+              ? Effect.succeed([])
+              : Effect.map(sql.query<RevisionRow>(deepRevisionsSql, [tenantId, deploymentId, from, page.limit, skip]), (rows) => rows.map(toRevisionRecord))
+          )
+        )
+      }
+      return queryMap(listRevisionsSql, [tenantId, deploymentId, statuses, page.limit, sqlOffset(page.offset)], toRevisionRecord)
+    },
     unfinishedRevisions: (tenantId, deploymentId) =>
       query<{ id: string; status: RevisionStatus }>(
         `SELECT id, status FROM revisions WHERE tenant_id = $1 AND deployment_id = $2 AND status NOT IN (${FINAL}) ORDER BY seq`,
