@@ -71,6 +71,11 @@ export const listDeploymentsSql = `SELECT ${deploymentColumns} FROM deployments
 const deploymentOrder = "ORDER BY created_at DESC, id DESC"
 const deepDeploymentsSql = `SELECT ${deploymentColumns} FROM deployments
   WHERE tenant_id = $1 AND (created_at, id) <= ($2::timestamptz, $3::text) ${deploymentOrder} LIMIT $4 OFFSET $5`
+/** The same page with its list's version, read in the same statement (the warm path, see `known` in pages.ts). */
+const deepDeploymentsVersionedSql = `SELECT ${deploymentColumns},
+    (SELECT version FROM list_versions WHERE tenant_id = $1 AND table_name = 'deployments') AS list_version
+  FROM deployments
+  WHERE tenant_id = $1 AND (created_at, id) <= ($2::timestamptz, $3::text) ${deploymentOrder} LIMIT $4 OFFSET $5`
 const firstDeploymentKeySql = `SELECT created_at::text AS at, id FROM deployments WHERE tenant_id = $1 ${deploymentOrder} LIMIT 1`
 const strideDeploymentKeySql = `SELECT created_at::text AS at, id FROM deployments
   WHERE tenant_id = $1 AND (created_at, id) < ($2::timestamptz, $3::text) ${deploymentOrder} LIMIT 1 OFFSET ${STRIDE - 1}`
@@ -80,13 +85,22 @@ const listRevisionsSql = `SELECT ${revisionViewColumns} FROM revisions
   ${revisionOrder} LIMIT $4 OFFSET $5`
 const deepRevisionsSql = `SELECT ${revisionViewColumns} FROM revisions
   WHERE tenant_id = $1 AND deployment_id = $2 AND seq <= $3 ${revisionOrder} LIMIT $4 OFFSET $5`
+const deepRevisionsVersionedSql = `SELECT ${revisionViewColumns},
+    (SELECT version FROM list_versions WHERE tenant_id = $1 AND table_name = 'revisions:' || $2) AS list_version
+  FROM revisions
+  WHERE tenant_id = $1 AND deployment_id = $2 AND seq <= $3 ${revisionOrder} LIMIT $4 OFFSET $5`
 const firstRevisionKeySql = `SELECT seq FROM revisions WHERE tenant_id = $1 AND deployment_id = $2 ${revisionOrder} LIMIT 1`
 const strideRevisionKeySql = `SELECT seq FROM revisions WHERE tenant_id = $1 AND deployment_id = $2 AND seq < $3 ${revisionOrder} LIMIT 1 OFFSET ${STRIDE - 1}`
 
 type DeploymentKey = { readonly at: string; readonly id: string }
 
 /** The statements of deep pages, for tests that read their plans. */
-export const deepListSql = { deployments: deepDeploymentsSql, revisions: deepRevisionsSql }
+export const deepListSql = {
+  deployments: deepDeploymentsSql,
+  revisions: deepRevisionsSql,
+  deploymentsVersioned: deepDeploymentsVersionedSql,
+  revisionsVersioned: deepRevisionsVersionedSql
+}
 
 /**
  * The OFFSET a statement is given: OFFSET is a bigint and a JavaScript number past 2^53 is not
@@ -106,9 +120,26 @@ export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["S
     first: (sql, scope) => Effect.map(sql.one<{ seq: number }>(firstRevisionKeySql, scope), (row) => row?.seq),
     after: (sql, scope, seq) => Effect.map(sql.one<{ seq: number }>(strideRevisionKeySql, [...scope, seq]), (row) => row?.seq)
   })
-  /** A deep page in one snapshot (the caller's transaction, or a read-only one). */
-  const deepPage = <A>(read: (sql: Sql) => Effect.Effect<Array<A>, PgError>): Effect.Effect<Array<A>, StoreError> =>
-    Effect.withFiber((fiber) => Effect.mapError(inSnapshot(client, fiber.getRef(CurrentTransaction), read), toStoreError))
+  /**
+   * A deep page. Warm (checkpoints known that deep, outside a transaction): one statement that
+   * also reads the list's version, kept when the version is the checkpoints' one. Otherwise, or
+   * when the version moved or the page came back empty (no row to carry the version): the
+   * version, the checkpoints and the rows in one snapshot (the caller's transaction, or a
+   * read-only one).
+   */
+  const deepPage = <R extends object, A>(
+    warm: { readonly version: bigint; readonly sql: string; readonly params: ReadonlyArray<unknown> } | undefined,
+    toRecord: (row: R) => A,
+    read: (sql: Sql) => Effect.Effect<Array<A>, PgError>
+  ): Effect.Effect<Array<A>, StoreError> =>
+    Effect.withFiber((fiber) => {
+      const current = fiber.getRef(CurrentTransaction)
+      const cold = Effect.mapError(inSnapshot(client, current, read), toStoreError)
+      if (warm === undefined || current !== undefined) return cold
+      return Effect.flatMap(query<R & { list_version: bigint | null }>(warm.sql, warm.params), (rows) =>
+        rows.length > 0 && (rows[0]!.list_version ?? 0n) === warm.version ? Effect.succeed(rows.map(toRecord)) : cold
+      )
+    })
   const insertRevision = (revision: Parameters<DeploymentStore["Service"]["insertRevision"]>[0]) =>
     execute(insertRevisionSql, [
       revision.id,
@@ -174,8 +205,15 @@ export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["S
     listDeployments: (tenantId, filter, page) => {
       const unfiltered = filter.nameContains === null && filter.statuses === null && filter.imageVersion === null && filter.deploymentType === null && filter.ids === null
       if (unfiltered && !isShallow(page.offset)) {
-        return deepPage((sql) =>
-          Effect.flatMap(deploymentPages.locate(sql, tenantId, "deployments", [tenantId], sqlOffset(page.offset)), ({ from, skip }) =>
+        const offset = sqlOffset(page.offset)
+        const known = deploymentPages.known(tenantId, "deployments", offset)
+        const warm = known?.start.from && {
+          version: known.version,
+          sql: deepDeploymentsVersionedSql,
+          params: [tenantId, known.start.from.at, known.start.from.id, page.limit, known.start.skip]
+        }
+        return deepPage(warm, toDeploymentRecord, (sql) =>
+          Effect.flatMap(deploymentPages.locate(sql, tenantId, "deployments", [tenantId], offset), ({ from, skip }) =>
             from === undefined
               ? Effect.succeed([])
               : Effect.map(sql.query<DeploymentRow>(deepDeploymentsSql, [tenantId, from.at, from.id, page.limit, skip]), (rows) => rows.map(toDeploymentRecord))
@@ -220,8 +258,11 @@ export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["S
     insertRevision: (revision) => Effect.asVoid(insertRevision(revision)),
     listRevisions: (tenantId, deploymentId, statuses, page) => {
       if (statuses === null && !isShallow(page.offset)) {
-        return deepPage((sql) =>
-          Effect.flatMap(revisionPages.locate(sql, tenantId, `revisions:${deploymentId}`, [tenantId, deploymentId], sqlOffset(page.offset)), ({ from, skip }) =>
+        const offset = sqlOffset(page.offset)
+        const known = revisionPages.known(tenantId, `revisions:${deploymentId}`, offset)
+        const warm = known?.start.from !== undefined ? { version: known.version, sql: deepRevisionsVersionedSql, params: [tenantId, deploymentId, known.start.from, page.limit, known.start.skip] } : undefined
+        return deepPage(warm, toRevisionRecord, (sql) =>
+          Effect.flatMap(revisionPages.locate(sql, tenantId, `revisions:${deploymentId}`, [tenantId, deploymentId], offset), ({ from, skip }) =>
             from === undefined
               ? Effect.succeed([])
               : Effect.map(sql.query<RevisionRow>(deepRevisionsSql, [tenantId, deploymentId, from, page.limit, skip]), (rows) => rows.map(toRevisionRecord))

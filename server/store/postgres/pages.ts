@@ -180,7 +180,20 @@ export const makeKeyCheckpoints = <K>(spec: {
       return { from: keys[index]!, skip: offset - index * STRIDE }
     })
 
-  return { locate }
+  /**
+   * The start of the page at `offset` from the checkpoints already known, and the version they
+   * belong to; undefined when they do not reach that deep yet. The caller reads the rows and
+   * the list's version in ONE statement (one snapshot) and keeps the rows only when the version
+   * is still this one: a warm deep page is then one statement, no transaction around it.
+   */
+  const known = (tenantId: string, name: string, offset: number): { readonly version: bigint; readonly start: KeyStart<K> } | undefined => {
+    const entry = cache.get(`${tenantId}\u0000${name}`)
+    const index = Math.floor(offset / STRIDE)
+    if (entry === undefined || index >= entry.keys.length) return undefined
+    return { version: entry.version, start: { from: entry.keys[index]!, skip: offset - index * STRIDE } }
+  }
+
+  return { locate, known }
 }
 
 /**
