@@ -12,7 +12,7 @@
  *
  * Scenarios: get-deployment, get-revision, list-deployments (offset 0), list-deployments-deep
  * (offset 90% of the list: the floor runs a plain OFFSET, the server starts from a checkpoint).
- * Each target alternates for BENCH_PG_ROUNDS runs of BENCH_DURATION s after BENCH_PG_WARMUP s of
+ * Each target alternates for BENCH_PG_ROUNDS (default 3) runs of BENCH_DURATION s after BENCH_PG_WARMUP s of
  * warm-up; the best run counts, CPU per request (from /proc) is the median.
  */
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
@@ -27,7 +27,7 @@ import { freePort, spawnTarget, type Target } from "./procs.ts"
 const env = process.env
 const num = (name: string, fallback: number) => (env[name] ? Number(env[name]) : fallback)
 const DURATION = num("BENCH_DURATION", 3)
-const ROUNDS = Math.max(1, num("BENCH_PG_ROUNDS", 2))
+const ROUNDS = Math.max(1, num("BENCH_PG_ROUNDS", 3))
 const WARMUP = num("BENCH_PG_WARMUP", 3)
 const CONNECTIONS = num("BENCH_PG_CONNECTIONS", 32)
 const API_DEPLOYMENTS = num("BENCH_PG_API_DEPLOYMENTS", 100)
