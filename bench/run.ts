@@ -17,6 +17,8 @@
  *   BENCH_KEEP          keep the database directory afterwards
  *   BENCH_RUNTIME_STEP_MS   SLIPWAY_REVISION_STEP_MS of the patch-deployment-with-runtime run (default 250, the server's default)
  *   BENCH_CPU_PROF      directory: run the server under test with --cpu-prof, profiles written there
+ *   BENCH_POSTGRES      0 skips the Postgres section (default: it runs after the SQLite one,
+ *                       bench/postgres-section.ts; its own settings are described there)
  */
 import { execFileSync } from "node:child_process"
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
@@ -26,6 +28,7 @@ import { allMigrations } from "../server/index.ts"
 import { closeDatabase, openDatabase } from "../server/store/sqlite/database.ts"
 import { type FloorOps, makeFloorOps, openFloorDatabase } from "./floor.ts"
 import { type BenchRequest, type LoadResult, runLoad } from "./load.ts"
+import { postgresScenarioNames, runPostgresSection } from "./postgres-section.ts"
 import { freePort, residentBytes, root, spawnTarget, type Target } from "./procs.ts"
 import {
   awaitSamplesDeployed,
@@ -461,7 +464,14 @@ const main = async () => {
     await npmStart.stop()
     children.length = 0
 
+    // 8. The Postgres section: one replica on a throwaway PostgreSQL server (after the SQLite
+    // figures are measured, so the two never share the machine).
+    const withPostgres = env.BENCH_POSTGRES !== "0" && (!ONLY || postgresScenarioNames.some((name) => ONLY.has(name)))
+    if (withPostgres) log("postgres section: one replica on PostgreSQL, the raw-driver floor and SQLite side by side")
+    const postgres = withPostgres ? await runPostgresSection(ONLY) : undefined
+
     report({
+      postgres,
       dir,
       tenants,
       rows,
@@ -483,6 +493,7 @@ const main = async () => {
 // Report
 
 interface ReportInput {
+  readonly postgres: Awaited<ReturnType<typeof runPostgresSection>> | undefined
   readonly dir: string
   readonly tenants: ReadonlyArray<Tenant>
   readonly rows: ReturnType<typeof cloneSamples>
@@ -606,7 +617,8 @@ const report = (input: ReportInput) => {
     scenarios: rows,
     list_deep_over_offset_0: deepCost === undefined ? undefined : round(deepCost),
     synchronous_normal_vs_full: sync,
-    verdicts,
+    verdicts: [...verdicts, ...(input.postgres?.verdicts ?? [])],
+    postgres: input.postgres?.json,
     total_seconds: round(input.totalMs / 1000, 0)
   }
   const out = join(root, "bench", "results")
@@ -635,6 +647,7 @@ const report = (input: ReportInput) => {
     ""
   )
   for (const verdict of verdicts) lines.push(`${verdict.pass ? "PASS" : "FAIL"}  ${verdict.target}: ${verdict.detail}`)
+  if (input.postgres) lines.push("", "PostgreSQL (one replica; bench/postgres-section.ts):", ...input.postgres.lines)
   lines.push("", `results written to bench/results/latest.json (${json.total_seconds} s in all)`, "")
   process.stdout.write(lines.join("\n"))
 }

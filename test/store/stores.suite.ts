@@ -147,6 +147,68 @@ export const describeStores = (label: string, setup: () => Promise<Backend>) =>
         expect((await page(0, 10, { ...all, deploymentType: "dev" })).length).toBe(7)
       })
 
+      it("pages deployments and revisions exactly past the checkpoint threshold, and after creates and deletes before the page", async () => {
+        const { tenantId } = await tenant()
+        const other = await tenant()
+        const store = await run(DeploymentStore)
+        // 4,300 deployments (deeper than the backends' 4 * 1,024 threshold), one a second, and a
+        // few of another tenant interleaved; then 4,300 revisions of the newest one.
+        const count = 4300
+        const made = Array.from({ length: count }, (_, i) => deploymentOf(tenantId, `deep-${String(i).padStart(5, "0")}`, iso(i * 1000)))
+        await run(
+          store.transaction(
+            Effect.forEach(made, ({ deployment, revision }) => store.createDeployment(deployment, revision, randomUUID()), { discard: true })
+          )
+        )
+        for (let i = 0; i < 5; i++) {
+          const stranger = deploymentOf(other.tenantId, `other-${i}`, iso(i * 1000 + 500))
+          await run(store.createDeployment(stranger.deployment, stranger.revision, randomUUID()))
+        }
+        const all: DeploymentFilter = { nameContains: null, statuses: null, imageVersion: null, deploymentType: null, ids: null }
+        const names = (rows: ReadonlyArray<DeploymentRecord>) => rows.map((row) => row.name)
+        let expected = made.map(({ deployment }) => deployment.name).reverse()
+        const page = (offset: number, limit: number) => run(store.listDeployments(tenantId, all, { limit, offset }))
+        for (const [offset, limit] of [[0, 5], [4096, 7], [4150, 5], [4290, 50], [4299, 3]] as const) {
+          expect(names(await page(offset, limit))).toEqual(expected.slice(offset, offset + limit))
+        }
+        expect(await page(9000, 5)).toEqual([])
+        // A delete before the page shifts it at once; so does a newer deployment.
+        await run(store.deleteDeployment(tenantId, made[count - 3]!.deployment.id))
+        expected = expected.filter((name) => name !== made[count - 3]!.deployment.name)
+        expect(names(await page(4150, 5))).toEqual(expected.slice(4150, 4155))
+        const newest = deploymentOf(tenantId, "deep-newest", iso(count * 1000))
+        await run(store.createDeployment(newest.deployment, newest.revision, randomUUID()))
+        expected = ["deep-newest", ...expected]
+        expect(names(await page(4150, 5))).toEqual(expected.slice(4150, 4155))
+        expect(names(await page(4296, 10))).toEqual(expected.slice(4296))
+        // A filtered list pages as before (a plain offset).
+        expect(names(await run(store.listDeployments(tenantId, { ...all, nameContains: "deep-0" }, { limit: 3, offset: 4200 })))).toEqual(
+          expected.filter((name) => name.includes("deep-0")).slice(4200, 4203)
+        )
+
+        const target = made[count - 1]!.deployment
+        await run(
+          store.transaction(
+            Effect.forEach(
+              Array.from({ length: count - 1 }, (_, i) => i + 2),
+              (seq) => store.insertRevision({ ...made[count - 1]!.revision, id: randomUUID(), seq, created_at: iso(seq), updated_at: iso(seq) }),
+              { discard: true }
+            )
+          )
+        )
+        const seqs = (offset: number, limit: number) => run(store.listRevisions(tenantId, target.id, null, { limit, offset })).then((rows) => rows.map((row) => row.seq))
+        const descending = (from: number, n: number) => Array.from({ length: Math.max(0, Math.min(n, from)) }, (_, i) => from - i)
+        expect(await seqs(0, 3)).toEqual(descending(count, 3))
+        expect(await seqs(4150, 5)).toEqual(descending(count - 4150, 5))
+        expect(await seqs(4295, 10)).toEqual(descending(count - 4295, 10))
+        expect(await seqs(5000, 10)).toEqual([])
+        // A new revision shifts the deep page by one.
+        await run(store.insertRevision({ ...made[count - 1]!.revision, id: randomUUID(), seq: count + 1, created_at: iso(count + 1), updated_at: iso(count + 1) }))
+        expect(await seqs(4150, 5)).toEqual(descending(count + 1 - 4150, 5))
+        // The status filter pages as before.
+        expect((await run(store.listRevisions(tenantId, target.id, ["CREATING"], { limit: 2, offset: 4200 }))).map((row) => row.seq)).toEqual(descending(count + 1 - 4200, 2))
+      }, 180_000)
+
       it("moves a revision only from the state it is in, and activates it", async () => {
         const { tenantId } = await tenant()
         const store = await run(DeploymentStore)

@@ -11,7 +11,9 @@ import {
 } from "../DeploymentStore.ts"
 import { StoreError } from "../StoreError.ts"
 import { type DeploymentRow, type ListenerRow, type RevisionView as RevisionRow, toDeploymentRecord, toListenerRecord, toRevisionRecord } from "../rows.ts"
-import { PostgresDatabase, type PgStoreKit } from "./PostgresDatabase.ts"
+import type { PgError, Sql } from "./client.ts"
+import { inSnapshot, isShallow, makeKeyCheckpoints, STRIDE } from "./pages.ts"
+import { CurrentTransaction, PostgresDatabase, type PgStoreKit, toStoreError } from "./PostgresDatabase.ts"
 
 const FINAL = "'DEPLOYED', 'CREATE_FAILED', 'BUILD_FAILED', 'DEPLOY_FAILED', 'SKIPPED', 'INTERRUPTED', 'UNKNOWN'"
 
@@ -42,7 +44,12 @@ const insertDeploymentSql = `INSERT INTO deployments (${deploymentColumns}) VALU
 const insertRevisionSql = `INSERT INTO revisions (id, tenant_id, deployment_id, seq, source, status, status_message, source_revision_config, secrets, deployed_at, created_at, updated_at)
   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
 
-const listDeploymentsSql = `SELECT ${deploymentColumns} FROM deployments
+/** The read path's statements, also run by the bench's raw-driver floor (bench/postgres-floor.ts). */
+export const deploymentByIdSql = `SELECT ${deploymentColumns} FROM deployments WHERE tenant_id = $1 AND id = $2`
+
+export const revisionByIdSql = `SELECT ${revisionViewColumns} FROM revisions WHERE tenant_id = $1 AND deployment_id = $2 AND id = $3`
+
+export const listDeploymentsSql = `SELECT ${deploymentColumns} FROM deployments
   WHERE tenant_id = $1
     AND ($2::text IS NULL OR strpos(name, lower($2::text)) > 0)
     AND ($3::text[] IS NULL OR status = ANY($3::text[]))
@@ -53,6 +60,49 @@ const listDeploymentsSql = `SELECT ${deploymentColumns} FROM deployments
   LIMIT $7 OFFSET $8`
 
 /**
+ * Deep pages (offset >= 4 * STRIDE) of the unfiltered lists start from a checkpoint (pages.ts):
+ * the key of the row at the nearest multiple of STRIDE at or before the offset, and skip fewer
+ * than STRIDE rows from there. A filtered list keeps the plain OFFSET: its filters (a substring
+ * of the name, a status, an image version...) have no index, so it reads the tenant's rows
+ * whatever the offset, and a status or image version changes with every revision, which no
+ * checkpoint could follow without a version bump on every update.
+ * `created_at` keys travel as Postgres text (`::text`): exact to the microsecond.
+ */
+const deploymentOrder = "ORDER BY created_at DESC, id DESC"
+const deepDeploymentsSql = `SELECT ${deploymentColumns} FROM deployments
+  WHERE tenant_id = $1 AND (created_at, id) <= ($2::timestamptz, $3::text) ${deploymentOrder} LIMIT $4 OFFSET $5`
+/** The same page with its list's version, read in the same statement (the warm path, see `known` in pages.ts). */
+const deepDeploymentsVersionedSql = `SELECT ${deploymentColumns},
+    (SELECT version FROM list_versions WHERE tenant_id = $1 AND table_name = 'deployments') AS list_version
+  FROM deployments
+  WHERE tenant_id = $1 AND (created_at, id) <= ($2::timestamptz, $3::text) ${deploymentOrder} LIMIT $4 OFFSET $5`
+const firstDeploymentKeySql = `SELECT created_at::text AS at, id FROM deployments WHERE tenant_id = $1 ${deploymentOrder} LIMIT 1`
+const strideDeploymentKeySql = `SELECT created_at::text AS at, id FROM deployments
+  WHERE tenant_id = $1 AND (created_at, id) < ($2::timestamptz, $3::text) ${deploymentOrder} LIMIT 1 OFFSET ${STRIDE - 1}`
+const revisionOrder = "ORDER BY seq DESC"
+const listRevisionsSql = `SELECT ${revisionViewColumns} FROM revisions
+  WHERE tenant_id = $1 AND deployment_id = $2 AND ($3::text[] IS NULL OR status = ANY($3::text[]))
+  ${revisionOrder} LIMIT $4 OFFSET $5`
+const deepRevisionsSql = `SELECT ${revisionViewColumns} FROM revisions
+  WHERE tenant_id = $1 AND deployment_id = $2 AND seq <= $3 ${revisionOrder} LIMIT $4 OFFSET $5`
+const deepRevisionsVersionedSql = `SELECT ${revisionViewColumns},
+    (SELECT version FROM list_versions WHERE tenant_id = $1 AND table_name = 'revisions:' || $2) AS list_version
+  FROM revisions
+  WHERE tenant_id = $1 AND deployment_id = $2 AND seq <= $3 ${revisionOrder} LIMIT $4 OFFSET $5`
+const firstRevisionKeySql = `SELECT seq FROM revisions WHERE tenant_id = $1 AND deployment_id = $2 ${revisionOrder} LIMIT 1`
+const strideRevisionKeySql = `SELECT seq FROM revisions WHERE tenant_id = $1 AND deployment_id = $2 AND seq < $3 ${revisionOrder} LIMIT 1 OFFSET ${STRIDE - 1}`
+
+type DeploymentKey = { readonly at: string; readonly id: string }
+
+/** The statements of deep pages, for tests that read their plans. */
+export const deepListSql = {
+  deployments: deepDeploymentsSql,
+  revisions: deepRevisionsSql,
+  deploymentsVersioned: deepDeploymentsVersionedSql,
+  revisionsVersioned: deepRevisionsVersionedSql
+}
+
+/**
  * The OFFSET a statement is given: OFFSET is a bigint and a JavaScript number past 2^53 is not
  * exact, so an offset the API accepted (any size) would fail the statement. No table holds 2^53
  * rows: any larger offset reads the same empty page as 2^53 - 1 (as SQLite's `sqlPage`).
@@ -61,7 +111,35 @@ const sqlOffset = (offset: number): number =>
   Number.isFinite(offset) ? Math.min(Math.max(0, Math.trunc(offset)), Number.MAX_SAFE_INTEGER) : Number.MAX_SAFE_INTEGER
 
 export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["Service"] => {
-  const { query, one, execute, executeNaming, transaction } = kit
+  const { query, one, oneMap, queryMap, execute, executeNaming, transaction, client } = kit
+  const deploymentPages = makeKeyCheckpoints<DeploymentKey>({
+    first: (sql, [tenantId]) => sql.one<DeploymentKey>(firstDeploymentKeySql, [tenantId]),
+    after: (sql, [tenantId], key) => sql.one<DeploymentKey>(strideDeploymentKeySql, [tenantId, key.at, key.id])
+  })
+  const revisionPages = makeKeyCheckpoints<number>({
+    first: (sql, scope) => Effect.map(sql.one<{ seq: number }>(firstRevisionKeySql, scope), (row) => row?.seq),
+    after: (sql, scope, seq) => Effect.map(sql.one<{ seq: number }>(strideRevisionKeySql, [...scope, seq]), (row) => row?.seq)
+  })
+  /**
+   * A deep page. Warm (checkpoints known that deep, outside a transaction): one statement that
+   * also reads the list's version, kept when the version is the checkpoints' one. Otherwise, or
+   * when the version moved or the page came back empty (no row to carry the version): the
+   * version, the checkpoints and the rows in one snapshot (the caller's transaction, or a
+   * read-only one).
+   */
+  const deepPage = <R extends object, A>(
+    warm: { readonly version: bigint; readonly sql: string; readonly params: ReadonlyArray<unknown> } | undefined,
+    toRecord: (row: R) => A,
+    read: (sql: Sql) => Effect.Effect<Array<A>, PgError>
+  ): Effect.Effect<Array<A>, StoreError> =>
+    Effect.withFiber((fiber) => {
+      const current = fiber.getRef(CurrentTransaction)
+      const cold = Effect.mapError(inSnapshot(client, current, read), toStoreError)
+      if (warm === undefined || current !== undefined) return cold
+      return Effect.flatMap(query<R & { list_version: bigint | null }>(warm.sql, warm.params), (rows) =>
+        rows.length > 0 && (rows[0]!.list_version ?? 0n) === warm.version ? Effect.succeed(rows.map(toRecord)) : cold
+      )
+    })
   const insertRevision = (revision: Parameters<DeploymentStore["Service"]["insertRevision"]>[0]) =>
     execute(insertRevisionSql, [
       revision.id,
@@ -80,8 +158,7 @@ export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["S
   return {
     transaction,
 
-    deployment: (tenantId, id) =>
-      Effect.map(one<DeploymentRow>(`SELECT ${deploymentColumns} FROM deployments WHERE tenant_id = $1 AND id = $2`, [tenantId, id]), (row) => row && toDeploymentRecord(row)),
+    deployment: (tenantId, id) => oneMap(deploymentByIdSql, [tenantId, id], toDeploymentRecord),
     createDeployment: (deployment, revision, tracingProjectId) =>
       transaction(
         Effect.gen(function* () {
@@ -125,9 +202,25 @@ export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["S
     setDeploymentStatus: (tenantId, id, status, now) =>
       Effect.map(execute("UPDATE deployments SET status = $1, updated_at = $2 WHERE tenant_id = $3 AND id = $4", [status, now, tenantId, id]), (n) => n > 0),
     deleteDeployment: (tenantId, id) => Effect.map(execute("DELETE FROM deployments WHERE tenant_id = $1 AND id = $2", [tenantId, id]), (n) => n > 0),
-    listDeployments: (tenantId, filter, page) =>
-      Effect.map(
-        query<DeploymentRow>(listDeploymentsSql, [
+    listDeployments: (tenantId, filter, page) => {
+      const unfiltered = filter.nameContains === null && filter.statuses === null && filter.imageVersion === null && filter.deploymentType === null && filter.ids === null
+      if (unfiltered && !isShallow(page.offset)) {
+        const offset = sqlOffset(page.offset)
+        const known = deploymentPages.known(tenantId, "deployments", offset)
+        const warm = known?.start.from && {
+          version: known.version,
+          sql: deepDeploymentsVersionedSql,
+          params: [tenantId, known.start.from.at, known.start.from.id, page.limit, known.start.skip]
+        }
+        return deepPage(warm, toDeploymentRecord, (sql) =>
+          Effect.flatMap(deploymentPages.locate(sql, tenantId, "deployments", [tenantId], offset), ({ from, skip }) =>
+            from === undefined
+              ? Effect.succeed([])
+              : Effect.map(sql.query<DeploymentRow>(deepDeploymentsSql, [tenantId, from.at, from.id, page.limit, skip]), (rows) => rows.map(toDeploymentRecord))
+          )
+        )
+      }
+      return queryMap(listDeploymentsSql, [
           tenantId,
           filter.nameContains,
           filter.statuses,
@@ -136,9 +229,8 @@ export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["S
           filter.ids,
           page.limit,
           sqlOffset(page.offset)
-        ]),
-        (rows) => rows.map(toDeploymentRecord)
-      ),
+        ], toDeploymentRecord)
+    },
     pushTargets: (tenantId, integrationId, ref, branch) =>
       Effect.map(
         query<DeploymentRow>(
@@ -162,21 +254,23 @@ export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["S
     pendingDeletes: () => query<{ tenant_id: string; id: string; updated_at: string }>("SELECT tenant_id, id, updated_at FROM deployments WHERE status = 'AWAITING_DELETE'"),
 
     revision: (tenantId, deploymentId, id) =>
-      Effect.map(
-        one<RevisionRow>(`SELECT ${revisionViewColumns} FROM revisions WHERE tenant_id = $1 AND deployment_id = $2 AND id = $3`, [tenantId, deploymentId, id]),
-        (row) => row && toRevisionRecord(row)
-      ),
+      oneMap(revisionByIdSql, [tenantId, deploymentId, id], (row: RevisionRow) => toRevisionRecord(row)),
     insertRevision: (revision) => Effect.asVoid(insertRevision(revision)),
-    listRevisions: (tenantId, deploymentId, statuses, page) =>
-      Effect.map(
-        query<RevisionRow>(
-          `SELECT ${revisionViewColumns} FROM revisions
-           WHERE tenant_id = $1 AND deployment_id = $2 AND ($3::text[] IS NULL OR status = ANY($3::text[]))
-           ORDER BY seq DESC LIMIT $4 OFFSET $5`,
-          [tenantId, deploymentId, statuses, page.limit, sqlOffset(page.offset)]
-        ),
-        (rows) => rows.map(toRevisionRecord)
-      ),
+    listRevisions: (tenantId, deploymentId, statuses, page) => {
+      if (statuses === null && !isShallow(page.offset)) {
+        const offset = sqlOffset(page.offset)
+        const known = revisionPages.known(tenantId, `revisions:${deploymentId}`, offset)
+        const warm = known?.start.from !== undefined ? { version: known.version, sql: deepRevisionsVersionedSql, params: [tenantId, deploymentId, known.start.from, page.limit, known.start.skip] } : undefined
+        return deepPage(warm, toRevisionRecord, (sql) =>
+          Effect.flatMap(revisionPages.locate(sql, tenantId, `revisions:${deploymentId}`, [tenantId, deploymentId], offset), ({ from, skip }) =>
+            from === undefined
+              ? Effect.succeed([])
+              : Effect.map(sql.query<RevisionRow>(deepRevisionsSql, [tenantId, deploymentId, from, page.limit, skip]), (rows) => rows.map(toRevisionRecord))
+          )
+        )
+      }
+      return queryMap(listRevisionsSql, [tenantId, deploymentId, statuses, page.limit, sqlOffset(page.offset)], toRevisionRecord)
+    },
     unfinishedRevisions: (tenantId, deploymentId) =>
       query<{ id: string; status: RevisionStatus }>(
         `SELECT id, status FROM revisions WHERE tenant_id = $1 AND deployment_id = $2 AND status NOT IN (${FINAL}) ORDER BY seq`,

@@ -9,6 +9,9 @@ import { PostgresDatabase, type PgStoreKit } from "./PostgresDatabase.ts"
 // A dummy hash keeps the unknown-key path doing the same compare as the known-key path.
 const dummyHash = Buffer.from(hashKey("slipway-dummy"), "hex")
 
+/** The statement of every authenticated request (also run by the bench's floor, bench/postgres-floor.ts). */
+export const authenticateSql = "SELECT id, organization_id, default_tenant_id, key_hash FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL"
+
 export const makePostgresKeyStore = (kit: PgStoreKit): KeyStore["Service"] => {
   const { query, one, execute, transaction } = kit
 
@@ -52,23 +55,29 @@ export const makePostgresKeyStore = (kit: PgStoreKit): KeyStore["Service"] => {
       query<KeyListing>("SELECT id, organization_id, default_tenant_id, key_prefix, created_at, revoked_at FROM api_keys ORDER BY created_at, id"),
     revokeKey: (id) =>
       Effect.map(execute("UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL", [new Date().toISOString(), id]), (n) => n > 0),
-    authenticate: (key, tenantHeader): Effect.Effect<AuthContext, StoreError | Unauthorized | Forbidden> =>
-      Effect.gen(function* () {
-        if (key === undefined || key === "") return yield* Effect.fail(new Unauthorized({ message: "Missing API key" }))
-        const hash = hashKey(key)
-        const row = yield* one<{ id: string; organization_id: string; default_tenant_id: string; key_hash: string }>(
-          "SELECT id, organization_id, default_tenant_id, key_hash FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL",
+    // The read path of every request: one statement, no generator (Effect.gen costs a generator
+    // object and its steps on every request).
+    authenticate: (key, tenantHeader): Effect.Effect<AuthContext, StoreError | Unauthorized | Forbidden> => {
+      if (key === undefined || key === "") return Effect.fail(new Unauthorized({ message: "Missing API key" }))
+      const hash = hashKey(key)
+      return Effect.flatMap(
+        one<{ id: string; organization_id: string; default_tenant_id: string; key_hash: string }>(
+          authenticateSql,
           [hash]
-        )
-        const stored = row ? Buffer.from(row.key_hash, "hex") : dummyHash
-        const matches = stored.length === dummyHash.length && timingSafeEqual(stored, Buffer.from(hash, "hex"))
-        if (!row || !matches) return yield* Effect.fail(new Unauthorized({ message: "Invalid API key" }))
-        const tenantId = tenantHeader === undefined || tenantHeader === "" ? row.default_tenant_id : tenantHeader.trim().toLowerCase()
-        if (tenantId !== row.default_tenant_id && (yield* tenantOrganization(tenantId)) !== row.organization_id) {
-          return yield* Effect.fail(new Forbidden({ message: `API key does not grant access to tenant ${tenantId}` }))
+        ),
+        (row): Effect.Effect<AuthContext, StoreError | Unauthorized | Forbidden> => {
+          const stored = row ? Buffer.from(row.key_hash, "hex") : dummyHash
+          const matches = stored.length === dummyHash.length && timingSafeEqual(stored, Buffer.from(hash, "hex"))
+          if (!row || !matches) return Effect.fail(new Unauthorized({ message: "Invalid API key" }))
+          const tenantId = tenantHeader === undefined || tenantHeader === "" ? row.default_tenant_id : tenantHeader.trim().toLowerCase()
+          const auth: AuthContext = { keyId: row.id, organizationId: row.organization_id, tenantId }
+          if (tenantId === row.default_tenant_id) return Effect.succeed(auth)
+          return Effect.flatMap(tenantOrganization(tenantId), (organization) =>
+            organization === row.organization_id ? Effect.succeed(auth) : Effect.fail(new Forbidden({ message: `API key does not grant access to tenant ${tenantId}` }))
+          )
         }
-        return { keyId: row.id, organizationId: row.organization_id, tenantId }
-      })
+      )
+    }
   }
 }
 

@@ -13,7 +13,8 @@
  */
 import { Context, Effect, Layer } from "effect"
 import { StoreError, type Transactional } from "../StoreError.ts"
-import { isPgError, makeClient, makePool, type PgClientShape, type PgError, type PoolOptions, retryableFailure, type Sql } from "./client.ts"
+import type { QueryResult } from "pg"
+import { isPgError, makeClient, makePool, type PgClientShape, type PgError, type PoolOptions, request, results, retryableFailure, type Sql } from "./client.ts"
 import { migrate } from "./migrations.ts"
 
 /** The transaction the current fiber runs in, if any (store calls join it). */
@@ -39,17 +40,25 @@ export interface PgStoreKit {
   readonly query: <R extends object>(text: string, params?: ReadonlyArray<unknown>) => Effect.Effect<Array<R>, StoreError>
   readonly one: <R extends object>(text: string, params?: ReadonlyArray<unknown>) => Effect.Effect<R | undefined, StoreError>
   readonly execute: (text: string, params?: ReadonlyArray<unknown>) => Effect.Effect<number, StoreError>
+  /** The rows mapped by `map`, in the driver's callback (no Effect node per mapping). */
+  readonly queryMap: <R extends object, A>(text: string, params: ReadonlyArray<unknown> | undefined, map: (row: R) => A) => Effect.Effect<Array<A>, StoreError>
+  /** The first row mapped by `map`, or undefined. */
+  readonly oneMap: <R extends object, A>(text: string, params: ReadonlyArray<unknown> | undefined, map: (row: R) => A) => Effect.Effect<A | undefined, StoreError>
   /** Like `execute`, but a UNIQUE violation fails with `conflict()` (a lost race on a name). */
   readonly executeNaming: <C>(text: string, params: ReadonlyArray<unknown>, conflict: () => C) => Effect.Effect<number, StoreError | C>
   readonly transaction: Transactional
 }
 
 export const makeKit = (client: PgClientShape): PgStoreKit => {
-  const current = Effect.gen(function* () {
-    return yield* CurrentTransaction
-  })
-  const sql = Effect.map(current, (tx): Sql => tx ?? client)
-  const onCurrent = <A>(f: (s: Sql) => Effect.Effect<A, PgError>): Effect.Effect<A, StoreError> => Effect.mapError(Effect.flatMap(sql, f), toStoreError)
+  const current = Effect.withFiberSucceed((fiber) => fiber.getRef(CurrentTransaction))
+  const sql = Effect.withFiberSucceed((fiber): Sql => fiber.getRef(CurrentTransaction) ?? client)
+  /**
+   * A statement on the current transaction's connection, or the pool outside one: one Effect
+   * whose driver callback resumes with the mapped rows or the StoreError (the read path's cost
+   * per statement, see `request`).
+   */
+  const on = <A>(text: string, params: ReadonlyArray<unknown> | undefined, ok: (result: QueryResult<any>) => A): Effect.Effect<A, StoreError> =>
+    Effect.withFiber((fiber) => request((fiber.getRef(CurrentTransaction) ?? client).target, text, params, ok, toStoreError))
   const transaction: Transactional = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | StoreError, R> =>
     Effect.flatMap(current, (tx) =>
       tx !== undefined
@@ -62,9 +71,13 @@ export const makeKit = (client: PgClientShape): PgStoreKit => {
   return {
     client,
     sql,
-    query: <R extends object>(text: string, params?: ReadonlyArray<unknown>) => onCurrent((s) => s.query<R>(text, params)),
-    one: <R extends object>(text: string, params?: ReadonlyArray<unknown>) => onCurrent((s) => s.one<R>(text, params)),
-    execute: (text, params) => onCurrent((s) => s.execute(text, params)),
+    query: <R extends object>(text: string, params?: ReadonlyArray<unknown>) => on<Array<R>>(text, params, results.rows),
+    one: <R extends object>(text: string, params?: ReadonlyArray<unknown>) => on<R | undefined>(text, params, results.first),
+    queryMap: <R extends object, A>(text: string, params: ReadonlyArray<unknown> | undefined, map: (row: R) => A) =>
+      on(text, params, (result) => (result.rows as Array<R>).map(map)),
+    oneMap: <R extends object, A>(text: string, params: ReadonlyArray<unknown> | undefined, map: (row: R) => A) =>
+      on(text, params, (result) => (result.rows.length === 0 ? undefined : map(result.rows[0] as R))),
+    execute: (text, params) => on(text, params, results.count),
     executeNaming: <C>(text: string, params: ReadonlyArray<unknown>, conflict: () => C): Effect.Effect<number, StoreError | C> =>
       Effect.flatMap(sql, (s) => s.execute(text, params)).pipe(
         Effect.catch((error: PgError): Effect.Effect<never, StoreError | C> => (error._tag === "UniqueViolation" ? Effect.fail(conflict()) : Effect.fail(toStoreError(error))))

@@ -90,8 +90,21 @@ const INT8 = 20
 
 const parseDate = pg.types.getTypeParser(TIMESTAMPTZ) as (text: string) => Date | number
 
-/** `2026-11-23 15:34:39.1+00` -> `2026-11-23T15:34:39.100Z` (infinity stays as Postgres wrote it). */
+/**
+ * What Postgres writes for a `timestamptz` in a UTC session, years 1000-9999:
+ * `2026-11-23 15:34:39+00`, `2026-11-23 15:34:39.1+00`, `2026-11-23 15:34:39.123456+00`.
+ */
+const UTC_TEXT = /^(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})(?:\.(\d{1,6}))?\+00$/
+
+/**
+ * `2026-11-23 15:34:39.1+00` -> `2026-11-23T15:34:39.100Z` (infinity stays as Postgres wrote it).
+ * The common form is rewritten as text (fraction truncated to milliseconds, as `Date` does):
+ * every row of every read carries two timestamps, and a `Date` per value cost a measurable share
+ * of a read. Any other form (another offset, BC, year > 9999) goes through `Date`.
+ */
 export const isoFromTimestamptz = (text: string): string => {
+  const match = UTC_TEXT.exec(text)
+  if (match !== null) return `${match[1]}T${match[2]}.${((match[3] ?? "") + "000").slice(0, 3)}Z`
   const parsed = parseDate(text)
   return parsed instanceof Date && !Number.isNaN(parsed.getTime()) ? parsed.toISOString() : text
 }
@@ -119,6 +132,8 @@ export type Row = Record<string, unknown>
 
 /** Statements on one connection (a transaction's) or on the pool (each statement on its own). */
 export interface Sql {
+  /** The pool (autocommit) or the transaction's connection the statements go to. */
+  readonly target: Queryable
   /** All rows. */
   readonly query: <R extends object = Row>(text: string, params?: ReadonlyArray<unknown>) => Effect.Effect<Array<R>, PgError>
   /** The first row, or undefined. */
@@ -127,7 +142,7 @@ export interface Sql {
   readonly execute: (text: string, params?: ReadonlyArray<unknown>) => Effect.Effect<number, PgError>
 }
 
-type Queryable = Pick<pg.PoolClient, "query">
+export type Queryable = Pick<pg.PoolClient, "query">
 
 /** One name per distinct statement text: prepared once per connection, reused after. */
 const statementNames = new Map<string, string>()
@@ -140,20 +155,52 @@ const statementName = (text: string): string => {
   return name
 }
 
-const run = (target: Queryable, text: string, params: ReadonlyArray<unknown> | undefined): Effect.Effect<pg.QueryResult<any>, PgError> =>
-  Effect.tryPromise({
-    // Statements without parameters may hold several commands (migrations): those go unnamed.
-    try: () =>
-      params === undefined || params.length === 0
-        ? target.query(text)
-        : target.query({ name: statementName(text), text, values: params as Array<unknown> }),
-    catch: (error) => classify(error, text)
+/**
+ * One statement as one Effect: the driver's callback resumes the fiber with the result already
+ * mapped by `ok`, or the classified error mapped by `failed`. This is the whole per-statement
+ * cost on the read path, so it is one primitive: no promise (a callback, not `await`: no
+ * microtask hop), no `map`/`mapError` nodes around it. Statements without parameters may hold
+ * several commands (migrations): those go unnamed.
+ */
+export const request = <A, E>(
+  target: Queryable,
+  text: string,
+  params: ReadonlyArray<unknown> | undefined,
+  ok: (result: pg.QueryResult<any>) => A,
+  failed: (error: PgError) => E
+): Effect.Effect<A, E> =>
+  Effect.callback<A, E>((resume) => {
+    const done = (error: Error | null | undefined, result: pg.QueryResult<any>) => {
+      if (error) return resume(Effect.fail(failed(classify(error, text))))
+      let value: A
+      try {
+        value = ok(result)
+      } catch (defect) {
+        return resume(Effect.die(defect))
+      }
+      resume(Effect.succeed(value))
+    }
+    try {
+      if (params === undefined || params.length === 0) (target.query as (text: string, callback: typeof done) => void)(text, done)
+      else (target.query as (config: pg.QueryConfig, callback: typeof done) => void)({ name: statementName(text), text, values: params as Array<unknown> }, done)
+    } catch (error) {
+      resume(Effect.fail(failed(classify(error, text))))
+    }
   })
 
+const rowsOf = (result: pg.QueryResult<any>) => result.rows
+const firstOf = (result: pg.QueryResult<any>) => result.rows[0]
+const countOf = (result: pg.QueryResult<any>) => result.rowCount ?? 0
+const same = <E>(error: E) => error
+
+/** Maps a result to what `query` / `one` / `execute` answer. */
+export const results = { rows: rowsOf, first: firstOf, count: countOf } as const
+
 export const makeSql = (target: Queryable): Sql => ({
-  query: (text, params) => Effect.map(run(target, text, params), (result) => result.rows),
-  one: (text, params) => Effect.map(run(target, text, params), (result) => result.rows[0]),
-  execute: (text, params) => Effect.map(run(target, text, params), (result) => result.rowCount ?? 0)
+  target,
+  query: (text, params) => request(target, text, params, rowsOf, same),
+  one: (text, params) => request(target, text, params, firstOf, same),
+  execute: (text, params) => request(target, text, params, countOf, same)
 })
 
 // ---------------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@
  */
 import { Effect } from "effect"
 import { connect, makeSql, type PgClientShape, type PgError } from "./client.ts"
-import { listVersionsMigration } from "./pages.ts"
+import { deploymentListVersionsMigration, listVersionsMigration } from "./pages.ts"
 
 export interface PgMigration {
   readonly id: string
@@ -362,7 +362,9 @@ export const postgresMigrations: ReadonlyArray<PgMigration> = [
     `
   },
   // Deep list pages: a per-(tenant, table) version for the checkpoints of pages.ts.
-  listVersionsMigration
+  listVersionsMigration,
+  // Deep pages of deployments and revisions: their list versions (pages.ts).
+  deploymentListVersionsMigration
 ]
 
 /**

@@ -106,3 +106,99 @@ export const makePager = (table: SeqTable) => {
 
   return { locate, page }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Deployments and revisions: lists in descending order of a key that is not `seq`.
+
+/**
+ * Migration 302: the versions of the deployment lists (per tenant, `deployments`) and of each
+ * deployment's revision list (`revisions:<deployment id>`), bumped by statement triggers like
+ * those of 301. A new deployment shifts every position of its tenant's list (newest first); a
+ * new revision only those of its deployment's list, so concurrent PATCHes of different
+ * deployments never meet on a version row. Deployment creates and deletes of one tenant do: of
+ * two concurrent ones, the second runs again (SERIALIZABLE), as creates of sandbox resources.
+ */
+export const deploymentListVersionsMigration = {
+  id: "302_deployment_list_versions",
+  sql: `
+    CREATE TRIGGER deployments_inserted AFTER INSERT ON deployments REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION bump_list_version();
+    CREATE TRIGGER deployments_deleted AFTER DELETE ON deployments REFERENCING OLD TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION bump_list_version();
+    CREATE FUNCTION bump_revision_list_version() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      INSERT INTO list_versions (tenant_id, table_name, version)
+        SELECT DISTINCT tenant_id, 'revisions:' || deployment_id, 1 FROM changed_rows
+        ON CONFLICT (tenant_id, table_name) DO UPDATE SET version = list_versions.version + 1;
+      RETURN NULL;
+    END $$;
+    CREATE TRIGGER revisions_inserted AFTER INSERT ON revisions REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION bump_revision_list_version();
+    CREATE TRIGGER revisions_deleted AFTER DELETE ON revisions REFERENCING OLD TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION bump_revision_list_version();
+  `
+}
+
+/** Where a deep page starts: the key of the checkpoint row at or before it, and the rows to skip from there; no key: past the end. */
+export interface KeyStart<K> {
+  readonly from: K | undefined
+  readonly skip: number
+}
+
+/**
+ * Checkpoints of lists ordered by a key `K` (a row's position is fixed by its key): per list,
+ * the key at positions 0, STRIDE, 2 * STRIDE ..., found lazily (`first`, then `after`: the key
+ * STRIDE - 1 rows past the one given, one `OFFSET 1023` walk each) and dropped when the list's
+ * `list_versions` row moved. At most `maxLists` lists are kept (the oldest go first).
+ */
+export const makeKeyCheckpoints = <K>(spec: {
+  readonly first: (sql: Sql, scope: ReadonlyArray<unknown>) => Effect.Effect<K | undefined, PgError>
+  readonly after: (sql: Sql, scope: ReadonlyArray<unknown>, key: K) => Effect.Effect<K | undefined, PgError>
+  readonly maxLists?: number
+}) => {
+  const versionSql = "SELECT version FROM list_versions WHERE tenant_id = $1 AND table_name = $2"
+  const cache = new Map<string, { version: bigint; keys: Array<K> }>()
+  const maxLists = spec.maxLists ?? 4096
+
+  /** Where the page at `offset` of the list `name` of `tenantId` starts; run inside the page's snapshot. */
+  const locate = (sql: Sql, tenantId: string, name: string, scope: ReadonlyArray<unknown>, offset: number): Effect.Effect<KeyStart<K>, PgError> =>
+    Effect.gen(function* () {
+      const version = (yield* sql.one<{ version: bigint }>(versionSql, [tenantId, name]))?.version ?? 0n
+      const id = `${tenantId}\u0000${name}`
+      let entry = cache.get(id)
+      if (!entry || entry.version !== version) {
+        const first = yield* spec.first(sql, scope)
+        entry = { version, keys: first === undefined ? [] : [first] }
+        cache.delete(id)
+        if (cache.size >= maxLists) cache.delete(cache.keys().next().value!)
+        cache.set(id, entry)
+      }
+      const index = Math.floor(offset / STRIDE)
+      const keys = entry.keys
+      while (keys.length > 0 && keys.length <= index) {
+        const next = yield* spec.after(sql, scope, keys[keys.length - 1]!)
+        if (next === undefined) break
+        keys.push(next)
+      }
+      if (index >= keys.length) return { from: undefined, skip: 0 }
+      return { from: keys[index]!, skip: offset - index * STRIDE }
+    })
+
+  /**
+   * The start of the page at `offset` from the checkpoints already known, and the version they
+   * belong to; undefined when they do not reach that deep yet. The caller reads the rows and
+   * the list's version in ONE statement (one snapshot) and keeps the rows only when the version
+   * is still this one: a warm deep page is then one statement, no transaction around it.
+   */
+  const known = (tenantId: string, name: string, offset: number): { readonly version: bigint; readonly start: KeyStart<K> } | undefined => {
+    const entry = cache.get(`${tenantId}\u0000${name}`)
+    const index = Math.floor(offset / STRIDE)
+    if (entry === undefined || index >= entry.keys.length) return undefined
+    return { version: entry.version, start: { from: entry.keys[index]!, skip: offset - index * STRIDE } }
+  }
+
+  return { locate, known }
+}
+
+/**
+ * Runs a deep page's reads in one snapshot: the caller's transaction when there is one, else a
+ * REPEATABLE READ READ ONLY transaction (the checkpoints' version and the rows of one state).
+ */
+export const inSnapshot = <A>(client: PgClientShape, current: Sql | undefined, read: (sql: Sql) => Effect.Effect<A, PgError>): Effect.Effect<A, PgError> =>
+  current ? read(current) : client.transaction(read, { isolation: "repeatable read", readOnly: true })
