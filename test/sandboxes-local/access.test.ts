@@ -12,36 +12,32 @@ import * as Current from "langsmith/sandbox"
 import Database from "better-sqlite3"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { makeLogger } from "../../server/log.ts"
-import { pushTestImages, removeTestImages, testImageRefs } from "../support/images.ts"
+import { pushTestImages, testImageRefs } from "../support/images.ts"
+import { type ImageMirror, startImageMirror } from "../support/mirror.ts"
 import { startRegistry } from "../support/registry.ts"
 import { startTestServer, type TestServer } from "../support/server.ts"
 
 const credentials = { username: "robot", password: `pw-${crypto.randomUUID()}` }
 const secondPassword = `pw2-${crypto.randomUUID()}`
 
-let mirror: Awaited<ReturnType<typeof startRegistry>>
+let mirror: ImageMirror
 let privateRegistry: Awaited<ReturnType<typeof startRegistry>>
 let t: TestServer
 const logs: Array<string> = []
-const saved = { mirror: process.env.SLIPWAY_REGISTRY_MIRROR, insecure: process.env.SLIPWAY_INSECURE_REGISTRIES }
 
 beforeAll(async () => {
-  mirror = await startRegistry()
+  mirror = await startImageMirror()
   privateRegistry = await startRegistry({ auth: credentials })
-  await pushTestImages(mirror.host, { only: ["busybox"] })
   await pushTestImages(privateRegistry.host, { only: ["busybox"], authFile: privateRegistry.authFile! })
-  process.env.SLIPWAY_REGISTRY_MIRROR = mirror.host
+  // Both plain HTTP; `mirror.stop()` restores the setting.
   process.env.SLIPWAY_INSECURE_REGISTRIES = `${mirror.host},${privateRegistry.host}`
   t = await startTestServer({ runtime: "local", logger: makeLogger("debug", (line) => void logs.push(line)) })
 }, 180_000)
 
 afterAll(async () => {
   await t?.close()
-  await mirror?.stop()
   await privateRegistry?.stop()
-  removeTestImages()
-  process.env.SLIPWAY_REGISTRY_MIRROR = saved.mirror
-  process.env.SLIPWAY_INSECURE_REGISTRIES = saved.insecure
+  await mirror?.stop()
 }, 60_000)
 
 /** A token service URL (the client answers a login URL only when `access` is set). */

@@ -9,39 +9,28 @@ import { existsSync, statSync } from "node:fs"
 import { dirname, join } from "node:path"
 import * as Current from "langsmith/sandbox"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { pushTestImages, removeTestImages } from "../support/images.ts"
-import { startRegistry } from "../support/registry.ts"
+import { type ImageMirror, startImageMirror } from "../support/mirror.ts"
 import Database from "better-sqlite3"
 import { eventually, startTestServer, tempDatabasePath, type TestServer } from "../support/server.ts"
 
-let registry: Awaited<ReturnType<typeof startRegistry>>
+let mirror: ImageMirror
 let t: TestServer
-const saved = {
-  mirror: process.env.SLIPWAY_REGISTRY_MIRROR,
-  insecure: process.env.SLIPWAY_INSECURE_REGISTRIES,
-  sweep: process.env.SLIPWAY_SANDBOX_SWEEP_MS
-}
+const savedSweep = process.env.SLIPWAY_SANDBOX_SWEEP_MS
 const restore = (key: string, value: string | undefined) => {
   if (value === undefined) delete process.env[key]
   else process.env[key] = value
 }
 
 beforeAll(async () => {
-  registry = await startRegistry()
-  await pushTestImages(registry.host, { only: ["busybox"] })
-  process.env.SLIPWAY_REGISTRY_MIRROR = registry.host
-  process.env.SLIPWAY_INSECURE_REGISTRIES = registry.host
+  mirror = await startImageMirror()
   process.env.SLIPWAY_SANDBOX_SWEEP_MS = "200"
   t = await startTestServer({ runtime: "local" })
 }, 180_000)
 
 afterAll(async () => {
   await t?.close()
-  await registry?.stop()
-  removeTestImages()
-  restore("SLIPWAY_REGISTRY_MIRROR", saved.mirror)
-  restore("SLIPWAY_INSECURE_REGISTRIES", saved.insecure)
-  restore("SLIPWAY_SANDBOX_SWEEP_MS", saved.sweep)
+  await mirror?.stop()
+  restore("SLIPWAY_SANDBOX_SWEEP_MS", savedSweep)
 }, 60_000)
 
 const GiB = 1024 ** 3

@@ -6,20 +6,15 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { openFrameSocket, streamText, type Frame } from "../support/dataplane-server.ts"
-import { pushTestImages, removeTestImages } from "../support/images.ts"
-import { startRegistry } from "../support/registry.ts"
+import { type ImageMirror, startImageMirror } from "../support/mirror.ts"
 import { startTestServer, type TestServer } from "../support/server.ts"
 
-let registry: Awaited<ReturnType<typeof startRegistry>>
+let mirror: ImageMirror
 let t: TestServer
 let boxUrl: string
-const saved = { mirror: process.env.SLIPWAY_REGISTRY_MIRROR, insecure: process.env.SLIPWAY_INSECURE_REGISTRIES }
 
 beforeAll(async () => {
-  registry = await startRegistry()
-  await pushTestImages(registry.host, { only: ["busybox"] })
-  process.env.SLIPWAY_REGISTRY_MIRROR = registry.host
-  process.env.SLIPWAY_INSECURE_REGISTRIES = registry.host
+  mirror = await startImageMirror()
   t = await startTestServer({ runtime: "local" })
   await t.request("POST", "/v2/sandboxes/templates", { body: { name: "py", image: "python:3.12-slim", resources: { cpu: "500m", memory: "128Mi", storage: "64Mi" } } })
   const box = await t.request("POST", "/v2/sandboxes/boxes", { body: { template_name: "py", name: "helped", wait_for_ready: true, timeout: 120 } })
@@ -29,10 +24,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await t?.close()
-  await registry?.stop()
-  removeTestImages()
-  process.env.SLIPWAY_REGISTRY_MIRROR = saved.mirror
-  process.env.SLIPWAY_INSECURE_REGISTRIES = saved.insecure
+  await mirror?.stop()
 }, 60_000)
 
 const isExit = (frame: Frame) => frame.type === "exit" || frame.type === "error"

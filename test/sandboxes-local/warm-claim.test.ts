@@ -8,28 +8,20 @@ import { existsSync } from "node:fs"
 import { dirname, join } from "node:path"
 import * as Current from "langsmith/sandbox"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { pushTestImages, removeTestImages } from "../support/images.ts"
-import { startRegistry } from "../support/registry.ts"
+import { type ImageMirror, startImageMirror } from "../support/mirror.ts"
 import { startTestServer, type TestServer } from "../support/server.ts"
 
-let registry: Awaited<ReturnType<typeof startRegistry>>
+let mirror: ImageMirror
 let t: TestServer
-const saved = { mirror: process.env.SLIPWAY_REGISTRY_MIRROR, insecure: process.env.SLIPWAY_INSECURE_REGISTRIES }
 
 beforeAll(async () => {
-  registry = await startRegistry()
-  await pushTestImages(registry.host, { only: ["busybox"] })
-  process.env.SLIPWAY_REGISTRY_MIRROR = registry.host
-  process.env.SLIPWAY_INSECURE_REGISTRIES = registry.host
+  mirror = await startImageMirror()
   t = await startTestServer({ runtime: "local" })
 }, 180_000)
 
 afterAll(async () => {
   await t?.close()
-  await registry?.stop()
-  removeTestImages()
-  process.env.SLIPWAY_REGISTRY_MIRROR = saved.mirror
-  process.env.SLIPWAY_INSECURE_REGISTRIES = saved.insecure
+  await mirror?.stop()
 }, 60_000)
 
 type Box = { id: string; name: string; pool_name: string | null; status: string; dataplane_url: string }

@@ -51,6 +51,34 @@ export const snapshotRoutes = ({ store, controller, driver }: SandboxShared) => 
       return yield* notFound("snapshot", reference)
     })
 
+  /** Inside a create's transaction: the snapshot, `building` (its message only where a driver builds images). */
+  const insertBuilding = (
+    tenantId: string,
+    fields: Pick<SnapshotRecord, "name" | "docker_image" | "fs_capacity_bytes" | "status_message" | "source_sandbox_id">
+  ) =>
+    Effect.gen(function* () {
+      const at = now()
+      const record: SnapshotRecord = {
+        ...fields,
+        id: randomUUID(),
+        tenant_id: tenantId,
+        image_digest: null,
+        status: "building",
+        status_message: driver.name === "simulated" ? null : fields.status_message,
+        created_at: at,
+        updated_at: at
+      }
+      yield* store.insertSnapshot(record)
+      return record
+    })
+
+  /** After the commit: the build starts; a driver that builds nothing (simulated) may have finished already, so answer what is stored. */
+  const started = (snapshot: SnapshotRecord) =>
+    Effect.gen(function* () {
+      yield* controller.snapshotCreated(snapshot)
+      return snapshotJson((yield* store.snapshotById(snapshot.tenant_id, snapshot.id)) ?? snapshot)
+    })
+
   return [
     implement(Api.createSnapshot, ({ body }, { auth }) =>
       Effect.gen(function* () {
@@ -58,27 +86,16 @@ export const snapshotRoutes = ({ store, controller, driver }: SandboxShared) => 
         const snapshot = yield* store.transaction(
           Effect.gen(function* () {
             if (yield* store.snapshotByName(tenantId, body.name)) return yield* taken("snapshot", body.name)
-            const at = now()
-            const record: SnapshotRecord = {
-              id: randomUUID(),
-              tenant_id: tenantId,
+            return yield* insertBuilding(tenantId, {
               name: body.name,
               docker_image: body.docker_image,
-              image_digest: null,
               fs_capacity_bytes: body.fs_capacity_bytes,
-              status: "building",
-              status_message: driver.name === "simulated" ? null : `pulling image ${body.docker_image}`,
-              source_sandbox_id: null,
-              created_at: at,
-              updated_at: at
-            }
-            yield* store.insertSnapshot(record)
-            return record
+              status_message: `pulling image ${body.docker_image}`,
+              source_sandbox_id: null
+            })
           })
         )
-        yield* controller.snapshotCreated(snapshot)
-        // A driver that pulls nothing (simulated) may have finished already: answer what is stored.
-        return snapshotJson((yield* store.snapshotById(tenantId, snapshot.id)) ?? snapshot)
+        return yield* started(snapshot)
       })
     ),
 
@@ -129,27 +146,17 @@ export const snapshotRoutes = ({ store, controller, driver }: SandboxShared) => 
             }
             if (yield* store.snapshotByName(tenantId, body.name)) return yield* taken("snapshot", body.name)
             const template = box.template_id === null ? undefined : yield* store.templateById(box.template_id)
-            const at = now()
-            const record: SnapshotRecord = {
-              id: randomUUID(),
-              tenant_id: tenantId,
+            return yield* insertBuilding(tenantId, {
               name: body.name,
               docker_image: box.image ?? template?.image ?? "",
-              image_digest: null,
               fs_capacity_bytes:
                 body.fs_capacity_bytes ?? box.fs_capacity_bytes ?? (template?.storage_bytes != null ? Number(template.storage_bytes) : defaultFsCapacityBytes),
-              status: "building",
-              status_message: driver.name === "simulated" ? null : `capturing sandbox ${box.name}`,
-              source_sandbox_id: box.id,
-              created_at: at,
-              updated_at: at
-            }
-            yield* store.insertSnapshot(record)
-            return record
+              status_message: `capturing sandbox ${box.name}`,
+              source_sandbox_id: box.id
+            })
           })
         )
-        yield* controller.snapshotCreated(snapshot)
-        return snapshotJson((yield* store.snapshotById(tenantId, snapshot.id)) ?? snapshot)
+        return yield* started(snapshot)
       })
     )
   ]
