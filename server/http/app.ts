@@ -95,6 +95,12 @@ export interface Route {
 export interface AppOptions {
   readonly routes: ReadonlyArray<Route>
   readonly authenticate: (key: string | undefined, tenant: string | undefined) => Effect.Effect<AuthContext, ApiError | StoreError>
+  /**
+   * The same check answered at once (a synchronous key store: SQLite); may throw a `StoreError`.
+   * With it a request runs no effect until its handler: no fiber for authentication, none waiting
+   * for the body, and the handler's fiber runs once the body is in.
+   */
+  readonly authenticateNow?: ((key: string | undefined, tenant: string | undefined) => AuthContext | ApiError) | undefined
   readonly log: Logger
   /** Body limit of endpoints without `auth` (default `UNAUTHENTICATED_MAX_BODY_BYTES`). */
   readonly unauthenticatedMaxBody?: number
@@ -235,7 +241,7 @@ const runHandler = <A, E>(effect: Effect.Effect<A, E>): Exit.Exit<A, E> | Promis
 
 export const makeApp = (options: AppOptions) => {
   const router = makeRouter(options.routes.map(compile).map((route) => ({ endpoint: route.endpoint, handler: route })))
-  const { log } = options
+  const { log, authenticateNow } = options
   const unauthenticatedLimit = Math.min(options.unauthenticatedMaxBody ?? UNAUTHENTICATED_MAX_BODY_BYTES, MAX_BODY_BYTES)
 
   /** Answers; returns the status sent (a `RawResponse` may set its own). */
@@ -301,6 +307,79 @@ export const makeApp = (options: AppOptions) => {
     return route.handler(decoded.success as DecodedInput<any>, context)
   }
 
+  /** Decodes the request and runs its handler in one fiber; answers at once unless the handler suspends. */
+  const execute = (
+    request: IncomingMessage,
+    response: ServerResponse,
+    requestId: string,
+    route: CompiledRoute,
+    params: Record<string, string>,
+    search: string,
+    auth: AuthContext | undefined,
+    raw: Buffer
+  ): number | Promise<number> => {
+    const decoded = decodeRequest(route, params, search, raw, request.headers["content-type"])
+    if (Result.isFailure(decoded)) return sendError(response, decoded.failure, requestId)
+    const context: RequestContext = { auth: auth!, requestId, headers: request.headers, rawBody: raw }
+    const exit = runHandler(route.handler(decoded.success as DecodedInput<any>, context))
+    return exit instanceof Promise ? exit.then((done) => respond(response, requestId, route, done)) : respond(response, requestId, route, exit)
+  }
+
+  /** The path of a synchronous key store: authentication and body reading outside any effect. */
+  const handleNow = (
+    authenticateNow: NonNullable<AppOptions["authenticateNow"]>,
+    request: IncomingMessage,
+    response: ServerResponse,
+    requestId: string,
+    route: CompiledRoute,
+    params: Record<string, string>,
+    search: string
+  ): number | Promise<number> => {
+    let auth: AuthContext | undefined
+    if (route.endpoint.auth) {
+      let result: AuthContext | ApiError
+      try {
+        result = authenticateNow(apiKeyOf(request.headers), headerValue(request.headers["x-tenant-id"]))
+      } catch (error) {
+        request.resume()
+        throw error
+      }
+      if ("_tag" in result) {
+        request.resume()
+        return sendError(response, result, requestId)
+      }
+      auth = result
+    }
+    if (!route.decodeBody) {
+      request.resume()
+      return execute(request, response, requestId, route, params, search, auth, emptyBody)
+    }
+    const limit = route.endpoint.auth ? MAX_BODY_BYTES : unauthenticatedLimit
+    return new Promise<number>((resolve, reject) => {
+      // The reader may report twice (a body over the limit, then its end): the first report counts.
+      let settled = false
+      readBodyInto(
+        request,
+        limit,
+        (raw) => {
+          if (settled) return
+          settled = true
+          if (raw instanceof PayloadTooLarge) return resolve(sendError(response, raw, requestId))
+          try {
+            resolve(execute(request, response, requestId, route, params, search, auth, raw))
+          } catch (error) {
+            reject(error)
+          }
+        },
+        (error) => {
+          if (settled) return
+          settled = true
+          reject(error)
+        }
+      )
+    })
+  }
+
   /** Answers the outcome of a request's program; stays synchronous unless the program suspended. */
   const respond = (response: ServerResponse, requestId: string, route: CompiledRoute, exit: Exit.Exit<unknown, ApiError | StoreError>): number => {
     if (Exit.isSuccess(exit)) {
@@ -331,6 +410,7 @@ export const makeApp = (options: AppOptions) => {
       return sendError(response, new MethodNotAllowed({ message: "Method Not Allowed" }), requestId, { allow: match.allowed.join(", ") })
     }
     const route = match.handler
+    if (authenticateNow) return handleNow(authenticateNow, request, response, requestId, route, match.params, search)
     const exit = runHandler(program(request, requestId, route, match.params, search))
     return exit instanceof Promise ? exit.then((done) => respond(response, requestId, route, done)) : respond(response, requestId, route, exit)
   }
