@@ -3,9 +3,12 @@
  * without HTTP or a load generator: both request listeners are called with the same stand-in
  * request and response objects, one request at a time, and the CPU time per request is
  * reported. Node's HTTP parsing and socket writes (the same for both) are left out, so this
- * shows what the server adds above the floor, quickly and with little noise on a shared machine.
+ * shows what the server adds above the floor, with less noise than the HTTP bench on a shared
+ * machine (floor and server alternate in blocks of 20 requests; the median block counts). The
+ * CPU time is the process's, so V8's background threads are in it.
  *
  *   node bench/inproc.ts <seeded slipway.db (e.g. BENCH_KEEP=1 npm run bench)> [scenario,...] [seconds]
+ *   INPROC_ONLY=server node --cpu-prof bench/inproc.ts <db> patch-deployment 10   # one side alone, for a profile
  */
 import { copyFileSync, existsSync, mkdtempSync, rmSync } from "node:fs"
 import { EventEmitter } from "node:events"
@@ -133,10 +136,16 @@ try {
     const next = scenarios[name]!
     // Warm-up, then floor and server in alternating blocks of 20 requests, so that a change of
     // the machine's load weighs on both alike; the median block of each counts.
-    if (process.env.INPROC_ONLY === "server") {
+    if (process.env.INPROC_ONLY === "server" || process.env.INPROC_ONLY === "floor") {
       // For a CPU profile of the server alone.
       const until = performance.now() + seconds * 1000
-      while (performance.now() < until) await block(serverListener, next, 100)
+      let cpu = 0
+      let count = 0
+      while (performance.now() < until) {
+        cpu += await block(process.env.INPROC_ONLY === "floor" ? floorListener : serverListener, next, 100)
+        count += 100
+      }
+      process.stdout.write(`${name} ${process.env.INPROC_ONLY} alone: ${count} requests, ${(cpu / count).toFixed(1)} us CPU each\n`)
       continue
     }
     for (const listener of [floorListener, serverListener]) await block(listener, next, 2000)
