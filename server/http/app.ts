@@ -307,21 +307,9 @@ export const makeApp = (options: AppOptions) => {
     return route.handler(decoded.success as DecodedInput<any>, context)
   }
 
-  /** Decodes the request and runs its handler in one fiber; answers at once unless the handler suspends. */
-  const execute = (
-    request: IncomingMessage,
-    response: ServerResponse,
-    requestId: string,
-    route: CompiledRoute,
-    params: Record<string, string>,
-    search: string,
-    auth: AuthContext | undefined,
-    raw: Buffer
-  ): number | Promise<number> => {
-    const decoded = decodeRequest(route, params, search, raw, request.headers["content-type"])
-    if (Result.isFailure(decoded)) return sendError(response, decoded.failure, requestId)
-    const context: RequestContext = { auth: auth!, requestId, headers: request.headers, rawBody: raw }
-    const exit = runHandler(route.handler(decoded.success as DecodedInput<any>, context))
+  /** Runs a request's program in one fiber and answers its outcome: at once unless the program suspends. */
+  const execute = (response: ServerResponse, requestId: string, route: CompiledRoute, program: Effect.Effect<unknown, ApiError | StoreError>): number | Promise<number> => {
+    const exit = runHandler(program)
     return exit instanceof Promise ? exit.then((done) => respond(response, requestId, route, done)) : respond(response, requestId, route, exit)
   }
 
@@ -352,7 +340,7 @@ export const makeApp = (options: AppOptions) => {
     }
     if (!route.decodeBody) {
       request.resume()
-      return execute(request, response, requestId, route, params, search, auth, emptyBody)
+      return execute(response, requestId, route, run(request, requestId, route, params, search, auth, emptyBody))
     }
     const limit = route.endpoint.auth ? MAX_BODY_BYTES : unauthenticatedLimit
     return new Promise<number>((resolve, reject) => {
@@ -366,7 +354,7 @@ export const makeApp = (options: AppOptions) => {
           settled = true
           if (raw instanceof PayloadTooLarge) return resolve(sendError(response, raw, requestId))
           try {
-            resolve(execute(request, response, requestId, route, params, search, auth, raw))
+            resolve(execute(response, requestId, route, run(request, requestId, route, params, search, auth, raw)))
           } catch (error) {
             reject(error)
           }
@@ -411,8 +399,7 @@ export const makeApp = (options: AppOptions) => {
     }
     const route = match.handler
     if (authenticateNow) return handleNow(authenticateNow, request, response, requestId, route, match.params, search)
-    const exit = runHandler(program(request, requestId, route, match.params, search))
-    return exit instanceof Promise ? exit.then((done) => respond(response, requestId, route, done)) : respond(response, requestId, route, exit)
+    return execute(response, requestId, route, program(request, requestId, route, match.params, search))
   }
 
   const unexpected = (response: ServerResponse, defect: unknown, requestId: string): number => {
