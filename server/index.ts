@@ -128,7 +128,14 @@ export const startServer = async (options: StartOptions = {}): Promise<SlipwaySe
   const raw = await run(Effect.all(modules.flatMap((module) => (module.http ? [module.http] : []))))
   const requestHooks = raw.flatMap((hooks) => (hooks.request ? [hooks.request] : []))
   const upgradeHooks = raw.flatMap((hooks) => (hooks.upgrade ? [hooks.upgrade] : []))
-  const handler = makeApp({ routes, authenticate: keys.authenticate, log, unauthenticatedMaxBody: config.unauthenticatedMaxBody, observe: metrics.route })
+  const handler = makeApp({
+    routes,
+    authenticate: keys.authenticate,
+    authenticateNow: keys.authenticateNow,
+    log,
+    unauthenticatedMaxBody: config.unauthenticatedMaxBody,
+    observe: metrics.route
+  })
   app = (request, response) => {
     for (const hook of requestHooks) if (hook(request, response)) return
     handler(request, response)

@@ -107,6 +107,20 @@ export const hasLoneSurrogate = (text: string): boolean => !(text as string & { 
 
 const loneSurrogateMessage = "Input should be a valid string: it contains an unpaired UTF-16 surrogate, which is not Unicode text"
 
+/** True for an object whose values are all scalars and whose keys and strings are well-formed; false means "walk it". */
+const isFlatAndWellFormed = (input: unknown): boolean => {
+  if (input === null || typeof input !== "object" || Array.isArray(input)) return false
+  for (const key in input) {
+    if (!Object.hasOwn(input, key)) continue
+    const value = (input as Record<string, unknown>)[key]
+    if (hasLoneSurrogate(key)) return false
+    if (typeof value === "string") {
+      if (hasLoneSurrogate(value)) return false
+    } else if (value !== null && typeof value === "object") return false
+  }
+  return true
+}
+
 /**
  * Every string (and object key) in a decoded JSON value holding a lone surrogate, at its path.
  * One shared check rather than one per string field: a lone surrogate cannot be stored as
@@ -114,6 +128,8 @@ const loneSurrogateMessage = "Input should be a valid string: it contains an unp
  * refused wherever a string is accepted. Iterative, so a deeply nested body costs no stack.
  */
 export const loneSurrogateIssues = (input: unknown, prefix: Loc = []): Array<ValidationIssue> => {
+  // Path parameters and query strings are flat objects of strings: checked without the walk's allocations.
+  if (isFlatAndWellFormed(input)) return []
   // Paths are linked lists, built into a `loc` only for an issue: copying a path per value would
   // cost depth² on deep input.
   interface Path {

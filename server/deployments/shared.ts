@@ -89,13 +89,17 @@ export const makeDeploymentWrites = Effect.gen(function* () {
 
   const sealSecrets = (secrets: ReadonlyArray<Secret>): ReadonlyArray<Secret> => secrets.map(({ name, value }) => ({ name, value: box.seal(value) }))
 
-  /** The deployment as the core's rules see it (secrets opened). */
-  const storedOf = (record: DeploymentRecord): StoredDeployment => ({
+  /**
+   * The deployment as the core's rules see it, secrets opened. A request that sends no secrets
+   * keeps the stored (sealed) ones as they are and the rules only carry them along: `sentSecrets`
+   * false spares opening them (an AES-GCM decryption per secret on every PATCH).
+   */
+  const storedOf = (record: DeploymentRecord, sentSecrets = true): StoredDeployment => ({
     name: record.name,
     source: record.source,
     source_config: record.source_config,
     source_revision_config: record.source_revision_config,
-    secrets: record.secrets.map(({ name, value }) => ({ name, value: box.open(value) })),
+    secrets: sentSecrets ? record.secrets.map(({ name, value }) => ({ name, value: box.open(value) })) : record.secrets,
     image_version: record.image_version
   })
 

@@ -100,6 +100,12 @@ export interface Route {
 export interface AppOptions {
   readonly routes: ReadonlyArray<Route>
   readonly authenticate: (key: string | undefined, tenant: string | undefined) => Effect.Effect<AuthContext, ApiError | StoreError>
+  /**
+   * The same check answered at once (a synchronous key store: SQLite); may throw a `StoreError`.
+   * With it a request runs no effect until its handler: no fiber for authentication, none waiting
+   * for the body, and the handler's fiber runs once the body is in.
+   */
+  readonly authenticateNow?: ((key: string | undefined, tenant: string | undefined) => AuthContext | ApiError) | undefined
   readonly log: Logger
   /** Body limit of endpoints without `auth` (default `UNAUTHENTICATED_MAX_BODY_BYTES`). */
   readonly unauthenticatedMaxBody?: number
@@ -262,7 +268,7 @@ export const makeApp = (options: AppOptions) => {
    * allocated per request to carry it.
    */
   let matched: Observer = unmatched
-  const { log } = options
+  const { log, authenticateNow } = options
   const unauthenticatedLimit = Math.min(options.unauthenticatedMaxBody ?? UNAUTHENTICATED_MAX_BODY_BYTES, MAX_BODY_BYTES)
 
   /** Answers; returns the status sent (a `RawResponse` may set its own). */
@@ -328,6 +334,67 @@ export const makeApp = (options: AppOptions) => {
     return route.handler(decoded.success as DecodedInput<any>, context)
   }
 
+  /** Runs a request's program in one fiber and answers its outcome: at once unless the program suspends. */
+  const execute = (response: ServerResponse, requestId: string, route: CompiledRoute, program: Effect.Effect<unknown, ApiError | StoreError>): number | Promise<number> => {
+    const exit = runHandler(program)
+    return exit instanceof Promise ? exit.then((done) => respond(response, requestId, route, done)) : respond(response, requestId, route, exit)
+  }
+
+  /** The path of a synchronous key store: authentication and body reading outside any effect. */
+  const handleNow = (
+    authenticateNow: NonNullable<AppOptions["authenticateNow"]>,
+    request: IncomingMessage,
+    response: ServerResponse,
+    requestId: string,
+    route: CompiledRoute,
+    params: Record<string, string>,
+    search: string
+  ): number | Promise<number> => {
+    let auth: AuthContext | undefined
+    if (route.endpoint.auth) {
+      let result: AuthContext | ApiError
+      try {
+        result = authenticateNow(apiKeyOf(request.headers), headerValue(request.headers["x-tenant-id"]))
+      } catch (error) {
+        request.resume()
+        throw error
+      }
+      if ("_tag" in result) {
+        request.resume()
+        return sendError(response, result, requestId)
+      }
+      auth = result
+    }
+    if (!route.decodeBody) {
+      request.resume()
+      return execute(response, requestId, route, run(request, requestId, route, params, search, auth, emptyBody))
+    }
+    const limit = route.endpoint.auth ? MAX_BODY_BYTES : unauthenticatedLimit
+    return new Promise<number>((resolve, reject) => {
+      // The reader may report twice (a body over the limit, then its end): the first report counts.
+      let settled = false
+      readBodyInto(
+        request,
+        limit,
+        (raw) => {
+          if (settled) return
+          settled = true
+          if (raw instanceof PayloadTooLarge) return resolve(sendError(response, raw, requestId))
+          try {
+            resolve(execute(response, requestId, route, run(request, requestId, route, params, search, auth, raw)))
+          } catch (error) {
+            reject(error)
+          }
+        },
+        (error) => {
+          if (settled) return
+          settled = true
+          reject(error)
+        }
+      )
+    })
+  }
+
   /** Answers the outcome of a request's program; stays synchronous unless the program suspended. */
   const respond = (response: ServerResponse, requestId: string, route: CompiledRoute, exit: Exit.Exit<unknown, ApiError | StoreError>): number => {
     if (Exit.isSuccess(exit)) {
@@ -366,8 +433,8 @@ export const makeApp = (options: AppOptions) => {
       return sendError(response, new MethodNotAllowed({ message: "Method Not Allowed" }), requestId, { allow: match.allowed.join(", ") })
     }
     const route = match.handler
-    const exit = runHandler(program(request, requestId, route, match.params, search))
-    return exit instanceof Promise ? exit.then((done) => respond(response, requestId, route, done)) : respond(response, requestId, route, exit)
+    if (authenticateNow) return handleNow(authenticateNow, request, response, requestId, route, match.params, search)
+    return execute(response, requestId, route, program(request, requestId, route, match.params, search))
   }
 
   const unexpected = (response: ServerResponse, defect: unknown, requestId: string): number => {

@@ -33,7 +33,9 @@ export const makeRouter = <H>(routes: ReadonlyArray<{ endpoint: Endpoint; handle
   const match = (method: string, path: string): RouteMatch<H> => {
     let parts: Array<string>
     try {
-      parts = splitPath(path).map(decodeURIComponent)
+      parts = splitPath(path)
+      // Most paths have no escapes: decode only the segments that have one.
+      for (let index = 0; index < parts.length; index++) if (parts[index]!.includes("%")) parts[index] = decodeURIComponent(parts[index]!)
     } catch {
       return { _tag: "NotFound" }
     }

@@ -47,6 +47,12 @@ export class KeyStore extends Context.Service<
     readonly hasAnyKey: () => Op<boolean>
     /** Constant-time: an unknown key costs the same compare as a known one. */
     readonly authenticate: (key: string | undefined, tenantHeader: string | undefined) => Op<AuthContext, Unauthorized | Forbidden>
+    /**
+     * The same check, answered at once, for a backend whose lookup is synchronous (SQLite): the
+     * HTTP layer then authenticates without running an effect. Throws a `StoreError` when the
+     * backend fails. Absent on asynchronous backends (PostgreSQL), which use `authenticate`.
+     */
+    readonly authenticateNow?: (key: string | undefined, tenantHeader: string | undefined) => AuthContext | Unauthorized | Forbidden
     readonly listKeys: () => Op<ReadonlyArray<KeyListing>>
     readonly revokeKey: (id: string) => Op<boolean>
     readonly tenantOrganization: (tenantId: string) => Op<string | undefined>

@@ -15,6 +15,9 @@
  * `TestClock`) until the earliest step is due, then reports every due step in one batch (at most
  * `batch`, so a restart with tens of thousands of resumed revisions lets requests in between
  * slices). What the controller reports as not applied (superseded meanwhile) is dropped.
+ * A new revision wakes the fiber only when it is due before the fiber's next wake-up: each wake
+ * scans every tracked revision, and with revisions parked for long steps that scan (and the
+ * sleep it re-arms) was paid by every request that creates a revision.
  */
 import { Clock, Effect, Latch, Layer } from "effect"
 import { nextStatus, type RevisionStatus, type Source, type SourceRevisionConfig } from "../../../core/index.ts"
@@ -77,6 +80,8 @@ export const makeSimulatedDriver = ({ stepMs, batch = DEFAULT_BATCH }: Simulated
   Effect.gen(function* () {
     const tracked = new Map<string, Tracked>()
     const wake = Latch.makeUnsafe(false)
+    /** When the fiber, asleep, wakes up by itself; -Infinity while it is awake (it scans again before sleeping). */
+    let sleepingUntil = -Infinity
     let sink: ObservationSink = () => Effect.succeed([])
 
     const dueNow = (nowMs: number): Array<Tracked> => {
@@ -96,8 +101,10 @@ export const makeSimulatedDriver = ({ stepMs, batch = DEFAULT_BATCH }: Simulated
       if (due.length === 0) {
         const next = earliest()
         Latch.closeUnsafe(wake)
+        sleepingUntil = next
         if (next === Infinity) yield* wake.await
         else yield* Effect.raceFirst(Effect.sleep(next - nowMs), wake.await)
+        sleepingUntil = -Infinity
         return
       }
       const steps: Array<{ readonly item: Tracked; readonly observation: Observation | null }> = due.map((item) => {
@@ -139,8 +146,10 @@ export const makeSimulatedDriver = ({ stepMs, batch = DEFAULT_BATCH }: Simulated
       observe: (next) => Effect.sync(() => void (sink = next)),
       apply: (work) =>
         Effect.sync(() => {
-          tracked.set(work.revisionId, { work, status: work.status, due: Date.parse(work.since) + stepMs })
-          Latch.openUnsafe(wake)
+          const due = Date.parse(work.since) + stepMs
+          tracked.set(work.revisionId, { work, status: work.status, due })
+          // Due no earlier than the fiber's own wake-up: it finds this revision then.
+          if (due < sleepingUntil) Latch.openUnsafe(wake)
         }),
       stop: (revisionId) => Effect.sync(() => void tracked.delete(revisionId)),
       // Nothing runs: a DEPLOYED revision serves nothing to bring back.

@@ -112,7 +112,7 @@ export const deploymentRoutes = (writes: DeploymentWrites) =>
               const deployment = yield* mustGetDeployment(auth.tenantId, params.deployment_id)
               yield* refuseIfDeleting(deployment)
               yield* Effect.fromResult(checkRevisionSource(deployment.source, body.revision_source))
-              const plan = yield* Effect.fromResult(planPatch(storedOf(deployment), body))
+              const plan = yield* Effect.fromResult(planPatch(storedOf(deployment, body.secrets != null), body))
               if (plan.newRevision) {
                 return yield* writeNewRevision({
                   deployment,

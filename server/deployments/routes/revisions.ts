@@ -24,7 +24,7 @@ export const revisionRoutes = (writes: DeploymentWrites) =>
             Effect.gen(function* () {
               const deployment = yield* mustGetDeployment(auth.tenantId, params.deployment_id)
               yield* refuseIfDeleting(deployment)
-              const stored = storedOf(deployment)
+              const stored = storedOf(deployment, body.secrets != null)
               const planned = yield* Effect.fromResult(planRevision(stored, body))
               return yield* writeNewRevision({
                 deployment,

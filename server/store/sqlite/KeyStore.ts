@@ -1,10 +1,10 @@
 /** All SQL for organizations, tenants and keys (SQLite), synchronous: the `KeyStore` Layer and the key tool use it. */
-import { randomUUID, timingSafeEqual } from "node:crypto"
+import { createHash, randomUUID, timingSafeEqual } from "node:crypto"
 import { Effect, Layer } from "effect"
 import { Forbidden, Unauthorized } from "../../../core/index.ts"
 import { type AuthContext, generateKey, hashKey, KeyStore as KeyStoreService, type KeyListing } from "../KeyStore.ts"
 import { type Db, immediate } from "./database.ts"
-import { op } from "./errors.ts"
+import { op, toStoreError } from "./errors.ts"
 import { SqliteDatabase } from "./SqliteDatabase.ts"
 
 interface KeyRow {
@@ -75,10 +75,10 @@ export const makeKeyRepository = (db: Db): KeyRepository => {
     revokeKey: (id) => revoke.run(new Date().toISOString(), id).changes > 0,
     authenticate: (key, tenantHeader) => {
       if (key === undefined || key === "") return new Unauthorized({ message: "Missing API key" })
-      const hash = hashKey(key)
-      const row = keyByHash.get(hash) as KeyRow | undefined
+      const digest = createHash("sha256").update(key, "utf8").digest()
+      const row = keyByHash.get(digest.toString("hex")) as KeyRow | undefined
       const stored = row ? Buffer.from(row.key_hash, "hex") : dummyHash
-      const matches = stored.length === dummyHash.length && timingSafeEqual(stored, Buffer.from(hash, "hex"))
+      const matches = stored.length === digest.length && timingSafeEqual(stored, digest)
       if (!row || !matches) return new Unauthorized({ message: "Invalid API key" })
       const tenantId = tenantHeader === undefined || tenantHeader === "" ? row.default_tenant_id : tenantHeader.trim().toLowerCase()
       if (tenantId !== row.default_tenant_id && tenantOrganization(tenantId) !== row.organization_id) {
@@ -98,6 +98,13 @@ export const makeSqliteKeyStore = (db: Db): KeyStoreService["Service"] => {
     hasAnyKey: () => op(() => keys.hasAnyKey()),
     authenticate: (key, tenantHeader) =>
       Effect.flatMap(op(() => keys.authenticate(key, tenantHeader)), (result) => ("_tag" in result ? Effect.fail(result) : Effect.succeed(result))),
+    authenticateNow: (key, tenantHeader) => {
+      try {
+        return keys.authenticate(key, tenantHeader)
+      } catch (error) {
+        throw toStoreError(error)
+      }
+    },
     listKeys: () => op(() => keys.listKeys()),
     revokeKey: (id) => op(() => keys.revokeKey(id)),
     tenantOrganization: (tenantId) => op(() => keys.tenantOrganization(tenantId))
