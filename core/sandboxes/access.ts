@@ -6,7 +6,7 @@
  * (`resources/sandboxes/registries.js`, `lib/sandbox/client.js`).
  */
 import { Schema } from "effect"
-import { IntFromQuery, Timestamp, Uuid } from "../api/common.ts"
+import { doc, IntFromQuery, Timestamp, Uuid } from "../api/common.ts"
 import { atLeast, atMost, Int, rule, ruleOf } from "../api/validation.ts"
 import { DnsLabel } from "./names.ts"
 
@@ -95,13 +95,20 @@ const Username = Schema.String.check(
 /** `DOCKER_CONFIG` (username and password) is what Slipway pulls with; `AWS_ROLE` is refused with a 400. */
 const AuthType = Schema.Literals(["DOCKER_CONFIG", "AWS_ROLE"])
 
+/** Cursor paging: null on the last page. */
+const nextCursor = doc(Schema.NullOr(Schema.String), "Pass as cursor for the next page; null on the last page", [null])
+
+const registryUsername = doc(Username, "The user the registry knows (stored; never answered)", ["robot"])
+const registryPassword = doc(Secret, "The password or access token (stored encrypted with the secrets key; never answered or logged)", ["s3cr3t-token"])
+const awsRoleArn = doc(Schema.String, "For auth_type AWS_ROLE, which Slipway refuses (400): an AWS role to assume", ["arn:aws:iam::123456789012:role/ecr-pull"])
+
 export const CreateRegistry = Schema.Struct({
   name: DnsLabel,
   url: RegistryUrl,
   auth_type: Schema.optionalKey(AuthType),
-  username: Schema.optionalKey(Username),
-  password: Schema.optionalKey(Secret),
-  aws_role_arn: Schema.optionalKey(Schema.String)
+  username: Schema.optionalKey(registryUsername),
+  password: Schema.optionalKey(registryPassword),
+  aws_role_arn: Schema.optionalKey(awsRoleArn)
 }).annotate({ identifier: "CreateRegistry" })
 export type CreateRegistry = typeof CreateRegistry.Type
 
@@ -109,16 +116,16 @@ export const PatchRegistry = Schema.Struct({
   name: Schema.optionalKey(DnsLabel),
   url: Schema.optionalKey(RegistryUrl),
   auth_type: Schema.optionalKey(AuthType),
-  username: Schema.optionalKey(Username),
-  password: Schema.optionalKey(Secret),
-  aws_role_arn: Schema.optionalKey(Schema.String)
+  username: Schema.optionalKey(registryUsername),
+  password: Schema.optionalKey(registryPassword),
+  aws_role_arn: Schema.optionalKey(awsRoleArn)
 }).annotate({ identifier: "PatchRegistry" })
 export type PatchRegistry = typeof PatchRegistry.Type
 
 export const Registry = Schema.Struct({
   id: Uuid,
-  name: Schema.String,
-  url: Schema.String,
+  name: doc(Schema.String, "The registry's name, unique per tenant", ["acme-private"]),
+  url: doc(Schema.String, "Registry host[:port] and optional repository prefix its credentials apply to", ["registry.example.com/acme"]),
   auth_type: Schema.Literal("DOCKER_CONFIG"),
   provider: Schema.Literals(registryProviders),
   repository_search_mode: Schema.Literal("NONE"),
@@ -131,7 +138,7 @@ export const RegistryList = Schema.Struct({
   items: Schema.Array(Registry),
   /** Deprecated alias of `items`, as the real API keeps it. */
   registries: Schema.Array(Registry),
-  next_cursor: Schema.NullOr(Schema.String),
+  next_cursor: nextCursor,
   /** Deprecated: the offset of the next page (limit/offset paging), 0 on the last one. */
   offset: Int
 }).annotate({ identifier: "RegistryList" })
@@ -143,8 +150,8 @@ export const RegistryListQuery = Schema.Struct({
   limit: Schema.optionalKey(QueryInt(1, 500)),
   offset: Schema.optionalKey(QueryInt(0, Number.MAX_SAFE_INTEGER)),
   page_size: Schema.optionalKey(QueryInt(1, 100)),
-  cursor: Schema.optionalKey(Schema.String),
-  name_contains: Schema.optionalKey(Schema.String)
+  cursor: Schema.optionalKey(doc(Schema.String, "The next_cursor of the previous page", ["NTA"])),
+  name_contains: Schema.optionalKey(doc(Schema.String, "Only registries whose name contains this text (case-sensitive)", ["acme"]))
 }).annotate({ identifier: "RegistryListQuery" })
 
 export const RegistryNameParams = Schema.Struct({ name: Schema.String })
@@ -167,9 +174,13 @@ export const CreateServiceUrl = Schema.Struct({
 export type CreateServiceUrl = typeof CreateServiceUrl.Type
 
 export const ServiceUrl = Schema.Struct({
-  browser_url: Schema.String,
-  service_url: Schema.String,
-  token: Schema.String,
+  browser_url: doc(Schema.String, "Opens the service in a browser: sets the token as a cookie, then redirects to service_url", [
+    "https://slipway.example.com/sandbox-service-login?token=eyJ..."
+  ]),
+  service_url: doc(Schema.String, "The box's port over HTTP(S) and WebSocket; requests carry the token in X-Langsmith-Sandbox-Service-Token", [
+    "https://slipway.example.com/sandbox-services/0d9e4c1a-6f1b-4c43-9e55-3b5f0f9c7a11/8000/"
+  ]),
+  token: doc(Schema.String, "The signed, expiring token for this box and port", ["eyJ..."]),
   expires_at: Timestamp
 }).annotate({ identifier: "ServiceUrl" })
 
@@ -182,7 +193,7 @@ export const ServiceUrlGrant = Schema.Struct({
 
 export const ServiceUrlList = Schema.Struct({
   items: Schema.Array(ServiceUrlGrant),
-  next_cursor: Schema.NullOr(Schema.String)
+  next_cursor: nextCursor
 }).annotate({ identifier: "ServiceUrlList" })
 
 export const ServiceUrlListQuery = Schema.Struct({
@@ -198,14 +209,18 @@ export const DeleteServiceUrlQuery = Schema.Struct({
 const contentTypePattern = /^[a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+-]+(?:\s*;\s*[a-z0-9!#$&^_.+-]+=(?:[a-z0-9!#$&^_.+-]+|"[^"\r\n\\]*"))*$/i
 
 export const CreateDownloadUrl = Schema.Struct({
-  path: Schema.String.check(
+  path: doc(Schema.String, "The file in the box: absolute, or relative to the box's home directory", ["/home/user/report.csv"]).check(
     rule((path: string) => path.length >= 1, "must be at least 1 character", "string_too_short"),
     rule((path: string) => path.length <= 4096, "must be at most 4096 characters", "string_too_long"),
     rule((path: string) => !path.includes("\0"), "must not contain NUL", "value_error")
   ),
   /** Omitted: the link never expires (as the real API). */
   expires_in_seconds: Schema.optionalKey(Int.check(atLeast(1)).check(atMost(365 * 86_400))),
-  content_type: Schema.optionalKey(Schema.String.check(rule((value: string) => value.length <= 255 && contentTypePattern.test(value), "must be a MIME type like text/plain", "value_error"))),
+  content_type: Schema.optionalKey(
+    doc(Schema.String, "The Content-Type the link answers with (default: guessed from the file name)", ["text/csv"]).check(
+      rule((value: string) => value.length <= 255 && contentTypePattern.test(value), "must be a MIME type like text/plain", "value_error")
+    )
+  ),
   content_disposition: Schema.optionalKey(Schema.Literals(["attachment", "inline"])),
   csp_sandbox: Schema.optionalKey(Schema.Boolean),
   csp_sandbox_flags: Schema.optionalKey(Schema.Array(Schema.String)),
@@ -214,8 +229,10 @@ export const CreateDownloadUrl = Schema.Struct({
 export type CreateDownloadUrl = typeof CreateDownloadUrl.Type
 
 export const DownloadUrl = Schema.Struct({
-  download_url: Schema.String,
-  token: Schema.String,
+  download_url: doc(Schema.String, "Serves the file without an API key (Range requests included) until it expires", [
+    "https://slipway.example.com/sandbox-downloads/eyJ..."
+  ]),
+  token: doc(Schema.String, "The signed token the link carries", ["eyJ..."]),
   /** Null for a link that never expires. */
   expires_at: Schema.NullOr(Timestamp)
 }).annotate({ identifier: "DownloadUrl" })

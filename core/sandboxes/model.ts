@@ -131,7 +131,7 @@ export const Sandbox = Schema.Struct({
   /** The snapshot the box was made from. */
   snapshot_id: Schema.optionalKey(Uuid),
   /** The image the box runs (a snapshot's, or the server's default): boxes without a template. */
-  image: Schema.optionalKey(Schema.String),
+  image: Schema.optionalKey(doc(Schema.String, "The image the box runs (a snapshot's, or the server's default); absent for a box made from a template", ["python:3.12-slim"])),
   vcpus: Schema.optionalKey(Int),
   mem_bytes: Schema.optionalKey(Int),
   fs_capacity_bytes: Schema.optionalKey(Int),
@@ -241,9 +241,13 @@ export const FsCapacityBytes = Int.check(atLeast(minFsCapacityBytes)).check(atMo
 
 /** The retention fields of create and PATCH; `null` means "not set", as in the real API. */
 const retentionFields = {
-  ttl_seconds: Schema.optionalKey(Schema.NullOr(RetentionSeconds)),
-  idle_ttl_seconds: Schema.optionalKey(Schema.NullOr(RetentionSeconds)),
-  delete_after_stop_seconds: Schema.optionalKey(Schema.NullOr(RetentionSeconds))
+  ttl_seconds: Schema.optionalKey(Schema.NullOr(doc(RetentionSeconds, "Delete the box this many seconds after it was created (0 or null: never)", [3600]))),
+  idle_ttl_seconds: Schema.optionalKey(
+    Schema.NullOr(doc(RetentionSeconds, "Stop the box after this many seconds without a dataplane request (0 or null: never)", [900]))
+  ),
+  delete_after_stop_seconds: Schema.optionalKey(
+    Schema.NullOr(doc(RetentionSeconds, "Delete the box this many seconds after it stopped (0 or null: never)", [86400]))
+  )
 }
 
 /**
@@ -255,13 +259,21 @@ export const CreateBox = Schema.Struct({
   template_name: Schema.optionalKey(DnsLabel),
   snapshot_id: Schema.optionalKey(Schema.NullOr(Uuid)),
   /** `name` or `name:tag`; a bare name also finds `name:latest`. */
-  snapshot_name: Schema.optionalKey(Schema.NullOr(Schema.String.check(rule((text: string) => text.length >= 1 && text.length <= 255, "must be 1 to 255 characters", "string_too_long")))),
+  snapshot_name: Schema.optionalKey(
+    Schema.NullOr(
+      doc(Schema.String, "The snapshot to make the box from, by name (`name` or `name:tag`; a bare name also finds `name:latest`)", ["python-tools:v1"]).check(
+        rule((text: string) => text.length >= 1 && text.length <= 255, "must be 1 to 255 characters", "string_too_long")
+      )
+    )
+  ),
   /** Omitted → generated from the template name (`generateSandboxName`), or `sandbox-…`. */
   name: Schema.optionalKey(DnsLabel),
   /** Resources of a box made without a template (a template sets its own: these are then refused). */
-  vcpus: Schema.optionalKey(Schema.NullOr(Vcpus)),
-  mem_bytes: Schema.optionalKey(Schema.NullOr(MemBytes)),
-  fs_capacity_bytes: Schema.optionalKey(Schema.NullOr(FsCapacityBytes)),
+  vcpus: Schema.optionalKey(Schema.NullOr(doc(Vcpus, "CPUs of a box made without a template (default 1)", [2]))),
+  mem_bytes: Schema.optionalKey(Schema.NullOr(doc(MemBytes, "Memory of a box made without a template, in bytes (default 512 MiB)", [1073741824]))),
+  fs_capacity_bytes: Schema.optionalKey(
+    Schema.NullOr(doc(FsCapacityBytes, "Size of the writable filesystem of a box made without a template, in bytes (at least its snapshot's)", [4294967296]))
+  ),
   ...retentionFields,
   ...waitFields
 }).annotate({ identifier: "CreateBox" })

@@ -5,7 +5,7 @@
  * made from a snapshot run that image with a writable layer of that capacity.
  */
 import { Schema } from "effect"
-import { pageQueryFields, type PageBounds, Timestamp, Uuid } from "../api/common.ts"
+import { doc, pageQueryFields, type PageBounds, Timestamp, Uuid } from "../api/common.ts"
 import { Int, rule, ruleOf } from "../api/validation.ts"
 import { FsCapacityBytes, Image } from "./model.ts"
 
@@ -43,14 +43,16 @@ export const SnapshotStatus = Schema.Literals(snapshotStatuses)
 
 export const Snapshot = Schema.Struct({
   id: Uuid,
-  name: Schema.String,
-  docker_image: Schema.String,
+  name: doc(Schema.String, "The snapshot's name, unique per tenant", ["python-tools:v1"]),
+  docker_image: doc(Schema.String, "The OCI image the snapshot was built from (for a capture: the image of the captured box)", ["python:3.12-slim"]),
   /** The manifest digest the image resolved to when the snapshot was built; null until then (and on the simulated runtime). */
-  image_digest: Schema.NullOr(Schema.String),
+  image_digest: doc(Schema.NullOr(Schema.String), "The manifest digest the image resolved to when built; null until ready, and on a runtime without images", [
+    "sha256:4f53cda18c2baa0c0354bb5f9a3ecbe5ed12ab4d8e11ba873c2f11161202b945"
+  ]),
   fs_capacity_bytes: Int,
   status: SnapshotStatus,
   /** Why the build failed, or what it is doing; null when there is nothing to say. */
-  status_message: Schema.NullOr(Schema.String),
+  status_message: doc(Schema.NullOr(Schema.String), "What the build is doing, or why it failed; null when there is nothing to say", ["pulling image python:3.12-slim"]),
   /** The sandbox a captured snapshot was made from (absent for one built from an image reference). */
   source_sandbox_id: Schema.optionalKey(Uuid),
   created_at: Timestamp,
@@ -75,7 +77,9 @@ export type CreateSnapshot = typeof CreateSnapshot.Type
 export const CaptureSnapshot = Schema.Struct({
   name: SnapshotName,
   fs_capacity_bytes: Schema.optionalKey(Schema.NullOr(FsCapacityBytes)),
-  docker_image: Schema.optionalKey(Schema.NullOr(Schema.String))
+  docker_image: Schema.optionalKey(
+    doc(Schema.NullOr(Schema.String), "An image built by a Docker daemon inside the box: refused with 400 Unsupported (boxes run no Docker daemon); omit it", [null])
+  )
 }).annotate({ identifier: "CaptureSnapshot" })
 
 export const ListSnapshotsQuery = Schema.Struct({

@@ -51,6 +51,10 @@ const validBodies: Record<string, () => any> = {
   updateBox: () => ({ name: unique("fz-box"), idle_ttl_seconds: 3600 }),
   createSnapshot: () => ({ name: unique("fz-snap"), docker_image: "python:3.12", fs_capacity_bytes: 1024 ** 3 }),
   captureSnapshot: () => ({ name: unique("fz-captured") }),
+  createRegistry: () => ({ name: unique("fz-reg"), url: "registry.example.com/acme", username: "robot", password: "fuzz-secret" }),
+  updateRegistry: () => ({ name: unique("fz-reg"), password: "rotated-secret" }),
+  createServiceUrl: () => ({ port: 8000, expires_in_seconds: 600 }),
+  createDownloadUrl: () => ({ path: "/home/user/report.csv", expires_in_seconds: 600, content_type: "text/csv", content_disposition: "attachment" }),
   getBuildLogs: () => ({ limit: 50, order: "asc", offset: null, level: "INFO", query: "pull", start_time: null, end_time: null }),
   getDeployLogs: () => ({ limit: 10, order: "desc", query: null }),
   getRevisionDeployLogs: () => ({ limit: 100 }),
@@ -110,6 +114,7 @@ const freshTarget = async (endpoint: Endpoint): Promise<Record<string, string>> 
   else if (kind === "templates") params.name = (await create("/v2/sandboxes/templates", { name: unique("fz-tpl"), image: "python:3.12" })).name
   else if (kind === "pools") params.name = (await create("/v2/sandboxes/pools", { name: unique("fz-pool"), template_name: "fz-template", replicas: 1 })).name
   else if (kind === "boxes") params.name = (await create("/v2/sandboxes/boxes", { name: unique("fz-box"), template_name: "fz-template" })).name
+  else if (kind === "registries") params.name = (await create("/v2/sandboxes/registries", validBodies.createRegistry!())).name
   else if (kind === "snapshot_id") params.snapshot_id = (await create("/v2/sandboxes/snapshots", validBodies.createSnapshot!())).id
   else if (kind === "listener_id") params.listener_id = (await create("/v2/listeners", validBodies.createListener!())).id
   else if (kind === "deployment_id") {

@@ -15,7 +15,7 @@ let t: TestServer
 let keyB: string
 let keyC: string
 /** A's resources: path parameter values by endpoint path prefix, and every id and name to look for in B's answers. */
-const a = { deploymentId: "", revisionId: "", listenerId: "", snapshotId: "", names: { templates: "a-template", volumes: "a-volume", pools: "a-pool", boxes: "a-box" } as Record<string, string> }
+const a = { deploymentId: "", revisionId: "", listenerId: "", snapshotId: "", names: { templates: "a-template", volumes: "a-volume", pools: "a-pool", boxes: "a-box", registries: "a-registry" } as Record<string, string> }
 const markers: Array<string> = []
 let snapshot: Record<string, unknown> = {}
 
@@ -26,6 +26,9 @@ const bodies: Record<string, unknown> = {
   updatePool: { replicas: 3 },
   updateBox: { name: "b-renamed" },
   captureSnapshot: { name: "b-captured" },
+  updateRegistry: { username: "evil", password: "stolen" },
+  createServiceUrl: { port: 8000 },
+  createDownloadUrl: { path: "/home/user/secret.txt" },
   updateDeployment: { source_revision_config: { image_uri: "evil/image:1" }, secrets: [{ name: "STOLEN", value: "x" }] },
   createRevision: { source_revision_config: { image_uri: "evil/image:2" } },
   updateListener: { compute_config: { k8s_namespaces: ["evil"] } },
@@ -54,6 +57,7 @@ const readA = async () => {
     pools: await get("/v2/sandboxes/pools/a-pool"),
     boxes: await get("/v2/sandboxes/boxes/a-box"),
     snapshots: await get("/v2/sandboxes/snapshots/a-snapshot"),
+    registries: await get("/v2/sandboxes/registries/a-registry"),
     listener: await get(`/v2/listeners/${a.listenerId}`),
     deployment: { name: deployment.name, latest_revision_id: deployment.latest_revision_id, secrets: deployment.secrets, source_revision_config: deployment.source_revision_config },
     revisions: revisions.resources.map((revision: { id: string }) => revision.id)
@@ -76,6 +80,7 @@ beforeAll(async () => {
   const box = await create("/v2/sandboxes/boxes", { name: "a-box", template_name: "a-template" })
   const snap = await create("/v2/sandboxes/snapshots", { name: "a-snapshot", docker_image: "python:3.12", fs_capacity_bytes: 1024 ** 3 })
   a.snapshotId = snap.id
+  const registry = await create("/v2/sandboxes/registries", { name: "a-registry", url: "registry.example.com/a", username: "a-robot", password: "a-registry-password" })
   // Built at once on the simulated runtime; wait for it so the before/after reads compare a settled snapshot.
   for (let attempt = 0; attempt < 100 && (await t.request("GET", `/v2/sandboxes/snapshots/${snap.id}`)).body.status !== "ready"; attempt++) await new Promise((resolve) => setTimeout(resolve, 20))
   const listener = await create("/v2/listeners", { compute_type: "k8s", compute_config: { k8s_namespaces: ["a-namespace"] } })
@@ -89,7 +94,7 @@ beforeAll(async () => {
   a.deploymentId = deployment.id
   a.revisionId = deployment.latest_revision_id
   a.listenerId = listener.id
-  markers.push(snap.id, "a-snapshot", volume.id, template.id, pool.id, box.id, listener.id, deployment.id, deployment.latest_revision_id, "a-volume", "a-template", "a-mounting", "a-pool", "a-box", "a-deployment", "a-namespace")
+  markers.push(registry.id, "a-registry", "a-robot", "a-registry-password", snap.id, "a-snapshot", volume.id, template.id, pool.id, box.id, listener.id, deployment.id, deployment.latest_revision_id, "a-volume", "a-template", "a-mounting", "a-pool", "a-box", "a-deployment", "a-namespace")
   snapshot = await readA()
 })
 afterAll(() => t?.close())
