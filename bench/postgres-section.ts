@@ -22,10 +22,9 @@ import Database from "better-sqlite3"
 import pg from "pg"
 import { startPostgres } from "../test/support/postgres.ts"
 import { type BenchRequest, type LoadResult, runLoad } from "./load.ts"
-import { freePort, spawnTarget, type Target } from "./procs.ts"
+import { freePort, num, spawnTarget, type Target } from "./procs.ts"
 
 const env = process.env
-const num = (name: string, fallback: number) => (env[name] ? Number(env[name]) : fallback)
 const DURATION = num("BENCH_DURATION", 3)
 const ROUNDS = Math.max(1, num("BENCH_PG_ROUNDS", 3))
 const WARMUP = num("BENCH_PG_WARMUP", 3)

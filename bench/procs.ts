@@ -7,6 +7,9 @@ import { join } from "node:path"
 
 export const root = join(import.meta.dirname, "..")
 
+/** A bench setting from the environment (`BENCH_…`), or `fallback` when unset. */
+export const num = (name: string, fallback: number): number => (process.env[name] ? Number(process.env[name]) : fallback)
+
 export const freePort = (): Promise<number> =>
   new Promise((resolve, reject) => {
     const server = createServer()

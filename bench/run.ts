@@ -29,7 +29,7 @@ import { closeDatabase, openDatabase } from "../server/store/sqlite/database.ts"
 import { type FloorOps, makeFloorOps, openFloorDatabase } from "./floor.ts"
 import { type BenchRequest, type LoadResult, runLoad } from "./load.ts"
 import { postgresScenarioNames, runPostgresSection } from "./postgres-section.ts"
-import { freePort, residentBytes, root, spawnTarget, type Target } from "./procs.ts"
+import { freePort, num, residentBytes, root, spawnTarget, type Target } from "./procs.ts"
 import {
   awaitSamplesDeployed,
   benchKey,
@@ -44,7 +44,6 @@ import {
 } from "./seed.ts"
 
 const env = process.env
-const num = (name: string, fallback: number) => (env[name] ? Number(env[name]) : fallback)
 const DURATION = num("BENCH_DURATION", 3)
 const ROUNDS = Math.max(1, num("BENCH_ROUNDS", 3))
 /**

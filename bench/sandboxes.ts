@@ -37,10 +37,9 @@ import { cgroupParentFor } from "../server/runtime/local/LocalHost.ts"
 import { mountsUnder, unmountAll } from "../server/runtime/local/host.ts"
 import { pushTestImages, removeTestImages } from "../test/support/images.ts"
 import { startRegistry } from "../test/support/registry.ts"
-import { freePort, residentBytes, root, spawnTarget, type Target } from "./procs.ts"
+import { freePort, num, residentBytes, root, spawnTarget, type Target } from "./procs.ts"
 
 const env = process.env
-const num = (name: string, fallback: number) => (env[name] ? Number(env[name]) : fallback)
 const SAMPLES = num("BENCH_SAMPLES", 200)
 const CREATES = num("BENCH_CREATES", 30)
 const DENSITY = num("BENCH_DENSITY", 200)
