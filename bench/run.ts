@@ -19,6 +19,9 @@
  *   BENCH_CPU_PROF      directory: run the server under test with --cpu-prof, profiles written there
  *   BENCH_POSTGRES      0 skips the Postgres section (default: it runs after the SQLite one,
  *                       bench/postgres-section.ts; its own settings are described there)
+ *   BENCH_SANDBOXES     0 skips the sandbox section (default: it runs after the Postgres one, as
+ *                       `npm run bench:sandboxes` does: root and the packages of scripts/setup-host.sh;
+ *                       its settings are described in bench/sandboxes.ts)
  */
 import { execFileSync } from "node:child_process"
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
@@ -30,6 +33,7 @@ import { type FloorOps, makeFloorOps, openFloorDatabase } from "./floor.ts"
 import { type BenchRequest, type LoadResult, runLoad } from "./load.ts"
 import { postgresScenarioNames, runPostgresSection } from "./postgres-section.ts"
 import { freePort, num, residentBytes, root, spawnTarget, type Target } from "./procs.ts"
+import { runSection, sandboxSection, type Section, sectionScenarios, type SectionSpec } from "./sections.ts"
 import {
   awaitSamplesDeployed,
   benchKey,
@@ -469,8 +473,18 @@ const main = async () => {
     if (withPostgres) log("postgres section: one replica on PostgreSQL, the raw-driver floor and SQLite side by side")
     const postgres = withPostgres ? await runPostgresSection(ONLY) : undefined
 
+    // 9. The local runtime's sections, each its own script (they need root and the Debian packages).
+    const sections: Array<[SectionSpec, Section]> = []
+    for (const [spec, setting] of [[sandboxSection, "BENCH_SANDBOXES"]] as const) {
+      const wanted = sectionScenarios(spec, ONLY)
+      if (env[setting] === "0" || wanted.length === 0) continue
+      log(`${spec.name} section: node ${spec.script} (${wanted.join(", ")})`)
+      sections.push([spec, await runSection(spec, wanted)])
+    }
+
     report({
       postgres,
+      sections,
       dir,
       tenants,
       rows,
@@ -493,6 +507,7 @@ const main = async () => {
 
 interface ReportInput {
   readonly postgres: Awaited<ReturnType<typeof runPostgresSection>> | undefined
+  readonly sections: ReadonlyArray<readonly [SectionSpec, Section]>
   readonly dir: string
   readonly tenants: ReadonlyArray<Tenant>
   readonly rows: ReturnType<typeof cloneSamples>
@@ -587,6 +602,7 @@ const report = (input: ReportInput) => {
       })
   )
 
+  const allVerdicts = [...verdicts, ...(input.postgres?.verdicts ?? []), ...input.sections.flatMap(([, section]) => section.verdicts)]
   const json = {
     generated_at: new Date().toISOString(),
     machine: { node: process.version, cpus: cpus().length, cpu_model: cpus()[0]?.model, memory_bytes: totalmem(), platform: process.platform, database_fs: fsType(input.dir) },
@@ -616,8 +632,9 @@ const report = (input: ReportInput) => {
     scenarios: rows,
     list_deep_over_offset_0: deepCost === undefined ? undefined : round(deepCost),
     synchronous_normal_vs_full: sync,
-    verdicts: [...verdicts, ...(input.postgres?.verdicts ?? [])],
+    verdicts: allVerdicts,
     postgres: input.postgres?.json,
+    ...Object.fromEntries(input.sections.map(([spec, section]) => [spec.name, section.json])),
     total_seconds: round(input.totalMs / 1000, 0)
   }
   const out = join(root, "bench", "results")
@@ -647,6 +664,9 @@ const report = (input: ReportInput) => {
   )
   for (const verdict of verdicts) lines.push(`${verdict.pass ? "PASS" : "FAIL"}  ${verdict.target}: ${verdict.detail}`)
   if (input.postgres) lines.push("", "PostgreSQL (one replica; bench/postgres-section.ts):", ...input.postgres.lines)
+  for (const [spec, section] of input.sections) lines.push("", `${spec.name} (${spec.script}):`, ...section.lines)
+  const missed = allVerdicts.filter((verdict) => !verdict.pass)
+  lines.push("", `targets: ${allVerdicts.length - missed.length} pass, ${missed.length} miss${missed.length ? ` (${missed.map((verdict) => verdict.target).join("; ")})` : ""}`)
   lines.push("", `results written to bench/results/latest.json (${json.total_seconds} s in all)`, "")
   process.stdout.write(lines.join("\n"))
 }
