@@ -60,6 +60,13 @@ export interface HelperChannel {
   /** False once the helper is gone (the box stopped, it was killed): start another. */
   readonly alive: () => boolean
   readonly exec: (argv: ReadonlyArray<string>, env: Readonly<Record<string, string>>, cwd: string) => BoxProcess
+  /**
+   * `shell -c command` in `cwd` with the dataplane launcher's rules, done by the helper itself (one
+   * exec in the box): /bin/bash falls back to /bin/sh when absent, a missing shell exits 127 with
+   * "slipway: shell not found in the sandbox: <shell>", a missing cwd exits 1 with
+   * "slipway: cannot change to directory: <cwd>".
+   */
+  readonly execShell: (shell: string, command: string, env: Readonly<Record<string, string>>, cwd: string) => BoxProcess
   readonly close: () => void
 }
 
@@ -248,7 +255,21 @@ export const makeHelperChannel = (channel: Duplex, onGone: (reason: string) => v
   channel.on("error", () => undefined)
   channel.on("close", () => gone("the exec helper exited"))
 
-  const exec = (argv: ReadonlyArray<string>, env: Readonly<Record<string, string>>, cwd: string): BoxProcess => {
+  /** The start frame's payload: NUL-terminated strings, the environment as NAME=value. */
+  const startPayload = (head: ReadonlyArray<string>, env: Readonly<Record<string, string>>): Buffer => {
+    let text = ""
+    for (const s of head) text += s + "\0"
+    for (const name in env) text += name + "=" + env[name] + "\0"
+    return Buffer.from(text, "utf8")
+  }
+
+  const exec = (argv: ReadonlyArray<string>, env: Readonly<Record<string, string>>, cwd: string): BoxProcess =>
+    startCommand("S", startPayload([cwd, String(argv.length), ...argv], env))
+
+  const execShell = (shell: string, command: string, env: Readonly<Record<string, string>>, cwd: string): BoxProcess =>
+    startCommand("L", startPayload([cwd, shell, command], env))
+
+  const startCommand = (frameType: "S" | "L", payload: Buffer): BoxProcess => {
     if (!alive) throw new Error("the box's exec helper is gone")
     const id = nextId
     nextId = nextId >= 0xfffffff0 ? 1 : nextId + 1
@@ -290,8 +311,7 @@ export const makeHelperChannel = (channel: Duplex, onGone: (reason: string) => v
     })
     const command: Command = { stdout, stderr, stdin, pid: 0, exited: false, paused: false, open: 2, inFlight: 0, waiting: undefined, resolveStarted, resolveExit }
     commands.set(id, command)
-    const strings = [cwd, String(argv.length), ...argv, ...Object.entries(env).map(([k, v]) => `${k}=${v}`)]
-    send("S", id, Buffer.from(strings.map((s) => s + "\0").join(""), "utf8"))
+    send(frameType, id, payload)
     return {
       get pid() {
         return command.pid
@@ -311,6 +331,7 @@ export const makeHelperChannel = (channel: Duplex, onGone: (reason: string) => v
   return {
     alive: () => alive,
     exec,
+    execShell,
     close: () => {
       channel.destroy()
       gone("closed")
