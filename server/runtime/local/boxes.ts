@@ -59,7 +59,7 @@ export type { LimitsMode, Resources } from "./cgroups.ts"
 
 import { BOX_HOME, BOX_TOOLS, shellLaunchArgv, type BoxExec, type BoxProcess, type ExecOptions, type ShellCommand } from "../BoxExec.ts"
 
-export { BOX_HOME, BOX_TOOLS, type BoxExec, type BoxProcess, type ExecOptions }
+export { BOX_HOME, BOX_TOOLS, type BoxExec, type BoxProcess, type ExecOptions, type ShellCommand }
 
 // ---------------------------------------------------------------------------------------------
 

@@ -199,17 +199,22 @@ static void start(uint32_t id, char *p, uint32_t len, int launch) {
     close(in[0]), close(in[1]), close(out[0]), close(out[1]);
     goto nopipe;
   }
+  /* Every signal blocked across the fork: one sent to the child before it reset the helper's ignores
+     stays pending (Linux never discards a blocked signal) and acts once the child unblocks it. */
+  sigset_t all, previous;
+  sigfillset(&all);
+  sigprocmask(SIG_BLOCK, &all, &previous);
   pid_t pid = fork();
   if (pid == 0) {
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
     /* Ignored signals stay ignored across exec: give the command every default back (main reset all
        the others at start, so only the helper's own ignores remain). */
     signal(SIGPIPE, SIG_DFL);
     signal(SIGHUP, SIG_DFL);
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
     setsid();
     dup2(in[0], 0);
     dup2(out[1], 1);
@@ -244,6 +249,7 @@ static void start(uint32_t id, char *p, uint32_t len, int launch) {
     _exit(e == ENOENT ? 127 : 126);
   }
   int forkErrno = errno;
+  sigprocmask(SIG_SETMASK, &previous, NULL);
   close(in[0]);
   close(out[1]);
   close(err[1]);
