@@ -93,8 +93,20 @@ export const makeHelperChannel = (channel: Duplex, onGone: (reason: string) => v
   let nextId = 1
   const commands = new Map<number, Command>()
 
+  // Frames sent in one tick leave in one write (a command's start and its stdin's end, e.g.): one
+  // syscall and one wake-up of the helper instead of several.
+  let corked = false
+  const uncork = () => {
+    corked = false
+    channel.uncork()
+  }
   const send = (type: string, id: number, payload?: Buffer | Uint8Array) => {
     if (!alive) return
+    if (!corked) {
+      corked = true
+      channel.cork()
+      process.nextTick(uncork)
+    }
     const header = Buffer.allocUnsafe(9)
     header[0] = type.charCodeAt(0)
     header.writeUInt32LE(id, 1)
