@@ -319,6 +319,23 @@ static void handle(unsigned char type, uint32_t id, char *payload, uint32_t len)
         frame32('a', id, len);
         return;
       }
+      if (c->inq.len == c->inq.off) {
+        /* Nothing queued: write straight from the frame; only what the pipe does not take is queued. */
+        ssize_t n;
+        do n = write(c->in, payload, len);
+        while (n < 0 && errno == EINTR);
+        if (n > 0) {
+          frame32('a', id, (uint32_t)n);
+          payload += n;
+          len -= (uint32_t)n;
+        } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+          /* EPIPE: the command stopped reading; the data is consumed (dropped). */
+          frame32('a', id, len);
+          close_fd(&c->in);
+          return;
+        }
+        if (len == 0) return;
+      }
       reserve(&c->inq, len);
       memcpy(c->inq.buf + c->inq.len, payload, len);
       c->inq.len += len;
@@ -386,11 +403,16 @@ static void read_channel(void) {
 
 static void read_output(cmd_t *c, int which) {
   int *fd = which == 1 ? &c->out : &c->err;
-  static char data[CHUNK];
   for (int rounds = 0; rounds < 4 && *fd >= 0; rounds++) {
-    ssize_t n = read(*fd, data, sizeof data);
+    /* Read straight into the outgoing queue behind room for the frame's header: no copy. */
+    reserve(&outq, 9 + CHUNK);
+    unsigned char *h = (unsigned char *)outq.buf + outq.len;
+    ssize_t n = read(*fd, h + 9, CHUNK);
     if (n > 0) {
-      frame(which == 1 ? 'o' : 'e', c->id, data, (uint32_t)n);
+      h[0] = which == 1 ? 'o' : 'e';
+      put32(h + 1, c->id);
+      put32(h + 5, (uint32_t)n);
+      outq.len += 9 + (size_t)n;
       if (outq.len - outq.off >= OUT_HIGH) return;
       continue;
     }
