@@ -14,7 +14,7 @@
  *                     'I' stdin data      'E' end of stdin     'K' signal (u32) to the process group
  *                     'P' pause output    'R' resume output    'C' forget (server is done with it)
  *   helper -> server  'p' started (u32 pid in the box)   'f' could not start (message)
- *                     'o' stdout data   'e' stderr data   'c' stream closed (u8 1|2)
+ *                     'o' stdout data   'e' stderr data   'c' stream closed (u8 1|2; held until 'x' while the command runs)
  *                     'x' exited (u32 wait status)      'a' stdin bytes consumed (u32)
  *
  * Each command gets real pipes as stdin/stdout/stderr (so /dev/stdin, /dev/stderr work), its own
@@ -56,6 +56,7 @@ typedef struct {
   pid_t pid;
   int in, out, err;
   int in_eof, paused, exited, forgotten;
+  int closed_pending; /* bits 1|2: stream closed, its 'c' frame held until the exit (one write, one wake-up of the server) */
   buf_t inq;
 } cmd_t;
 
@@ -420,8 +421,24 @@ static void read_output(cmd_t *c, int which) {
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
     close_fd(fd);
     unsigned char w = (unsigned char)which;
-    frame('c', c->id, &w, 1);
+    /* While the command runs, its stream's close waits for the exit frame: the server needs both
+       (it finishes a command on exit + drained streams) and gets them in one write. */
+    if (c->exited) frame('c', c->id, &w, 1);
+    else c->closed_pending |= which;
   }
+}
+
+static void frame_exit(cmd_t *c, int status) {
+  /* Output already in the pipes goes first, in this same write (unless the server paused it); a
+     background process holding the pipes open leaves them open: read_output stops at EAGAIN. */
+  if (!c->paused && outq.len - outq.off < OUT_HIGH) {
+    if (c->out >= 0) read_output(c, 1);
+    if (c->err >= 0) read_output(c, 2);
+  }
+  for (unsigned char w = 1; w <= 2; w++)
+    if (c->closed_pending & w) frame('c', c->id, &w, 1);
+  c->closed_pending = 0;
+  frame32('x', c->id, (uint32_t)status);
 }
 
 static void reap(int sfd) {
@@ -437,7 +454,7 @@ static void reap(int sfd) {
       if (!c->used || c->pid != pid || c->exited) continue;
       c->exited = 1;
       if (c->forgotten) release(c);
-      else frame32('x', c->id, (uint32_t)status);
+      else frame_exit(c, status);
       break;
     }
   }
