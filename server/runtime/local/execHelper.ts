@@ -106,6 +106,7 @@ export const makeHelperChannel = (channel: Duplex, onGone: (reason: string) => v
       corked = true
       channel.cork()
       process.nextTick(uncork)
+      if (forgets.length > 0 && type !== "C") flushForgets()
     }
     const header = Buffer.allocUnsafe(9)
     header[0] = type.charCodeAt(0)
@@ -128,6 +129,7 @@ export const makeHelperChannel = (channel: Duplex, onGone: (reason: string) => v
   const gone = (reason: string) => {
     if (!alive) return
     alive = false
+    clearTimeout(forgetTimer)
     for (const [, command] of commands) {
       command.resolveStarted()
       if (!command.exited) {
@@ -142,10 +144,22 @@ export const makeHelperChannel = (channel: Duplex, onGone: (reason: string) => v
     onGone(reason)
   }
 
+  // Forget frames wait for the next frame we send or 20 ms, whichever is first: a finished command
+  // does not cost the helper (nor us) a write and a wake-up of its own.
+  let forgets: Array<number> = []
+  let forgetTimer: NodeJS.Timeout | undefined
+  const flushForgets = () => {
+    clearTimeout(forgetTimer)
+    forgetTimer = undefined
+    const ids = forgets
+    forgets = []
+    for (const id of ids) send("C", id)
+  }
   const forgetIfDone = (id: number, command: Command) => {
     if (command.exited && command.open === 0 && commands.get(id) === command) {
       commands.delete(id)
-      send("C", id)
+      forgets.push(id)
+      forgetTimer ??= setTimeout(flushForgets, 20).unref()
     }
   }
 
