@@ -312,7 +312,8 @@ const exec = async (box: Box) => {
   // The runner's own exec of the same command (the box's exec helper), from this small process: the server's path minus HTTP.
   const direct = (await makeBoxRunner({ root: boxesDir(), cgroupParent: cgroupParent() }).attach(box.id))!
   const runnerExec = async (running: typeof direct) => {
-    const p = running.exec(launchArgv({ shell: "/bin/sh", cwd: "/home/user", command: "true", env: {} }), { env: {} })
+    // The dataplane's path: execShell (the helper settles the shell and cwd itself, one exec in the box).
+    const p = running.execShell({ shell: "/bin/sh", cwd: "/home/user", command: "true" }, { env: {} })
     p.stdin.end()
     p.stdout.resume()
     p.stderr.resume()

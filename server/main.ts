@@ -1,11 +1,13 @@
 /** `npm start`: serves the API with the embedded database until SIGTERM/SIGINT. */
 import { ConfigError, configFromEnv } from "./config.ts"
+import { tuneGc } from "./gcTuning.ts"
 import { startServer } from "./index.ts"
 import { describeDatabase } from "./store/index.ts"
 
 const main = async () => {
   let config
   try {
+    tuneGc()
     config = configFromEnv()
   } catch (error) {
     if (error instanceof ConfigError) {

@@ -72,6 +72,17 @@ describe("dataplane commands through the box's exec helper", () => {
     expect(((await ps.json()) as { stdout: string }).stdout.trim()).toBe("0")
   })
 
+  it("the launcher's rules, kept by the helper: a missing shell is 127, a missing cwd 1, each with its message; relative cwd from /home/user", async () => {
+    const post = async (body: Record<string, unknown>) =>
+      (await (
+        await fetch(`${boxUrl}/execute`, { method: "POST", headers: { "x-api-key": t.key, "content-type": "application/json" }, body: JSON.stringify(body) })
+      ).json()) as { stdout: string; stderr: string; exit_code: number }
+    expect(await post({ command: "echo hi", shell: "/usr/bin/zsh" })).toEqual({ stdout: "", stderr: "slipway: shell not found in the sandbox: /usr/bin/zsh\n", exit_code: 127 })
+    expect(await post({ command: "pwd", cwd: "/nowhere" })).toEqual({ stdout: "", stderr: "slipway: cannot change to directory: /nowhere\n", exit_code: 1 })
+    expect(await post({ command: "mkdir -p work/a && cd work/a && pwd", shell: "/bin/sh" })).toMatchObject({ stdout: "/home/user/work/a\n", exit_code: 0 })
+    expect(await post({ command: 'pwd; echo "$PWD"', cwd: "work" })).toMatchObject({ stdout: "/home/user/work\n/home/user/work\n", exit_code: 0 })
+  })
+
   it("a re-sent execute with the same command_id reattaches and replays from the offsets", async () => {
     const commandId = `replay-${Date.now()}`
     const first = await execute({ command: "echo one; sleep 1; echo two", command_id: commandId })

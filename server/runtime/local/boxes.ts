@@ -57,9 +57,9 @@ export type { LimitsMode, Resources } from "./cgroups.ts"
 // ---------------------------------------------------------------------------------------------
 // Shared interfaces: server/runtime/BoxExec.ts
 
-import { BOX_HOME, BOX_TOOLS, type BoxExec, type BoxProcess, type ExecOptions } from "../BoxExec.ts"
+import { BOX_HOME, BOX_TOOLS, shellLaunchArgv, type BoxExec, type BoxProcess, type ExecOptions, type ShellCommand } from "../BoxExec.ts"
 
-export { BOX_HOME, BOX_TOOLS, type BoxExec, type BoxProcess, type ExecOptions }
+export { BOX_HOME, BOX_TOOLS, type BoxExec, type BoxProcess, type ExecOptions, type ShellCommand }
 
 // ---------------------------------------------------------------------------------------------
 
@@ -123,6 +123,8 @@ export interface RunningBox extends BoxExec {
   /** Host path of the box's root filesystem as the box sees it (image + writable layer, the overlay); mounted while the box runs. */
   readonly filesystem: string
   readonly status: () => BoxStatus
+  /** A shell command: one exec in the box through its exec helper (or the busybox launcher without it). */
+  readonly execShell: (command: ShellCommand, options?: ExecOptions) => BoxProcess
   /** Called once when the box's init exits (stop, destroy, or an unexpected death). */
   readonly onExit: (listener: (exit: BoxExit) => void) => () => void
   /** Resolves when the box has exited. */
@@ -619,14 +621,34 @@ export const makeBoxRunner = (options: BoxRunnerOptions): BoxRunner => {
       return started
     }
 
+    const envName = /^[^=\0]+$/
+    /** The command's whole environment: the box's defaults, the spec's, the request's; checked. */
+    const envFor = (execOptions: ExecOptions | undefined, extra?: Readonly<Record<string, string>>): Record<string, string> => {
+      const env: Record<string, string> = { PATH: DEFAULT_PATH, HOME: BOX_HOME, ...rec.spec.env, ...(execOptions?.env ?? {}), ...extra }
+      for (const k in env) {
+        const v = env[k]
+        if (!envName.test(k) || typeof v !== "string" || v.includes("\0")) throw new BoxError(`invalid environment variable ${JSON.stringify(k)}`)
+      }
+      return env
+    }
+
+    const execShell = (command: ShellCommand, execOptions?: ExecOptions): BoxProcess => {
+      if (status !== "running") throw new BoxError(`box ${id} is not running`)
+      for (const field of ["shell", "cwd", "command"] as const)
+        if (typeof command?.[field] !== "string" || command[field].includes("\0")) throw new BoxError(`${field} must be a string without NUL`)
+      if (!command.shell.startsWith("/") || !command.cwd.startsWith("/")) throw new BoxError("shell and cwd must be absolute paths")
+      const viaHelper = helperChannel()
+      // PWD as the launcher's `cd` left it (the shell would otherwise take the physical path).
+      if (viaHelper) return viaHelper.execShell(command.shell, command.command, envFor(execOptions, { PWD: command.cwd }), command.cwd)
+      return exec(shellLaunchArgv(command), execOptions)
+    }
+
     const exec = (argv: ReadonlyArray<string>, execOptions?: ExecOptions): BoxProcess => {
       if (status !== "running") throw new BoxError(`box ${id} is not running`)
       if (!Array.isArray(argv) || argv.length === 0 || argv.some((a) => typeof a !== "string" || a.includes("\0")))
         throw new BoxError("argv must be a non-empty list of strings")
       if (argv[0]!.includes("=")) throw new BoxError("argv[0] must not contain '='")
-      const env: Record<string, string> = { PATH: DEFAULT_PATH, HOME: BOX_HOME, ...rec.spec.env, ...(execOptions?.env ?? {}) }
-      for (const [k, v] of Object.entries(env))
-        if (!/^[^=\0]+$/.test(k) || typeof v !== "string" || v.includes("\0")) throw new BoxError(`invalid environment variable ${JSON.stringify(k)}`)
+      const env = envFor(execOptions)
       const defaultCwd = rec.spec.workingDir ?? BOX_HOME
       const cwd = execOptions?.cwd === undefined ? defaultCwd : path.posix.resolve(BOX_HOME, execOptions.cwd)
       const viaHelper = helperChannel()
@@ -740,6 +762,7 @@ export const makeBoxRunner = (options: BoxRunnerOptions): BoxRunner => {
         log("boxes.destroyed", { id })
       },
       exec,
+      execShell,
       forward
     }
     return box

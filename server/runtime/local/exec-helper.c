@@ -7,10 +7,14 @@
  * command inherits it). Frames both ways: u8 type, u32 id (little-endian), u32 length, payload.
  *
  *   server -> helper  'S' start   payload: cwd NUL argc NUL argv... NUL env... NUL  (cwd "" = stay)
+ *                     'L' launch a shell command: cwd NUL shell NUL command NUL env... NUL
+ *                         (the dataplane's launcher: /bin/bash falls back to /bin/sh when absent; a
+ *                         missing shell exits 127 and a missing cwd exits 1, each with a message on
+ *                         stderr; then `shell -c command` is exec'd: one exec per command)
  *                     'I' stdin data      'E' end of stdin     'K' signal (u32) to the process group
  *                     'P' pause output    'R' resume output    'C' forget (server is done with it)
  *   helper -> server  'p' started (u32 pid in the box)   'f' could not start (message)
- *                     'o' stdout data   'e' stderr data   'c' stream closed (u8 1|2)
+ *                     'o' stdout data   'e' stderr data   'c' stream closed (u8 1|2; held until 'x' while the command runs)
  *                     'x' exited (u32 wait status)      'a' stdin bytes consumed (u32)
  *
  * Each command gets real pipes as stdin/stdout/stderr (so /dev/stdin, /dev/stderr work), its own
@@ -52,6 +56,7 @@ typedef struct {
   pid_t pid;
   int in, out, err;
   int in_eof, paused, exited, forgotten;
+  int closed_pending; /* bits 1|2: stream closed, its 'c' frame held until the exit (one write, one wake-up of the server) */
   buf_t inq;
 } cmd_t;
 
@@ -141,7 +146,7 @@ static void release(cmd_t *c) {
 
 static void fail_start(uint32_t id, const char *message) { frame('f', id, message, (uint32_t)strlen(message)); }
 
-static void start(uint32_t id, char *p, uint32_t len) {
+static void start(uint32_t id, char *p, uint32_t len, int launch) {
   if (find(id)) return fail_start(id, "duplicate command id");
   cmd_t *c = NULL;
   for (int i = 0; i < MAXCMD && !c; i++)
@@ -156,22 +161,34 @@ static void start(uint32_t id, char *p, uint32_t len) {
   if (!strings) die("out of memory");
   size_t k = 0;
   for (char *s = p; s < p + len; s += strlen(s) + 1) strings[k++] = s;
-  if (count < 3) {
+  if (count < 3 || (launch && strings[1][0] == '\0')) {
     free(strings);
     return fail_start(id, "malformed start frame");
   }
   char *cwd = strings[0];
-  char *end = NULL;
-  unsigned long argc = strtoul(strings[1], &end, 10);
-  if (*end != '\0' || argc == 0 || argc > count - 2) {
-    free(strings);
-    return fail_start(id, "malformed start frame");
+  char **argv, **envp;
+  if (launch) {
+    /* cwd, shell, command, env...: argv becomes shell -c command (the shell is settled in the child). */
+    argv = calloc(4, sizeof(char *));
+    envp = calloc(count - 3 + 1, sizeof(char *));
+    if (!argv || !envp) die("out of memory");
+    argv[0] = strings[1];
+    argv[1] = "-c";
+    argv[2] = strings[2];
+    for (size_t i = 3, j = 0; i < count; i++, j++) envp[j] = strings[i];
+  } else {
+    char *end = NULL;
+    unsigned long argc = strtoul(strings[1], &end, 10);
+    if (*end != '\0' || argc == 0 || argc > count - 2) {
+      free(strings);
+      return fail_start(id, "malformed start frame");
+    }
+    argv = calloc(argc + 1, sizeof(char *));
+    envp = calloc(count - 2 - argc + 1, sizeof(char *));
+    if (!argv || !envp) die("out of memory");
+    for (unsigned long i = 0; i < argc; i++) argv[i] = strings[2 + i];
+    for (size_t i = 2 + argc, j = 0; i < count; i++, j++) envp[j] = strings[i];
   }
-  char **argv = calloc(argc + 1, sizeof(char *));
-  char **envp = calloc(count - 2 - argc + 1, sizeof(char *));
-  if (!argv || !envp) die("out of memory");
-  for (unsigned long i = 0; i < argc; i++) argv[i] = strings[2 + i];
-  for (size_t i = 2 + argc, j = 0; i < count; i++, j++) envp[j] = strings[i];
 
   int in[2], out[2], err[2];
   if (pipe2(in, O_CLOEXEC) < 0) goto nopipe;
@@ -183,14 +200,22 @@ static void start(uint32_t id, char *p, uint32_t len) {
     close(in[0]), close(in[1]), close(out[0]), close(out[1]);
     goto nopipe;
   }
+  /* Every signal blocked across the fork: one sent to the child before it reset the helper's ignores
+     stays pending (Linux never discards a blocked signal) and acts once the child unblocks it. */
+  sigset_t all, previous;
+  sigfillset(&all);
+  sigprocmask(SIG_BLOCK, &all, &previous);
   pid_t pid = fork();
   if (pid == 0) {
+    /* Ignored signals stay ignored across exec: give the command every default back (main reset all
+       the others at start, so only the helper's own ignores remain). */
+    signal(SIGPIPE, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    /* Ignored signals stay ignored across exec: give the command every default back. */
-    for (int sig = 1; sig < NSIG; sig++)
-      if (sig != SIGKILL && sig != SIGSTOP) signal(sig, SIG_DFL);
     setsid();
     dup2(in[0], 0);
     dup2(out[1], 1);
@@ -202,17 +227,30 @@ static void start(uint32_t id, char *p, uint32_t len) {
       (void)!write(adj, "500", 3);
       close(adj);
     }
-    if (cwd[0] != '\0' && chdir(cwd) < 0) {
+    if (launch) {
+      /* The dataplane's launcher, as its busybox script did: same checks, same messages, same codes. */
+      if (access(argv[0], X_OK) != 0 && strcmp(argv[0], "/bin/bash") == 0) argv[0] = "/bin/sh";
+      if (access(argv[0], X_OK) != 0) {
+        dprintf(2, "slipway: shell not found in the sandbox: %s\n", argv[0]);
+        _exit(127);
+      }
+      if (chdir(cwd) < 0) {
+        dprintf(2, "slipway: cannot change to directory: %s\n", cwd);
+        _exit(1);
+      }
+    } else if (cwd[0] != '\0' && chdir(cwd) < 0) {
       dprintf(2, "slipway: cannot change to directory %s: %s\n", cwd, strerror(errno));
       _exit(126);
     }
     environ = envp;
-    execvp(argv[0], argv);
+    if (launch) execv(argv[0], argv);
+    else execvp(argv[0], argv);
     int e = errno;
     dprintf(2, "slipway: %s: %s\n", argv[0], strerror(e));
     _exit(e == ENOENT ? 127 : 126);
   }
   int forkErrno = errno;
+  sigprocmask(SIG_SETMASK, &previous, NULL);
   close(in[0]);
   close(out[1]);
   close(err[1]);
@@ -270,16 +308,34 @@ static void write_stdin(cmd_t *c) {
 }
 
 static void handle(unsigned char type, uint32_t id, char *payload, uint32_t len) {
-  cmd_t *c = type == 'S' ? NULL : find(id);
+  cmd_t *c = type == 'S' || type == 'L' ? NULL : find(id);
   switch (type) {
     case 'S':
-      start(id, payload, len);
+    case 'L':
+      start(id, payload, len, type == 'L');
       return;
     case 'I':
       if (!c) return;
       if (c->in < 0 || c->in_eof) {
         frame32('a', id, len);
         return;
+      }
+      if (c->inq.len == c->inq.off) {
+        /* Nothing queued: write straight from the frame; only what the pipe does not take is queued. */
+        ssize_t n;
+        do n = write(c->in, payload, len);
+        while (n < 0 && errno == EINTR);
+        if (n > 0) {
+          frame32('a', id, (uint32_t)n);
+          payload += n;
+          len -= (uint32_t)n;
+        } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+          /* EPIPE: the command stopped reading; the data is consumed (dropped). */
+          frame32('a', id, len);
+          close_fd(&c->in);
+          return;
+        }
+        if (len == 0) return;
       }
       reserve(&c->inq, len);
       memcpy(c->inq.buf + c->inq.len, payload, len);
@@ -348,11 +404,16 @@ static void read_channel(void) {
 
 static void read_output(cmd_t *c, int which) {
   int *fd = which == 1 ? &c->out : &c->err;
-  static char data[CHUNK];
   for (int rounds = 0; rounds < 4 && *fd >= 0; rounds++) {
-    ssize_t n = read(*fd, data, sizeof data);
+    /* Read straight into the outgoing queue behind room for the frame's header: no copy. */
+    reserve(&outq, 9 + CHUNK);
+    unsigned char *h = (unsigned char *)outq.buf + outq.len;
+    ssize_t n = read(*fd, h + 9, CHUNK);
     if (n > 0) {
-      frame(which == 1 ? 'o' : 'e', c->id, data, (uint32_t)n);
+      h[0] = which == 1 ? 'o' : 'e';
+      put32(h + 1, c->id);
+      put32(h + 5, (uint32_t)n);
+      outq.len += 9 + (size_t)n;
       if (outq.len - outq.off >= OUT_HIGH) return;
       continue;
     }
@@ -360,8 +421,24 @@ static void read_output(cmd_t *c, int which) {
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
     close_fd(fd);
     unsigned char w = (unsigned char)which;
-    frame('c', c->id, &w, 1);
+    /* While the command runs, its stream's close waits for the exit frame: the server needs both
+       (it finishes a command on exit + drained streams) and gets them in one write. */
+    if (c->exited) frame('c', c->id, &w, 1);
+    else c->closed_pending |= which;
   }
+}
+
+static void frame_exit(cmd_t *c, int status) {
+  /* Output already in the pipes goes first, in this same write (unless the server paused it); a
+     background process holding the pipes open leaves them open: read_output stops at EAGAIN. */
+  if (!c->paused && outq.len - outq.off < OUT_HIGH) {
+    if (c->out >= 0) read_output(c, 1);
+    if (c->err >= 0) read_output(c, 2);
+  }
+  for (unsigned char w = 1; w <= 2; w++)
+    if (c->closed_pending & w) frame('c', c->id, &w, 1);
+  c->closed_pending = 0;
+  frame32('x', c->id, (uint32_t)status);
 }
 
 static void reap(int sfd) {
@@ -377,7 +454,7 @@ static void reap(int sfd) {
       if (!c->used || c->pid != pid || c->exited) continue;
       c->exited = 1;
       if (c->forgotten) release(c);
-      else frame32('x', c->id, (uint32_t)status);
+      else frame_exit(c, status);
       break;
     }
   }
@@ -389,6 +466,10 @@ int main(void) {
   /* Whatever else the host-side chain left open (sh, nsenter) is not ours to keep. */
   close_range(4, ~0U, 0);
   fcntl(CH, F_SETFL, fcntl(CH, F_GETFL) | O_NONBLOCK);
+  /* Every signal at its default (ignores inherited from the host-side chain included), then our own
+     ignores, which each command's child resets. */
+  for (int sig = 1; sig < NSIG; sig++)
+    if (sig != SIGKILL && sig != SIGSTOP) signal(sig, SIG_DFL);
   signal(SIGPIPE, SIG_IGN);
   signal(SIGHUP, SIG_IGN);
   signal(SIGINT, SIG_IGN);

@@ -60,6 +60,13 @@ export interface HelperChannel {
   /** False once the helper is gone (the box stopped, it was killed): start another. */
   readonly alive: () => boolean
   readonly exec: (argv: ReadonlyArray<string>, env: Readonly<Record<string, string>>, cwd: string) => BoxProcess
+  /**
+   * `shell -c command` in `cwd` with the dataplane launcher's rules, done by the helper itself (one
+   * exec in the box): /bin/bash falls back to /bin/sh when absent, a missing shell exits 127 with
+   * "slipway: shell not found in the sandbox: <shell>", a missing cwd exits 1 with
+   * "slipway: cannot change to directory: <cwd>".
+   */
+  readonly execShell: (shell: string, command: string, env: Readonly<Record<string, string>>, cwd: string) => BoxProcess
   readonly close: () => void
 }
 
@@ -86,8 +93,21 @@ export const makeHelperChannel = (channel: Duplex, onGone: (reason: string) => v
   let nextId = 1
   const commands = new Map<number, Command>()
 
+  // Frames sent in one tick leave in one write (a command's start and its stdin's end, e.g.): one
+  // syscall and one wake-up of the helper instead of several.
+  let corked = false
+  const uncork = () => {
+    corked = false
+    channel.uncork()
+  }
   const send = (type: string, id: number, payload?: Buffer | Uint8Array) => {
     if (!alive) return
+    if (!corked) {
+      corked = true
+      channel.cork()
+      process.nextTick(uncork)
+      if (forgets.length > 0 && type !== "C") flushForgets()
+    }
     const header = Buffer.allocUnsafe(9)
     header[0] = type.charCodeAt(0)
     header.writeUInt32LE(id, 1)
@@ -109,6 +129,7 @@ export const makeHelperChannel = (channel: Duplex, onGone: (reason: string) => v
   const gone = (reason: string) => {
     if (!alive) return
     alive = false
+    clearTimeout(forgetTimer)
     for (const [, command] of commands) {
       command.resolveStarted()
       if (!command.exited) {
@@ -123,10 +144,22 @@ export const makeHelperChannel = (channel: Duplex, onGone: (reason: string) => v
     onGone(reason)
   }
 
+  // Forget frames wait for the next frame we send or 20 ms, whichever is first: a finished command
+  // does not cost the helper (nor us) a write and a wake-up of its own.
+  let forgets: Array<number> = []
+  let forgetTimer: NodeJS.Timeout | undefined
+  const flushForgets = () => {
+    clearTimeout(forgetTimer)
+    forgetTimer = undefined
+    const ids = forgets
+    forgets = []
+    for (const id of ids) send("C", id)
+  }
   const forgetIfDone = (id: number, command: Command) => {
     if (command.exited && command.open === 0 && commands.get(id) === command) {
       commands.delete(id)
-      send("C", id)
+      forgets.push(id)
+      forgetTimer ??= setTimeout(flushForgets, 20).unref()
     }
   }
 
@@ -248,7 +281,21 @@ export const makeHelperChannel = (channel: Duplex, onGone: (reason: string) => v
   channel.on("error", () => undefined)
   channel.on("close", () => gone("the exec helper exited"))
 
-  const exec = (argv: ReadonlyArray<string>, env: Readonly<Record<string, string>>, cwd: string): BoxProcess => {
+  /** The start frame's payload: NUL-terminated strings, the environment as NAME=value. */
+  const startPayload = (head: ReadonlyArray<string>, env: Readonly<Record<string, string>>): Buffer => {
+    let text = ""
+    for (const s of head) text += s + "\0"
+    for (const name in env) text += name + "=" + env[name] + "\0"
+    return Buffer.from(text, "utf8")
+  }
+
+  const exec = (argv: ReadonlyArray<string>, env: Readonly<Record<string, string>>, cwd: string): BoxProcess =>
+    startCommand("S", startPayload([cwd, String(argv.length), ...argv], env))
+
+  const execShell = (shell: string, command: string, env: Readonly<Record<string, string>>, cwd: string): BoxProcess =>
+    startCommand("L", startPayload([cwd, shell, command], env))
+
+  const startCommand = (frameType: "S" | "L", payload: Buffer): BoxProcess => {
     if (!alive) throw new Error("the box's exec helper is gone")
     const id = nextId
     nextId = nextId >= 0xfffffff0 ? 1 : nextId + 1
@@ -290,8 +337,7 @@ export const makeHelperChannel = (channel: Duplex, onGone: (reason: string) => v
     })
     const command: Command = { stdout, stderr, stdin, pid: 0, exited: false, paused: false, open: 2, inFlight: 0, waiting: undefined, resolveStarted, resolveExit }
     commands.set(id, command)
-    const strings = [cwd, String(argv.length), ...argv, ...Object.entries(env).map(([k, v]) => `${k}=${v}`)]
-    send("S", id, Buffer.from(strings.map((s) => s + "\0").join(""), "utf8"))
+    send(frameType, id, payload)
     return {
       get pid() {
         return command.pid
@@ -311,6 +357,7 @@ export const makeHelperChannel = (channel: Duplex, onGone: (reason: string) => v
   return {
     alive: () => alive,
     exec,
+    execShell,
     close: () => {
       channel.destroy()
       gone("closed")

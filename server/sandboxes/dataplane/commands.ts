@@ -7,7 +7,7 @@
 import { randomUUID } from "node:crypto"
 import { constants } from "node:os"
 import type { Readable } from "node:stream"
-import { BOX_TOOLS, execIn, type BoxExec, type BoxProcess } from "./box.ts"
+import { execShellIn, shellLaunchArgv, type BoxExec, type BoxProcess } from "./box.ts"
 import { DataplaneError } from "./errors.ts"
 import { OutputLog, splitUtf8, type OutputChunk } from "./output.ts"
 import type { CommandSpec } from "./requests.ts"
@@ -44,20 +44,8 @@ export interface StartOptions {
   readonly closeStdin?: boolean
 }
 
-/**
- * Launches the requested shell inside the box through the static busybox, so a missing shell is a
- * clear exit 127 and a missing cwd a clear exit 1 rather than a runner error. The clients always
- * send `/bin/bash` by default; a box without bash (alpine, busybox images) runs `/bin/sh` instead.
- */
-const LAUNCH = [
-  's="$1"; d="$2"; c="$3"',
-  'if [ ! -x "$s" ] && [ "$s" = /bin/bash ]; then s=/bin/sh; fi',
-  'if [ ! -x "$s" ]; then echo "slipway: shell not found in the sandbox: $s" >&2; exit 127; fi',
-  'cd "$d" 2>/dev/null || { echo "slipway: cannot change to directory: $d" >&2; exit 1; }',
-  'exec "$s" -c "$c"'
-].join("\n")
-
-export const launchArgv = (spec: CommandSpec): ReadonlyArray<string> => [BOX_TOOLS, "sh", "-c", LAUNCH, "slipway", spec.shell, spec.cwd, spec.command]
+/** The busybox launcher's argv for a command (boxes without `execShell`; see runtime/BoxExec.ts). */
+export const launchArgv = (spec: CommandSpec): ReadonlyArray<string> => shellLaunchArgv(spec)
 
 export const exitCodeOf = (code: number | null, signal: NodeJS.Signals | null): number =>
   code ?? (signal ? 128 + ((constants.signals as Record<string, number>)[signal] ?? 0) : -1)
@@ -252,7 +240,7 @@ export class CommandRegistry {
     }
     this.makeRoom()
     const id = wanted ?? randomUUID().replaceAll("-", "")
-    const process = execIn(this.box, launchArgv(options.spec), { env: options.spec.env })
+    const process = execShellIn(this.box, options.spec, { env: options.spec.env })
     const session = new CommandSession(id, process, options, this.limits, (s) => this.expire(s))
     this.sessions.set(id, session)
     return { session, created: true }

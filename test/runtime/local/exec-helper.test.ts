@@ -8,7 +8,7 @@
 import { existsSync, rmSync } from "node:fs"
 import path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { makeBoxRunner, type BoxRunner, type RunningBox } from "../../../server/runtime/local/boxes.ts"
+import { makeBoxRunner, type BoxRunner, type RunningBox, type ShellCommand } from "../../../server/runtime/local/boxes.ts"
 import { boxUids, leftovers, makeRootfs, processesOf, removeCgroupParent, requireHostTools, runIn, sh, tempDir } from "./support.ts"
 
 const CGROUP_PARENT = "slipway-test-exec-helper"
@@ -115,6 +115,16 @@ describe("the box's exec helper", () => {
     expect((await sh(box, "ps")).stdout).toContain("sleep 2003")
   })
 
+  it("execShell: the dataplane's launcher rules in the helper, the shell exec'd directly by it (one exec in the box)", async () => {
+    expect(await launcherCases(box)).toEqual(expectedLauncher)
+    const pid = await helperPid()
+    // The shell's parent is the helper itself: no launcher process in between.
+    expect(await shellIn(box, { shell: "/bin/sh", cwd: "/tmp", command: "grep PPid /proc/$$/status" })).toMatchObject({ code: 0, stdout: `PPid:\t${pid}\n` })
+    // A command with NUL or a relative shell/cwd is refused before anything runs.
+    expect(() => box.execShell({ shell: "/bin/sh", cwd: "/tmp", command: "a\0b" })).toThrow(/NUL/)
+    expect(() => box.execShell({ shell: "sh", cwd: "/tmp", command: "true" })).toThrow(/absolute/)
+  })
+
   it("a helper killed from inside the box is replaced on the next exec; the command it was relaying reports SIGKILL", async () => {
     const before = await helperPid()
     const orphan = box.exec(["sleep", "300"])
@@ -137,9 +147,52 @@ describe("the box's exec helper", () => {
     try {
       expect(await sh(other, "echo $X; ls /.slipway")).toMatchObject({ code: 0, stdout: "1\nbusybox\n" })
       expect((await sh(other, "ps -o args")).stdout).not.toContain("/.slipway/exec")
+      // execShell without the helper: the busybox launcher, with the same answers.
+      expect(await launcherCases(other)).toEqual(expectedLauncher)
     } finally {
       await other.destroy()
       expect(removeCgroupParent(`${CGROUP_PARENT}-plain`)).toBe(true)
     }
   })
 })
+
+/** Runs a shell command through `execShell` to completion. */
+const shellIn = async (target: RunningBox, command: ShellCommand, env?: Record<string, string>) => {
+  const p = target.execShell(command, { env: env ?? {} })
+  let stdout = ""
+  let stderr = ""
+  p.stdout.on("data", (d: Buffer) => (stdout += d.toString()))
+  p.stderr.on("data", (d: Buffer) => (stderr += d.toString()))
+  p.stdin.end()
+  const closed = Promise.all([new Promise((r) => p.stdout.once("close", r)), new Promise((r) => p.stderr.once("close", r))])
+  const { code } = await p.exited
+  await closed
+  return { code, stdout, stderr }
+}
+
+/** The launcher's observable rules: shell fallback and errors, cwd, PWD, env, exit codes, argv[0]. */
+const launcherCases = async (target: RunningBox) => ({
+  missingShell: await shellIn(target, { shell: "/usr/bin/zsh", cwd: "/tmp", command: "echo hi" }),
+  missingCwd: await shellIn(target, { shell: "/bin/sh", cwd: "/nowhere", command: "pwd" }),
+  notExecutable: await shellIn(target, { shell: "/etc/passwd", cwd: "/tmp", command: "true" }),
+  cwdAndEnv: await shellIn(target, { shell: "/bin/sh", cwd: "/tmp", command: 'pwd; echo "$PWD $GREETING $0"; exit 3' }, { GREETING: "hello there" }),
+  quoting: await shellIn(target, { shell: "/bin/sh", cwd: "/home/user", command: "printf '%s|' \"$HOME\" 'a  b' \"$(echo x)\"" }),
+  // No /bin/bash in the box: /bin/bash (the clients' default) runs /bin/sh instead.
+  bashFallback: await (async () => {
+    await sh(target, "rm /bin/bash")
+    try {
+      return await shellIn(target, { shell: "/bin/bash", cwd: "/tmp", command: "echo fell back to $0" })
+    } finally {
+      await sh(target, "ln -s busybox /bin/bash")
+    }
+  })()
+})
+
+const expectedLauncher = {
+  missingShell: { code: 127, stdout: "", stderr: "slipway: shell not found in the sandbox: /usr/bin/zsh\n" },
+  missingCwd: { code: 1, stdout: "", stderr: "slipway: cannot change to directory: /nowhere\n" },
+  notExecutable: { code: 127, stdout: "", stderr: "slipway: shell not found in the sandbox: /etc/passwd\n" },
+  cwdAndEnv: { code: 3, stdout: "/tmp\n/tmp hello there /bin/sh\n", stderr: "" },
+  quoting: { code: 0, stdout: "/home/user|a  b|x|", stderr: "" },
+  bashFallback: { code: 0, stdout: "fell back to /bin/sh\n", stderr: "" }
+}
