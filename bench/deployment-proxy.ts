@@ -139,7 +139,7 @@ import { makeLogger } from "${root}server/log.ts"
 import { DeploymentServing } from "${root}server/deployments/local/services.ts"
 import { tempDatabasePath, TEST_KEY } from "${root}test/support/server.ts"
 const database = tempDatabasePath("proxy-bench")
-const server = await startServer({ port: ${port}, host: "127.0.0.1", databasePath: database.path, apiKey: TEST_KEY, runtime: "simulated", logger: makeLogger("warn") })
+const server = await startServer({ port: ${port}, host: "127.0.0.1", databasePath: database.path, apiKey: TEST_KEY, runtime: "simulated", logger: makeLogger("error") })
 const { proxy } = await server.run(DeploymentServing)
 proxy.setRoute("bench", { name: "bench", url: server.url + "/d/bench" })
 proxy.setTargets("bench", [{ host: "127.0.0.1", port: ${target} }])
