@@ -22,6 +22,8 @@
  *   BENCH_SANDBOXES     0 skips the sandbox section (default: it runs after the Postgres one, as
  *                       `npm run bench:sandboxes` does: root and the packages of scripts/setup-host.sh;
  *                       its settings are described in bench/sandboxes.ts)
+ *   BENCH_DEPLOYMENTS   0 skips the deployment section (default: it runs last, as `npm run
+ *                       bench:deployments` does; settings in bench/deployments.ts)
  */
 import { execFileSync } from "node:child_process"
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
@@ -33,7 +35,7 @@ import { type FloorOps, makeFloorOps, openFloorDatabase } from "./floor.ts"
 import { type BenchRequest, type LoadResult, runLoad } from "./load.ts"
 import { postgresScenarioNames, runPostgresSection } from "./postgres-section.ts"
 import { freePort, num, residentBytes, root, spawnTarget, type Target } from "./procs.ts"
-import { runSection, sandboxSection, type Section, sectionScenarios, type SectionSpec } from "./sections.ts"
+import { deploymentSection, runSection, sandboxSection, type Section, sectionScenarios, type SectionSpec } from "./sections.ts"
 import {
   awaitSamplesDeployed,
   benchKey,
@@ -475,7 +477,10 @@ const main = async () => {
 
     // 9. The local runtime's sections, each its own script (they need root and the Debian packages).
     const sections: Array<[SectionSpec, Section]> = []
-    for (const [spec, setting] of [[sandboxSection, "BENCH_SANDBOXES"]] as const) {
+    for (const [spec, setting] of [
+      [sandboxSection, "BENCH_SANDBOXES"],
+      [deploymentSection, "BENCH_DEPLOYMENTS"]
+    ] as const) {
       const wanted = sectionScenarios(spec, ONLY)
       if (env[setting] === "0" || wanted.length === 0) continue
       log(`${spec.name} section: node ${spec.script} (${wanted.join(", ")})`)

@@ -65,3 +65,10 @@ export const sandboxSection: SectionSpec = {
   results: "bench/results/sandboxes.json",
   scenarios: ["exec", "warm-claim", "cold-create", "files", "burst", "density"]
 }
+
+export const deploymentSection: SectionSpec = {
+  name: "deployments",
+  script: "bench/deployments.ts",
+  results: "bench/results/deployments.json",
+  scenarios: ["deploy-time", "proxy"]
+}
