@@ -148,7 +148,10 @@ export class CommandSession {
     this.emit(event)
     this.listeners.clear()
     const ttl = this.options.ttlSeconds
-    if (ttl !== undefined && !this.disposed) this.timers.ttl = setTimeout(() => this.onExpire(this), ttl * 1000).unref()
+    if (ttl === undefined || this.disposed) return
+    // ttl 0 (every HTTP execute): forgotten at once, without a timer and a wake-up of its own.
+    if (ttl === 0) this.onExpire(this)
+    else this.timers.ttl = setTimeout(() => this.onExpire(this), ttl * 1000).unref()
   }
 
   /**
