@@ -88,6 +88,13 @@ export interface BoxRetention {
   readonly delete_after_stop_seconds: number | null
 }
 
+/** What the dataplane checks per request: the box exists for this tenant, and its state. */
+export interface SandboxAccess {
+  readonly id: string
+  readonly name: string
+  readonly status: BoxLifecycle
+}
+
 export interface SandboxRecord extends BoxImageSpec, BoxRetention {
   readonly id: string
   readonly tenant_id: string
@@ -219,6 +226,11 @@ export class SandboxStore extends Context.Service<
 
     readonly sandboxByName: (tenantId: string, name: string) => Op<SandboxRecord | undefined>
     readonly sandboxById: (tenantId: string, id: string) => Op<SandboxRecord | undefined>
+    /**
+     * The few fields the dataplane needs on every request (each exec), read from the sandboxes
+     * table alone by its unique id, no joins: cheaper than `sandboxById` on the exec hot path.
+     */
+    readonly sandboxAccess: (tenantId: string, id: string) => Op<SandboxAccess | undefined>
     readonly sandboxNameTaken: (tenantId: string, name: string) => Op<boolean>
     readonly listSandboxes: (tenantId: string, page: Page) => Op<ReadonlyArray<SandboxRecord>>
     /** In creation order, like `listSandboxes`, filtered (a plain OFFSET walk over the matches). */

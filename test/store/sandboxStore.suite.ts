@@ -161,6 +161,12 @@ export const sandboxStoreSuite = (backend: string, stores: Layer.Layer<SandboxSt
         expect(yield* store.sandboxById(tenantId, id)).toMatchObject({ status: "failed", status_message: "pull failed: manifest unknown", updated_at: at(1) })
         expect(yield* store.sandboxById(randomUUID(), id)).toBeUndefined()
         expect((yield* store.allSandboxes()).map((item) => item.id)).toContain(id)
+        const box = (yield* store.sandboxById(tenantId, id))!
+        expect(yield* store.sandboxAccess(tenantId, id)).toEqual({ id, name: box.name, status: "failed" })
+        expect(yield* store.sandboxAccess(randomUUID(), id)).toBeUndefined()
+        expect(yield* store.sandboxAccess(tenantId, randomUUID())).toBeUndefined()
+        yield* store.deleteSandbox(id)
+        expect(yield* store.sandboxAccess(tenantId, id)).toBeUndefined()
       })
     )
 

@@ -63,6 +63,8 @@ export class CommandSession {
   private readonly timers: Record<"timeout" | "idle" | "ttl", NodeJS.Timeout | undefined> = { timeout: undefined, idle: undefined, ttl: undefined }
   private reason: "timeout" | "idle" | "kill" | "shutdown" | undefined
   private disposed = false
+  /** Output streams not yet ended (counted as their events fire, before any promise reaction). */
+  private openStreams = 2
   private readonly options: StartOptions
   private readonly onExpire: (session: CommandSession) => void
   private readonly limits: CommandLimits
@@ -84,9 +86,12 @@ export class CommandSession {
     }
     void process.exited.then(async ({ code, signal }) => {
       // Output still in the pipes is delivered; a background process holding them open is not waited for.
-      let grace: NodeJS.Timeout | undefined
-      await Promise.race([drained, new Promise<void>((resolve) => (grace = setTimeout(resolve, limits.drainGraceMs)))])
-      clearTimeout(grace)
+      // Usually both streams have ended by now (the exec helper sends their ends with the exit): no timer then.
+      if (this.openStreams > 0) {
+        let grace: NodeJS.Timeout | undefined
+        await Promise.race([drained, new Promise<void>((resolve) => (grace = setTimeout(resolve, limits.drainGraceMs)))])
+        clearTimeout(grace)
+      }
       process.stdout.destroy()
       process.stderr.destroy()
       this.flush("stdout")
@@ -110,13 +115,20 @@ export class CommandSession {
   private pipe(stream: Readable, name: "stdout" | "stderr"): Promise<void> {
     const log = name === "stdout" ? this.stdout : this.stderr
     return new Promise((resolve) => {
+      let done = false
+      const end = () => {
+        if (done) return
+        done = true
+        this.openStreams--
+        resolve()
+      }
       stream.on("data", (raw: Buffer) => {
         const chunk = log.append(raw)
         if (chunk) this.emit({ type: name, chunk })
       })
-      stream.on("end", resolve)
-      stream.on("close", resolve)
-      stream.on("error", () => resolve())
+      stream.on("end", end)
+      stream.on("close", end)
+      stream.on("error", end)
     })
   }
 
@@ -136,7 +148,10 @@ export class CommandSession {
     this.emit(event)
     this.listeners.clear()
     const ttl = this.options.ttlSeconds
-    if (ttl !== undefined && !this.disposed) this.timers.ttl = setTimeout(() => this.onExpire(this), ttl * 1000).unref()
+    if (ttl === undefined || this.disposed) return
+    // ttl 0 (every HTTP execute): forgotten at once, without a timer and a wake-up of its own.
+    if (ttl === 0) this.onExpire(this)
+    else this.timers.ttl = setTimeout(() => this.onExpire(this), ttl * 1000).unref()
   }
 
   /**

@@ -59,13 +59,42 @@ export const readJsonBody = async (request: IncomingMessage, maxBytes: number): 
   if (type !== "" && type !== "application/json" && !type.endsWith("+json")) {
     throw new DataplaneError(415, "InvalidRequest", `Expected a JSON body (content-type application/json), got '${type}'`)
   }
-  const chunks: Array<Buffer> = []
-  let size = 0
-  for await (const chunk of request as AsyncIterable<Buffer>) {
-    size += chunk.length
-    if (size > maxBytes) throw new DataplaneError(413, "InvalidRequest", `Request body is larger than ${maxBytes} bytes`)
-    chunks.push(chunk)
-  }
+  // Plain 'data'/'end' listeners: an async iterator costs a promise and a stream wrapper per request.
+  const chunks = await new Promise<Array<Buffer>>((resolve, reject) => {
+    const chunks: Array<Buffer> = []
+    let size = 0
+    const onData = (chunk: Buffer) => {
+      size += chunk.length
+      chunks.push(chunk)
+      if (size > maxBytes) {
+        cleanup()
+        reject(new DataplaneError(413, "InvalidRequest", `Request body is larger than ${maxBytes} bytes`))
+      }
+    }
+    const onEnd = () => {
+      cleanup()
+      resolve(chunks)
+    }
+    const onError = (error: Error) => {
+      cleanup()
+      reject(error)
+    }
+    const onClose = () => {
+      cleanup()
+      reject(new DataplaneError(400, "InvalidRequest", "The request was aborted before its body ended"))
+    }
+    const cleanup = () => {
+      request.off("data", onData)
+      request.off("end", onEnd)
+      request.off("error", onError)
+      request.off("close", onClose)
+    }
+    if (request.readableEnded) return resolve(chunks)
+    request.on("data", onData)
+    request.on("end", onEnd)
+    request.on("error", onError)
+    request.on("close", onClose)
+  })
   const text = Buffer.concat(chunks).toString("utf8")
   if (text.trim() === "") throw unprocessable("Request body is empty; expected a JSON object")
   try {

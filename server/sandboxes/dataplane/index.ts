@@ -143,10 +143,12 @@ export const makeDataplane = (options: DataplaneOptions = {}): Dataplane => {
 
   const handle: Dataplane["handle"] = async (request, response, box, subpath, boxKey) => {
     try {
+      const method = request.method ?? "GET"
+      // The hot path (every exec) skips URL parsing: `/execute` has no query string to read.
+      if (subpath === "/execute" && method === "POST") return await execute(request, response, registryFor(box, boxKey))
       const url = new URL(subpath.startsWith("/") ? subpath : `/${subpath}`, "http://dataplane.invalid")
       const route = url.pathname.length > 1 ? url.pathname.replace(/\/+$/, "") : url.pathname
       const methods = ROUTES[route]
-      const method = request.method ?? "GET"
       if (!methods) throw new DataplaneError(404, "NotFound", `No dataplane endpoint ${method} ${route}`)
       if (!methods.includes(method)) throw new DataplaneError(405, "MethodNotAllowed", `${route} accepts ${methods.join(", ")}`, { allow: methods.join(", ") })
       switch (route) {

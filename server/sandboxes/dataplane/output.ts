@@ -42,7 +42,8 @@ export const splitUtf8 = (chunk: OutputChunk, max: number): Array<OutputChunk> =
 }
 
 export class OutputLog {
-  private readonly decoder = new TextDecoder("utf-8", { fatal: false, ignoreBOM: true })
+  /** Made on the first output: most commands (`true`, a `mkdir`) print nothing, and a decoder costs an ICU converter. */
+  private decoder: InstanceType<typeof TextDecoder> | undefined
   private chunks: Array<OutputChunk> = []
   private retained = 0
   /** Offset of the earliest byte still retained. */
@@ -57,12 +58,13 @@ export class OutputLog {
 
   /** Feeds raw process output; answers the canonical bytes it adds (none while a character is incomplete). */
   append(raw: Buffer): OutputChunk | undefined {
+    this.decoder ??= new TextDecoder("utf-8", { fatal: false, ignoreBOM: true })
     return this.push(this.decoder.decode(raw, { stream: true }))
   }
 
   /** Flushes a trailing incomplete character (as U+FFFD) at end of stream. */
   finish(): OutputChunk | undefined {
-    return this.push(this.decoder.decode())
+    return this.decoder ? this.push(this.decoder.decode()) : undefined
   }
 
   private push(text: string): OutputChunk | undefined {

@@ -8,7 +8,7 @@
 import { Effect, Layer } from "effect"
 import { SandboxConflict } from "../../../core/index.ts"
 import type { Page } from "../DeploymentStore.ts"
-import { type PoolRecord, type RegistryRecord, type SandboxRecord, type ServiceGrantRecord, SandboxStore, type SnapshotRecord, type TemplateMount, type TemplateRecord, type TemplateView, type VolumeRecord } from "../SandboxStore.ts"
+import { type PoolRecord, type RegistryRecord, type SandboxAccess, type SandboxRecord, type ServiceGrantRecord, SandboxStore, type SnapshotRecord, type TemplateMount, type TemplateRecord, type TemplateView, type VolumeRecord } from "../SandboxStore.ts"
 import type { StoreError } from "../StoreError.ts"
 import type { Sql } from "./client.ts"
 import { isShallow, makePager, pageWhere, type SeqTable } from "./pages.ts"
@@ -225,6 +225,7 @@ export const makePostgresSandboxStore = (kit: PgStoreKit): SandboxStore["Service
           ),
 
     sandboxByName: (tenantId, name) => sandbox(one<SandboxRow>(`SELECT ${sandboxColumns} ${sandboxFrom} WHERE s.tenant_id = $1 AND s.name = $2`, [tenantId, name])),
+    sandboxAccess: (tenantId, id) => one<SandboxAccess>("SELECT id, name, status FROM sandboxes WHERE id = $1 AND tenant_id = $2", [id, tenantId]),
     sandboxById: (tenantId, id) => sandbox(one<SandboxRow>(`SELECT ${sandboxColumns} ${sandboxFrom} WHERE s.tenant_id = $1 AND s.id = $2`, [tenantId, id])),
     sandboxNameTaken: (tenantId, name) =>
       Effect.map(one("SELECT 1 AS taken FROM sandboxes WHERE tenant_id = $1 AND name = $2", [tenantId, name]), (row) => row !== undefined),

@@ -70,6 +70,7 @@ export const makeSqliteSandboxStore = (db: Db): SandboxStore["Service"] => {
 
     sandboxByName: (tenantId, name) => op(() => repo.sandboxByName(tenantId, name)),
     sandboxById: (tenantId, id) => op(() => repo.sandboxById(tenantId, id)),
+    sandboxAccess: (tenantId, id) => op(() => repo.sandboxAccess(tenantId, id)),
     sandboxNameTaken: (tenantId, name) => op(() => repo.sandboxNameTaken(tenantId, name)),
     listSandboxes: (tenantId, page) => op(() => repo.listSandboxes(tenantId, sqlPage(page))),
     insertSandbox: (sandbox) => naming("sandbox", sandbox.name, () => repo.insertSandbox(sandbox)),

@@ -10,7 +10,7 @@ import { type Db, deferred, immediate } from "./database.ts"
 import { isShallow, makeOffsetIndex } from "./offsets.ts"
 
 import type { BoxLifecycle } from "../../../core/index.ts"
-import type { BoxRetention, PoolRecord, SandboxFilter, SandboxRecord, SnapshotPage, SnapshotRecord, SnapshotStatus, TemplateMount, VolumeRecord } from "../SandboxStore.ts"
+import type { BoxRetention, PoolRecord, SandboxAccess, SandboxFilter, SandboxRecord, SnapshotPage, SnapshotRecord, SnapshotStatus, TemplateMount, VolumeRecord } from "../SandboxStore.ts"
 
 export type SandboxStatus = BoxLifecycle
 
@@ -170,6 +170,7 @@ export const makeSandboxRepository = (db: Db) => {
   const sandboxPage = prepareNumbers<SandboxRow>(listSql.sandboxes)
   const poolSandboxes = prepareNumbers<SandboxRow>(`SELECT ${sandboxColumns} ${sandboxFrom} WHERE s.pool_id = ? ORDER BY s.seq`)
   const sandboxById = prepareNumbers<SandboxRow>(`SELECT ${sandboxColumns} ${sandboxFrom} WHERE s.tenant_id = ? AND s.id = ?`)
+  const sandboxAccess = prepareNumbers<SandboxAccess>("SELECT id, name, status FROM sandboxes WHERE id = ? AND tenant_id = ?")
   const allSandboxes = prepareNumbers<SandboxRow>(`SELECT ${sandboxColumns} ${sandboxFrom} ORDER BY s.seq`)
   const setSandboxStatus = prepareNumbers(
     "UPDATE sandboxes SET status = @to, status_message = @message, updated_at = @now, stopped_at = CASE WHEN @to = 'stopped' THEN @now ELSE NULL END WHERE id = @id AND status = @from"
@@ -297,6 +298,7 @@ export const makeSandboxRepository = (db: Db) => {
     // Sandboxes
     sandboxByName: (tenantId: string, name: string) => sandboxByName.get(tenantId, name),
     sandboxById: (tenantId: string, id: string) => sandboxById.get(tenantId, id),
+    sandboxAccess: (tenantId: string, id: string) => sandboxAccess.get(id, tenantId),
     allSandboxes: () => allSandboxes.all(),
     setSandboxStatus: (id: string, from: SandboxStatus, to: SandboxStatus, message: string | null, updatedAt: string) =>
       setSandboxStatus.run({ to, message, now: updatedAt, id, from }).changes > 0,
