@@ -204,6 +204,9 @@ const jsonPosition = (error: unknown): number => {
   return match ? Number(match[1]) : 0
 }
 
+/** Strict UTF-8 (invalid bytes are a 422, not U+FFFD); without `stream` a decode keeps no state, so one decoder serves every request. */
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true })
+
 /** Parses and validates the JSON body of a request; `undefined` stands for "no body expected". */
 const decodeBody = (route: CompiledRoute, raw: Buffer, contentType: string | undefined): Result.Result<unknown, ApiError> => {
   if (!route.decodeBody) return Result.succeed(undefined)
@@ -213,7 +216,7 @@ const decodeBody = (route: CompiledRoute, raw: Buffer, contentType: string | und
   }
   let parsed: unknown
   try {
-    parsed = JSON.parse(new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(raw))
+    parsed = JSON.parse(utf8.decode(raw))
   } catch (error) {
     if ((error as { code?: string }).code === "ERR_ENCODING_INVALID_ENCODED_DATA") return Result.fail(ValidationError.single(["body"], "Invalid UTF-8 in the request body", "json_invalid"))
     return Result.fail(ValidationError.single(["body", jsonPosition(error)], "JSON decode error", "json_invalid"))
