@@ -33,6 +33,7 @@ class FakeRequest extends EventEmitter {
   readonly url: string
   readonly method: string
   readonly body: string | undefined
+  readonly socket = { remoteAddress: "127.0.0.1" }
   constructor(method: string, url: string, headers: Record<string, string>, body?: string) {
     super()
     this.method = method

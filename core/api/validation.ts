@@ -121,6 +121,26 @@ const isFlatAndWellFormed = (input: unknown): boolean => {
   return true
 }
 
+/** True when no string or key anywhere in `input` holds a lone surrogate: one pass, no allocation per value. */
+const isWellFormedDeep = (input: unknown): boolean => {
+  const pending: Array<unknown> = [input]
+  while (pending.length > 0) {
+    const value = pending.pop()
+    if (typeof value === "string") {
+      if (hasLoneSurrogate(value)) return false
+    } else if (Array.isArray(value)) {
+      for (let index = 0; index < value.length; index++) pending.push(value[index])
+    } else if (value !== null && typeof value === "object") {
+      for (const key in value) {
+        if (!Object.hasOwn(value, key)) continue
+        if (hasLoneSurrogate(key)) return false
+        pending.push((value as Record<string, unknown>)[key])
+      }
+    }
+  }
+  return true
+}
+
 /**
  * Every string (and object key) in a decoded JSON value holding a lone surrogate, at its path.
  * One shared check rather than one per string field: a lone surrogate cannot be stored as
@@ -130,6 +150,9 @@ const isFlatAndWellFormed = (input: unknown): boolean => {
 export const loneSurrogateIssues = (input: unknown, prefix: Loc = []): Array<ValidationIssue> => {
   // Path parameters and query strings are flat objects of strings: checked without the walk's allocations.
   if (isFlatAndWellFormed(input)) return []
+  // Bodies are nested: one walk without paths finds nothing in nearly every request; paths are
+  // built only when there is something to report.
+  if (isWellFormedDeep(input)) return []
   // Paths are linked lists, built into a `loc` only for an issue: copying a path per value would
   // cost depth² on deep input.
   interface Path {

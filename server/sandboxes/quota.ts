@@ -21,8 +21,26 @@ export interface EffectiveQuota {
   readonly source: "organization" | "default"
 }
 
+/**
+ * Quotas read on every volume write are a handful of texts (one per organization that has one,
+ * and the default): each is parsed once. The answer is immutable, so sharing it is safe; the
+ * cache is dropped whole if it ever grows large.
+ */
+const parsedQuotas = new Map<string, EffectiveQuota>()
+const maxCachedQuotas = 1024
+
 /** `override` is the organization's own quota as stored (null or undefined: none). */
 export const effectiveQuota = (override: string | null | undefined, defaultQuota: string): EffectiveQuota => {
+  const key = override != null ? `o${override}` : `d${defaultQuota}`
+  const cached = parsedQuotas.get(key)
+  if (cached !== undefined) return cached
+  const quota = parseEffectiveQuota(override, defaultQuota)
+  if (parsedQuotas.size >= maxCachedQuotas) parsedQuotas.clear()
+  parsedQuotas.set(key, quota)
+  return quota
+}
+
+const parseEffectiveQuota = (override: string | null | undefined, defaultQuota: string): EffectiveQuota => {
   if (override != null) {
     const parsed = parseQuota(override)
     // Only the admin command writes the column and it validates; a hand-edited bad value fails loudly.

@@ -1,5 +1,5 @@
 /** All SQL for organizations, tenants and keys (SQLite), synchronous: the `KeyStore` Layer and the key tool use it. */
-import { createHash, randomUUID, timingSafeEqual } from "node:crypto"
+import { randomUUID, timingSafeEqual } from "node:crypto"
 import { Effect, Layer } from "effect"
 import { Forbidden, Unauthorized } from "../../../core/index.ts"
 import { type AuthContext, generateKey, hashKey, KeyStore as KeyStoreService, type KeyListing } from "../KeyStore.ts"
@@ -75,8 +75,10 @@ export const makeKeyRepository = (db: Db): KeyRepository => {
     revokeKey: (id) => revoke.run(new Date().toISOString(), id).changes > 0,
     authenticate: (key, tenantHeader) => {
       if (key === undefined || key === "") return new Unauthorized({ message: "Missing API key" })
-      const digest = createHash("sha256").update(key, "utf8").digest()
-      const row = keyByHash.get(digest.toString("hex")) as KeyRow | undefined
+      // One-shot hex digest (`crypto.hash` into a Buffer takes a slower path than hex + Buffer.from).
+      const hex = hashKey(key)
+      const digest = Buffer.from(hex, "hex")
+      const row = keyByHash.get(hex) as KeyRow | undefined
       const stored = row ? Buffer.from(row.key_hash, "hex") : dummyHash
       const matches = stored.length === digest.length && timingSafeEqual(stored, digest)
       if (!row || !matches) return new Unauthorized({ message: "Invalid API key" })
