@@ -39,6 +39,7 @@ import type * as http from "node:http"
 import { loadavg } from "node:os"
 import autocannon from "autocannon"
 import { makeDeploymentProxy } from "../server/deployments/local/proxy.ts"
+import { collectLatencies, percentile } from "./load.ts"
 import { freePort, probe } from "./procs.ts"
 
 /** Targets of issue 14: throughput and p99 through the deployment URL against direct. */
@@ -241,26 +242,14 @@ const selfCpuMs = (): number => {
   return (u.user + u.system) / 1000
 }
 
-const percentile = (sorted: Float64Array, p: number) =>
-  sorted.length === 0 ? Number.NaN : sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!
-
 /** One autocannon run; latencies from every 2xx response (float ms, not the rounded histogram). */
 const load = async (url: string, connections: number, seconds: number) => {
-  let latencies = new Float64Array(1 << 16)
-  let count = 0
   const instance = autocannon({ url, connections, duration: seconds, pipelining: 1, timeout: 30 })
-  instance.on("response", (_client: unknown, status: number, _bytes: number, ms: number) => {
-    if (status < 200 || status >= 300) return
-    if (count === latencies.length) {
-      const grown = new Float64Array(latencies.length * 2)
-      grown.set(latencies)
-      latencies = grown
-    }
-    latencies[count++] = ms
-  })
+  const sortedLatencies = collectLatencies(instance)
   const r = await instance
   if (r.non2xx > 0 || r.errors > 0 || r.timeouts > 0) throw new Error(`${url}: ${r.non2xx} non-2xx, ${r.errors} errors, ${r.timeouts} timeouts`)
-  const sorted = latencies.subarray(0, count).sort()
+  const sorted = sortedLatencies()
+  const count = sorted.length
   const durationSeconds = (new Date(r.finish).getTime() - new Date(r.start).getTime()) / 1000
   return { count, rps: count / durationSeconds, p50Ms: percentile(sorted, 50), p99Ms: percentile(sorted, 99) }
 }

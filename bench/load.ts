@@ -34,12 +34,26 @@ export interface LoadResult {
   readonly maxMs: number
 }
 
-const percentile = (sorted: Float64Array, p: number) =>
+export const percentile = (sorted: Float64Array, p: number) =>
   sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!
 
-export const runLoad = async (options: LoadOptions): Promise<LoadResult> => {
+/** Records the latency (float ms) of every 2xx answer of an autocannon run; call the result once the run is over for them sorted. */
+export const collectLatencies = (instance: { on: (event: "response", listener: (client: unknown, status: number, bytes: number, ms: number) => void) => unknown }) => {
   let latencies = new Float64Array(1 << 16)
   let count = 0
+  instance.on("response", (_client, status, _bytes, ms) => {
+    if (status < 200 || status >= 300) return
+    if (count === latencies.length) {
+      const grown = new Float64Array(latencies.length * 2)
+      grown.set(latencies)
+      latencies = grown
+    }
+    latencies[count++] = ms
+  })
+  return (): Float64Array => latencies.subarray(0, count).sort()
+}
+
+export const runLoad = async (options: LoadOptions): Promise<LoadResult> => {
   let connections = 0
   const instance = autocannon({
     url: options.url,
@@ -66,17 +80,10 @@ export const runLoad = async (options: LoadOptions): Promise<LoadResult> => {
       }
     ]
   })
-  instance.on("response", (_client: unknown, status: number, _bytes: number, ms: number) => {
-    if (status < 200 || status >= 300) return
-    if (count === latencies.length) {
-      const grown = new Float64Array(latencies.length * 2)
-      grown.set(latencies)
-      latencies = grown
-    }
-    latencies[count++] = ms
-  })
+  const sortedLatencies = collectLatencies(instance)
   const result = await instance
-  const sorted = latencies.subarray(0, count).sort()
+  const sorted = sortedLatencies()
+  const count = sorted.length
   const statusCodes: Record<string, number> = {}
   for (const [code, { count: n }] of Object.entries(result.statusCodeStats as Record<string, { count: number }>)) statusCodes[code] = Number(n)
   const durationSeconds = (new Date(result.finish).getTime() - new Date(result.start).getTime()) / 1000
