@@ -6,7 +6,7 @@
 import { spawn } from "node:child_process"
 import { join } from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
-import { type ChildServer, eventually, spawnServer, tempDatabasePath, TEST_KEY } from "../support/server.ts"
+import { type ChildServer, eventually, spawnServer, tempDatabasePath, TEST_KEY, testPort } from "../support/server.ts"
 import { integrityCheck, refusesConnections, sleep, slowRequest, stopChild, walSize, withDatabase } from "./support.ts"
 
 let child: ChildServer | undefined
@@ -55,7 +55,7 @@ describe("SIGTERM with a client that never finishes its request", () => {
 describe("npm start", () => {
   it("stops cleanly when the npm process itself is signalled: exit 0, the server gone, the WAL checkpointed", async () => {
     database = tempDatabasePath("slipway-npm-start")
-    const port = 20000 + Math.floor(Math.random() * 20000)
+    const port = testPort()
     const npm = spawn("npm", ["start", "--silent"], {
       cwd: join(import.meta.dirname, "../.."),
       env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", DATABASE_PATH: database.path, SLIPWAY_API_KEY: TEST_KEY, SLIPWAY_RUNTIME: "simulated", LOG_LEVEL: "warn" },

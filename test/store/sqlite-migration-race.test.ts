@@ -11,7 +11,7 @@ import { type ChildProcess, spawn } from "node:child_process"
 import { join } from "node:path"
 import Database from "better-sqlite3"
 import { afterAll, describe, expect, it } from "vitest"
-import { TEST_KEY, tempDatabasePath } from "../support/server.ts"
+import { TEST_KEY, tempDatabasePath, testPort } from "../support/server.ts"
 
 const STARTS = 6
 const children: Array<ChildProcess> = []
@@ -26,9 +26,23 @@ afterAll(async () => {
   for (const database of databases) database.remove()
 })
 
-/** Starts `node server/main.ts` on a random port; resolves when /health answers 200, rejects when the process exits first. */
-const start = (databasePath: string) => {
-  const port = 20000 + Math.floor(Math.random() * 20000)
+/**
+ * Starts `node server/main.ts` on a random port; resolves when /health answers 200, rejects when
+ * the process exits first. A start whose port another process holds (EADDRINUSE: it fails at
+ * listen, before its migrations) is retried on another port.
+ */
+const start = async (databasePath: string): Promise<{ child: ChildProcess; port: number }> => {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(databasePath)
+    } catch (error) {
+      if (attempt >= 4 || !/EADDRINUSE/.test(String((error as Error).message))) throw error
+    }
+  }
+}
+
+const startOnce = (databasePath: string) => {
+  const port = testPort()
   const child = spawn(process.execPath, ["server/main.ts"], {
     cwd: join(import.meta.dirname, "../.."),
     env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", DATABASE_PATH: databasePath, SLIPWAY_API_KEY: TEST_KEY, LOG_LEVEL: "warn" },

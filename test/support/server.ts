@@ -129,6 +129,13 @@ export interface SpawnOptions {
  * Suites run servers at the same time, so a random port may be taken by the time the child
  * binds it: that start is retried on another port; any other start failure is thrown at once.
  */
+/**
+ * A random port for a server a test starts, below Linux's ephemeral range (32768-60999), so no
+ * outgoing connection of this machine can hold it; another test's server still may, and a start
+ * that loses that race is retried (EADDRINUSE).
+ */
+export const testPort = () => 20000 + Math.floor(Math.random() * 12000)
+
 export const spawnServer = async (options: SpawnOptions): Promise<ChildServer> => {
   for (let attempt = 1; ; attempt++) {
     try {
@@ -140,7 +147,7 @@ export const spawnServer = async (options: SpawnOptions): Promise<ChildServer> =
 }
 
 const spawnOnce = async (options: SpawnOptions): Promise<ChildServer> => {
-  const port = 20000 + Math.floor(Math.random() * 20000)
+  const port = testPort()
   const key = options.key ?? TEST_KEY
   const child = spawn(nodeBinary, ["server/main.ts"], {
     cwd: join(import.meta.dirname, "../.."),
