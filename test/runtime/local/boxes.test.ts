@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { spawnSync, spawn } from "node:child_process"
-import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import path from "node:path"
 import { makeBoxRunner, BoxError, BOX_HOME, type BoxRunner, type RunningBox } from "../../../server/runtime/local/boxes.ts"
-import { boxUids, cgroupExists, leftovers, processesOf, removeCgroupParent, makeRootfs, requireHostTools, runIn, sh, tempDir } from "./support.ts"
+import { cgroupExists, expectNothingLeft, leftovers, makeRootfs, requireHostTools, runIn, sh, tempDir } from "./support.ts"
 
 const CGROUP_PARENT = "slipway-test-boxes"
 let base: string
@@ -24,16 +24,17 @@ beforeAll(() => {
   runner = makeBoxRunner({ root: path.join(base, "state"), cgroupParent: CGROUP_PARENT })
 })
 
-afterAll(async () => {
-  const uids = boxUids(path.join(base, "state"))
-  for (const b of started) await b.destroy().catch(() => undefined)
-  for (const spec of runner?.list() ?? []) await runner.destroy(spec.id)
-  expect(removeCgroupParent(CGROUP_PARENT)).toBe(true)
-  expect(processesOf(uids)).toEqual([])
-  const left = leftovers(base)
-  rmSync(base, { recursive: true, force: true })
-  expect(left).toEqual({ mounts: [], loops: [] })
-})
+afterAll(() =>
+  expectNothingLeft({
+    base,
+    stateDir: path.join(base, "state"),
+    cgroupParent: CGROUP_PARENT,
+    release: async () => {
+      for (const b of started) await b.destroy().catch(() => undefined)
+      for (const spec of runner?.list() ?? []) await runner.destroy(spec.id)
+    }
+  })
+)
 
 describe("box runner", () => {
   it("reports which limits mode is in force (cgroup v1 on these hosts)", () => {

@@ -5,11 +5,11 @@
  * dispositions, oom_score_adj 500, only its own fds; and a helper killed from inside the box is
  * replaced on the next exec.
  */
-import { existsSync, rmSync } from "node:fs"
+import { existsSync } from "node:fs"
 import path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { makeBoxRunner, type BoxRunner, type RunningBox, type ShellCommand } from "../../../server/runtime/local/boxes.ts"
-import { boxUids, leftovers, makeRootfs, processesOf, removeCgroupParent, requireHostTools, runIn, sh, tempDir } from "./support.ts"
+import { expectNothingLeft, makeRootfs, removeCgroupParent, requireHostTools, runIn, sh, tempDir } from "./support.ts"
 
 const CGROUP_PARENT = "slipway-test-exec-helper"
 let base: string
@@ -26,15 +26,16 @@ beforeAll(async () => {
   box = await runner.start({ id: "helped", rootfs, env: {}, storageBytes: 64 << 20, resources: { memoryBytes: 256 << 20, pids: 64 } })
 }, 60_000)
 
-afterAll(async () => {
-  const uids = boxUids(path.join(base, "state"))
-  for (const spec of runner?.list() ?? []) await runner.destroy(spec.id)
-  expect(removeCgroupParent(CGROUP_PARENT)).toBe(true)
-  expect(processesOf(uids)).toEqual([])
-  const left = leftovers(base)
-  rmSync(base, { recursive: true, force: true })
-  expect(left).toEqual({ mounts: [], loops: [] })
-})
+afterAll(() =>
+  expectNothingLeft({
+    base,
+    stateDir: path.join(base, "state"),
+    cgroupParent: CGROUP_PARENT,
+    release: async () => {
+      for (const spec of runner?.list() ?? []) await runner.destroy(spec.id)
+    }
+  })
+)
 
 const helperPid = async () => {
   const ps = (await sh(box, "ps -o pid,args")).stdout

@@ -8,7 +8,7 @@ import net from "node:net"
 import path from "node:path"
 import { randomBytes } from "node:crypto"
 import { makeBoxRunner, type BoxRunner, type RunningBox } from "../../../server/runtime/local/boxes.ts"
-import { boxUids, leftovers, processesOf, removeCgroupParent, makeRootfs, requireHostTools, runIn, sh, tempDir } from "./support.ts"
+import { expectNothingLeft, leftovers, makeRootfs, requireHostTools, runIn, sh, tempDir } from "./support.ts"
 
 const CGROUP_PARENT = "slipway-test-isolation"
 let base: string
@@ -39,17 +39,18 @@ beforeAll(async () => {
   })
 })
 
-afterAll(async () => {
-  const uids = boxUids(path.join(base, "state"))
-  hostSleep?.kill("SIGKILL")
-  for (const spec of runner?.list() ?? []) await runner.destroy(spec.id)
-  rmSync(secretInRoot, { force: true })
-  expect(removeCgroupParent(CGROUP_PARENT)).toBe(true)
-  expect(processesOf(uids)).toEqual([])
-  const left = leftovers(base)
-  rmSync(base, { recursive: true, force: true })
-  expect(left).toEqual({ mounts: [], loops: [] })
-})
+afterAll(() =>
+  expectNothingLeft({
+    base,
+    stateDir: path.join(base, "state"),
+    cgroupParent: CGROUP_PARENT,
+    release: async () => {
+      hostSleep?.kill("SIGKILL")
+      for (const spec of runner?.list() ?? []) await runner.destroy(spec.id)
+      rmSync(secretInRoot, { force: true })
+    }
+  })
+)
 
 describe("a box cannot", () => {
   it("read a host file, by any path", async () => {

@@ -1,8 +1,9 @@
 /** Test support for the local runtime: a busybox rootfs, command helpers, leak checks. */
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync, chmodSync, rmdirSync, readdirSync, readFileSync } from "node:fs"
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync, chmodSync, rmdirSync, rmSync, readdirSync, readFileSync } from "node:fs"
 import { execFileSync } from "node:child_process"
 import os from "node:os"
 import path from "node:path"
+import { expect } from "vitest"
 import type { RunningBox, ExecOptions } from "../../../server/runtime/local/boxes.ts"
 
 /** Fails (never skips) with the Debian package to install when a tool is missing. */
@@ -116,4 +117,20 @@ export const boxUids = (stateDir: string): Array<number> => {
       return []
     }
   })
+}
+
+/**
+ * The end of every local-runtime test file: `release` destroys what the file started, then the
+ * file must have left nothing behind: its parent cgroup removable, no process running as one of
+ * its boxes' uids (read from `stateDir` before `release`), no mount or loop device under `base`,
+ * which is removed.
+ */
+export const expectNothingLeft = async (options: { readonly base: string; readonly stateDir: string; readonly cgroupParent: string; readonly release: () => Promise<void> }) => {
+  const uids = boxUids(options.stateDir)
+  await options.release()
+  expect(removeCgroupParent(options.cgroupParent)).toBe(true)
+  expect(processesOf(uids)).toEqual([])
+  const left = leftovers(options.base)
+  rmSync(options.base, { recursive: true, force: true })
+  expect(left).toEqual({ mounts: [], loops: [] })
 }

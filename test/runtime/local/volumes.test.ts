@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { existsSync, rmSync, statfsSync, statSync } from "node:fs"
+import { existsSync, statfsSync, statSync } from "node:fs"
 import path from "node:path"
 import { makeBoxRunner, type BoxRunner } from "../../../server/runtime/local/boxes.ts"
 import { makeVolumeStore, VolumeError, VOLUME_MIN_BYTES, type VolumeStore } from "../../../server/runtime/local/volumes.ts"
-import { leftovers, makeRootfs, boxUids, processesOf, removeCgroupParent, requireHostTools, runIn, sh, tempDir } from "./support.ts"
+import { expectNothingLeft, leftovers, makeRootfs, requireHostTools, runIn, sh, tempDir } from "./support.ts"
 
 const CGROUP_PARENT = "slipway-test-volumes"
 const MiB = 1024 * 1024
@@ -20,16 +20,17 @@ beforeAll(() => {
   runner = makeBoxRunner({ root: path.join(base, "boxes"), cgroupParent: CGROUP_PARENT })
 })
 
-afterAll(async () => {
-  const uids = boxUids(path.join(base, "boxes"))
-  for (const spec of runner?.list() ?? []) await runner.destroy(spec.id)
-  for (const v of volumes?.list() ?? []) await volumes.destroy(v.id)
-  expect(removeCgroupParent(CGROUP_PARENT)).toBe(true)
-  expect(processesOf(uids)).toEqual([])
-  const left = leftovers(base)
-  rmSync(base, { recursive: true, force: true })
-  expect(left).toEqual({ mounts: [], loops: [] })
-})
+afterAll(() =>
+  expectNothingLeft({
+    base,
+    stateDir: path.join(base, "boxes"),
+    cgroupParent: CGROUP_PARENT,
+    release: async () => {
+      for (const spec of runner?.list() ?? []) await runner.destroy(spec.id)
+      for (const v of volumes?.list() ?? []) await volumes.destroy(v.id)
+    }
+  })
+)
 
 describe("volume store", () => {
   it("rounds sizes up to the btrfs minimum and whole MiB; rejects bad input", async () => {
