@@ -8,7 +8,8 @@
  *
  * Environment (all optional):
  *   BENCH_DURATION      seconds per measured run (default 3)
- *   BENCH_ROUNDS        measured runs per scenario and target, alternating floor and server; the best counts (default 3)
+ *   BENCH_ROUNDS        measured runs per scenario and target alone, alternating floor and server; the best counts (default 3)
+ *   BENCH_SIDE_ROUNDS   rounds with floor and server loaded at the same time (the verdicts' capacity ratio: median; default 5)
  *   BENCH_WARMUP        seconds of warm-up before a scenario's first run on each target (default 5)
  *   BENCH_CONNECTIONS   concurrent connections (default 64)
  *   BENCH_SCALE         fraction of the full data set (default 1: 10k deployments, 100k templates, 10k volumes)
@@ -16,7 +17,8 @@
  *   BENCH_DIR           where the temporary database lives (default the OS temp dir)
  *   BENCH_KEEP          keep the database directory afterwards
  *   BENCH_RUNTIME_STEP_MS   SLIPWAY_REVISION_STEP_MS of the patch-deployment-with-runtime run (default 250, the server's default)
- *   BENCH_CPU_PROF      directory: run the server under test with --cpu-prof, profiles written there
+ *   BENCH_CPU_PROF      directory: run the server under test and the floor with --cpu-prof, profiles written to
+ *                       its `server` and `floor` subdirectories
  *   BENCH_POSTGRES      0 skips the Postgres section (default: it runs after the SQLite one,
  *                       bench/postgres-section.ts; its own settings are described there)
  *   BENCH_SANDBOXES     0 skips the sandbox section (default: it runs after the Postgres one, as
@@ -26,7 +28,7 @@
  *                       bench:deployments` does; settings in bench/deployments.ts)
  */
 import { execFileSync } from "node:child_process"
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { cpus, tmpdir, totalmem } from "node:os"
 import { join, resolve } from "node:path"
 import { allMigrations } from "../server/index.ts"
@@ -52,6 +54,7 @@ import {
 const env = process.env
 const DURATION = num("BENCH_DURATION", 3)
 const ROUNDS = Math.max(1, num("BENCH_ROUNDS", 3))
+const SIDE_ROUNDS = Math.max(1, num("BENCH_SIDE_ROUNDS", 5))
 /**
  * V8 optimizes on a background thread, which on a 2-core machine competes with the load
  * generator, and the server has several times the floor's JavaScript to optimize (router,
@@ -238,12 +241,12 @@ const startServerChild = async (databasePath: string, stepMs: number, probePath 
   })
 }
 
-const startFloorChild = async (databasePath: string) => {
+const startFloorChild = async (databasePath: string, profileDir?: string) => {
   const port = await freePort()
   return spawnTarget({
     name: "floor",
     command: process.execPath,
-    args: ["bench/floor.ts"],
+    args: [...(profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : []), "bench/floor.ts"],
     env: { PORT: String(port), DATABASE_PATH: databasePath },
     port,
     probePath: "/health"
@@ -298,11 +301,11 @@ const median = (values: ReadonlyArray<number>) => {
 }
 
 /**
- * ROUNDS runs per target, alternating which goes first; the machine is shared, so noise only
- * ever slows a run down: the best run (most answers per second) stands for each target, and
- * the CPU per request is the median over the runs.
+ * ROUNDS runs per target alone, alternating which goes first: each run's req/s and latency are
+ * what the target gives with the load generator beside it. The best run (most answers per
+ * second) stands for each target, the CPU per request is the median over the runs.
  */
-const compare = async (targets: { floor: Target; server: Target }, scenario: Scenario) => {
+const alone = async (targets: { floor: Target; server: Target }, scenario: Scenario) => {
   const runs: { floor: Array<Measured>; server: Array<Measured> } = { floor: [], server: [] }
   for (let round = 0; round < ROUNDS; round++) {
     for (const which of round % 2 === 0 ? (["floor", "server"] as const) : (["server", "floor"] as const)) {
@@ -314,6 +317,45 @@ const compare = async (targets: { floor: Target; server: Target }, scenario: Sce
     return { ...top, cpuUsPerRequest: median(list.map((run) => run.cpuUsPerRequest)), rounds: list.map((run) => round(run.rps, 0)) }
   }
   return { floor: best(runs.floor), server: best(runs.server) }
+}
+
+export interface SideBySide {
+  /** Per round: the floor's CPU per request over the server's (1 = the server costs what the floor costs). */
+  readonly capacityRatios: ReadonlyArray<number>
+  /** Per round: the server's answers per second over the floor's, both loaded at once. */
+  readonly rpsRatios: ReadonlyArray<number>
+  readonly capacityRatio: number
+  readonly rpsRatio: number
+}
+
+/**
+ * SIDE_ROUNDS rounds with floor and server loaded at the same time, CONNECTIONS / 2 connections
+ * each from this process, each target on its own copy of the seeded file. This VM's speed moves
+ * by half within seconds (the floor's own CPU per request: 43 us in one 3 s run, 64 us in the
+ * next), so two targets measured one after the other compare two machines. Loaded together
+ * they share every slow and fast moment, and what one costs per request over the other is the
+ * capacity ratio: the req/s each would give on a core of its own. The median round counts.
+ */
+const sideBySide = async (targets: { floor: Target; server: Target }, scenario: Scenario): Promise<SideBySide> => {
+  const connections = Math.max(1, Math.floor(CONNECTIONS / 2))
+  const capacityRatios: Array<number> = []
+  const rpsRatios: Array<number> = []
+  for (let round = 0; round < SIDE_ROUNDS; round++) {
+    const before = { floor: cpuMicros(targets.floor.process.pid), server: cpuMicros(targets.server.process.pid) }
+    const [floor, server] = await Promise.all(
+      ([targets.floor, targets.server] as const).map((target) => runLoad({ url: target.url, connections, durationSeconds: DURATION, next: scenario.next }))
+    )
+    const floorCpu = (cpuMicros(targets.floor.process.pid) - before.floor) / floor!.requests
+    const serverCpu = (cpuMicros(targets.server.process.pid) - before.server) / server!.requests
+    capacityRatios.push(floorCpu / serverCpu)
+    rpsRatios.push(server!.rps / floor!.rps)
+  }
+  return { capacityRatios, rpsRatios, capacityRatio: median(capacityRatios), rpsRatio: median(rpsRatios) }
+}
+
+const compare = async (targets: { floor: Target; server: Target }, scenario: Scenario) => {
+  const solo = await alone(targets, scenario)
+  return { ...solo, together: await sideBySide(targets, scenario) }
 }
 
 /** Runs `op` in a loop for `seconds`; answers operations per second. */
@@ -342,6 +384,7 @@ interface Compared {
   readonly scenario: Scenario
   readonly server: Best
   readonly floor: Best
+  readonly together: SideBySide
 }
 
 const summary = (result: Best) => ({
@@ -402,15 +445,22 @@ const main = async () => {
         `${targets.volumes.reduce((n, v) => n + v.length, 0)} volumes in ${TENANTS} tenants`
     )
 
-    const floor = await startFloorChild(databasePath)
+    // The floor gets its own copy of the seeded file, so that floor and server can be loaded at
+    // the same time (side by side) without taking each other's write lock.
+    const floorPath = join(dir, "floor.db")
+    for (const suffix of ["", "-wal", "-shm", ".secrets-key"]) if (existsSync(databasePath + suffix)) copyFileSync(databasePath + suffix, floorPath + suffix)
+    const profiles = env.BENCH_CPU_PROF ? { server: join(resolve(env.BENCH_CPU_PROF), "server"), floor: join(resolve(env.BENCH_CPU_PROF), "floor") } : undefined
+    for (const profileDir of Object.values(profiles ?? {})) mkdirSync(profileDir, { recursive: true })
+    const floor = await startFloorChild(floorPath, profiles?.floor)
     children.push(floor)
     const results: Array<Compared> = []
-    const record = (scenario: Scenario, compared: { floor: Best; server: Best }) => {
+    const record = (scenario: Scenario, compared: { floor: Best; server: Best; together: SideBySide }) => {
       results.push({ scenario, ...compared })
-      const { server: sv, floor: fl } = compared
+      const { server: sv, floor: fl, together } = compared
       log(
         `${scenario.name}: server ${sv.rps.toFixed(0)} req/s (runs ${sv.rounds.join(", ")}) p50 ${sv.p50Ms.toFixed(2)} p99 ${sv.p99Ms.toFixed(2)} ms ${sv.cpuUsPerRequest.toFixed(0)} us CPU/req` +
-          ` | floor ${fl.rps.toFixed(0)} req/s (runs ${fl.rounds.join(", ")}) ${fl.cpuUsPerRequest.toFixed(0)} us CPU/req | non-2xx ${sv.non2xx}/${fl.non2xx}`
+          ` | floor ${fl.rps.toFixed(0)} req/s (runs ${fl.rounds.join(", ")}) ${fl.cpuUsPerRequest.toFixed(0)} us CPU/req | non-2xx ${sv.non2xx}/${fl.non2xx}` +
+          ` | side by side: capacity ${together.capacityRatios.map((r) => r.toFixed(2)).join(", ")}`
       )
     }
     const all = scenarios(tenants, targets).filter((scenario) => !ONLY || ONLY.has(scenario.name))
@@ -428,8 +478,7 @@ const main = async () => {
     // 4. The server under test on the seeded file, timed to its first answered API request.
     const firstDeployment = targets.deployments[0]![0]
     const firstRequest = firstDeployment ? `/v2/deployments/${firstDeployment.id}` : "/v2/sandboxes/volumes/vol-a"
-    if (env.BENCH_CPU_PROF) mkdirSync(env.BENCH_CPU_PROF, { recursive: true })
-    const server = await startServerChild(databasePath, PARKED_STEP_MS, firstRequest, env.BENCH_CPU_PROF)
+    const server = await startServerChild(databasePath, PARKED_STEP_MS, firstRequest, profiles?.server)
     children.push(server)
     const rssSeeded = residentBytes(server.process.pid)
     log(`seeded start answered GET ${firstRequest} after ${server.startupMs.toFixed(0)} ms; RSS ${mb(rssSeeded?.rss)}`)
@@ -533,29 +582,33 @@ const report = (input: ReportInput) => {
   const verdicts: Array<{ target: string; pass: boolean; detail: string }> = []
   const byName = new Map(results.map((result) => [result.scenario.name, result]))
 
-  const rows = results.map(({ scenario, server, floor }) => {
+  const rows = results.map(({ scenario, server, floor, together }) => {
     const ratio = server.rps / floor.rps
-    /** Capacity ratio: the floor's CPU per request over the server's (1 = the server costs what the floor costs). */
+    /** Alone: the floor's median CPU per request over the server's. */
     const cpuRatio = floor.cpuUsPerRequest / server.cpuUsPerRequest
+    /** The verdicts' figure: the same CPU ratio with both loaded at once (see `sideBySide`). */
+    const capacity = together.capacityRatio
     const tail = server.p99Ms / server.p50Ms
     const rawRate = raw[`${scenario.name}:NORMAL`]
     const sqliteUs = rawRate ? 1e6 / rawRate : undefined
     const informational = scenario.name.endsWith("+runtime")
-    const costs = `CPU/request: server ${server.cpuUsPerRequest.toFixed(0)} us, floor ${floor.cpuUsPerRequest.toFixed(0)} us (${cpuRatio.toFixed(2)}x)`
+    const measured =
+      `${capacity.toFixed(2)}x capacity side by side (rounds ${together.capacityRatios.map((r) => r.toFixed(2)).join(", ")}; req/s ${together.rpsRatio.toFixed(2)}x); ` +
+      `alone ${ratio.toFixed(2)}x req/s (best of ${ROUNDS}), CPU/request server ${server.cpuUsPerRequest.toFixed(0)} us, floor ${floor.cpuUsPerRequest.toFixed(0)} us (${cpuRatio.toFixed(2)}x)`
     if (informational) {
       // Not a target: what the local runtime's state changes add to each PATCH.
     } else if (scenario.kind === "read") {
-      verdicts.push({ target: `${scenario.name}: reads >= ${READ_RATIO}x floor`, pass: ratio >= READ_RATIO, detail: `${ratio.toFixed(2)}x req/s; ${costs}` })
+      verdicts.push({ target: `${scenario.name}: reads >= ${READ_RATIO}x floor`, pass: capacity >= READ_RATIO, detail: measured })
     } else {
       const serverSql = sqliteUs === undefined ? undefined : sqliteUs / server.cpuUsPerRequest
       const bound =
-        ratio >= WRITE_RATIO
+        capacity >= WRITE_RATIO
           ? `SQLite and HTTP, like the floor: the transaction alone takes ${sqliteUs?.toFixed(0) ?? "?"} us, ${serverSql === undefined ? "?" : Math.round(serverSql * 100)}% of the server's CPU per request`
           : `the server's own code: the transaction alone takes ${sqliteUs?.toFixed(0) ?? "?"} us of the server's ${server.cpuUsPerRequest.toFixed(0)} us CPU per request`
       verdicts.push({
         target: `${scenario.name}: writes limited by SQLite, not server code (>= ${WRITE_RATIO}x the floor doing the same transaction)`,
-        pass: ratio >= WRITE_RATIO,
-        detail: `${ratio.toFixed(2)}x req/s; limited by ${bound}; ${costs}`
+        pass: capacity >= WRITE_RATIO,
+        detail: `limited by ${bound}; ${measured}`
       })
     }
     if (!informational) verdicts.push({
@@ -578,6 +631,8 @@ const report = (input: ReportInput) => {
       floor: summary(floor),
       ratio_to_floor: round(ratio),
       cpu_ratio_to_floor: round(cpuRatio),
+      capacity_ratio_side_by_side: round(capacity),
+      side_by_side: { capacity_ratio_per_round: together.capacityRatios.map((r) => round(r)), rps_ratio_per_round: together.rpsRatios.map((r) => round(r)), rounds: SIDE_ROUNDS, connections_each: Math.max(1, Math.floor(CONNECTIONS / 2)) },
       p99_over_p50: round(tail, 1),
       ...(sqliteUs !== undefined ? { sqlite_transaction_us: round(sqliteUs, 0), sqlite_share_of_server_cpu: round(sqliteUs / server.cpuUsPerRequest) } : {})
     }
@@ -611,7 +666,7 @@ const report = (input: ReportInput) => {
   const json = {
     generated_at: new Date().toISOString(),
     machine: { node: process.version, cpus: cpus().length, cpu_model: cpus()[0]?.model, memory_bytes: totalmem(), platform: process.platform, database_fs: fsType(input.dir) },
-    settings: { duration_s: DURATION, rounds: ROUNDS, warmup_s: WARMUP, connections: CONNECTIONS, scale: SCALE, runtime_step_ms: STEP_MS, parked_step_ms: PARKED_STEP_MS },
+    settings: { duration_s: DURATION, rounds: ROUNDS, side_rounds: SIDE_ROUNDS, warmup_s: WARMUP, connections: CONNECTIONS, scale: SCALE, runtime_step_ms: STEP_MS, parked_step_ms: PARKED_STEP_MS },
     data: {
       tenants: input.tenants.length,
       deployments: input.targets.deployments.reduce((n, d) => n + d.length, 0),
@@ -649,13 +704,13 @@ const report = (input: ReportInput) => {
   const lines: Array<string> = []
   const header =
     `${pad("scenario", 26, true)} ${pad("server req/s", 12)} ${pad("p50 ms", 7)} ${pad("p99 ms", 7)} ${pad("CPU us", 7)} ` +
-    `${pad("floor req/s", 12)} ${pad("p50 ms", 7)} ${pad("p99 ms", 7)} ${pad("CPU us", 7)} ${pad("ratio", 6)} ${pad("CPU ratio", 9)}`
+    `${pad("floor req/s", 12)} ${pad("p50 ms", 7)} ${pad("p99 ms", 7)} ${pad("CPU us", 7)} ${pad("ratio", 6)} ${pad("CPU ratio", 9)} ${pad("capacity (side by side)", 23)}`
   lines.push("", header, "-".repeat(header.length))
   for (const row of rows) {
     lines.push(
       `${pad(row.name, 26, true)} ${pad(String(row.server.rps), 12)} ${pad(row.server.p50_ms.toFixed(2), 7)} ${pad(row.server.p99_ms.toFixed(2), 7)} ${pad(String(row.server.cpu_us_per_request), 7)} ` +
         `${pad(String(row.floor.rps), 12)} ${pad(row.floor.p50_ms.toFixed(2), 7)} ${pad(row.floor.p99_ms.toFixed(2), 7)} ${pad(String(row.floor.cpu_us_per_request), 7)} ` +
-        `${pad(`${row.ratio_to_floor.toFixed(2)}x`, 6)} ${pad(`${row.cpu_ratio_to_floor.toFixed(2)}x`, 9)}`
+        `${pad(`${row.ratio_to_floor.toFixed(2)}x`, 6)} ${pad(`${row.cpu_ratio_to_floor.toFixed(2)}x`, 9)} ${pad(`${row.capacity_ratio_side_by_side.toFixed(2)}x`, 23)}`
     )
   }
   lines.push("")
