@@ -233,7 +233,7 @@ const startServerChild = async (databasePath: string, stepMs: number, probePath 
   return spawnTarget({
     name: "server",
     command: process.execPath,
-    args: [...(profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : []), "server/main.ts"],
+    args: [...(env.BENCH_SERVER_NODE_FLAGS?.split(" ").filter(Boolean) ?? []), ...(profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : []), "server/main.ts"],
     env: serverEnv(port, databasePath, stepMs),
     port,
     probePath,
