@@ -4,7 +4,7 @@
  * stopped with it. Both areas are wired this same way.
  */
 import { Context, Effect, type Layer } from "effect"
-import type { Endpoint } from "../core/index.ts"
+import type { DecodedInput, Endpoint } from "../core/index.ts"
 import type { ServerConfig } from "./config.ts"
 import type { Handler, Route } from "./http/app.ts"
 import type { Logger } from "./log.ts"
@@ -44,7 +44,17 @@ export interface ServerModule {
   readonly http?: Effect.Effect<RawHttp, never, any>
 }
 
-/** Binds a handler to its endpoint description with full typing of input and answer. */
+/** The decoded input of an endpoint (`Input<typeof Api.x>["body"]`), for the parts of a handler written on their own. */
+export type Input<E extends Endpoint> = DecodedInput<E>
+
+/**
+ * Binds a handler to its endpoint description with full typing of input and answer.
+ *
+ * A handler with steps is `Effect.fnUntraced(function* (input, context) {...})`, defined once,
+ * rather than `(input, context) => Effect.gen(function* () {...})`: V8 gives every new generator
+ * function its own prototype and object shape, so a generator function created per request costs
+ * about 1.5 us (and old-space garbage) before its first step, against 0.05 us to call one made once.
+ */
 export const implement = <E extends Endpoint>(endpoint: E, handler: Handler<E>): Route => ({ endpoint, handler })
 
 let lastMs = Number.NaN

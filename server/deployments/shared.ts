@@ -121,8 +121,7 @@ export const makeDeploymentWrites = Effect.gen(function* () {
     )
 
   /** Inside a transaction: supersedes unfinished revisions, adds the next one and points the deployment at it. */
-  const writeNewRevision = ({ deployment, sourceConfig, sourceRevisionConfig, secrets, imageVersion }: NewRevisionWrite) =>
-    Effect.gen(function* () {
+  const writeNewRevision = Effect.fnUntraced(function* ({ deployment, sourceConfig, sourceRevisionConfig, secrets, imageVersion }: NewRevisionWrite) {
       const at = now()
       const stopped = yield* supersedeUnfinished(deployment.tenant_id, deployment.id, at)
       const revision: NewRevision = {

@@ -15,7 +15,7 @@ import {
   planPatch,
   ValidationError
 } from "../../../core/index.ts"
-import { implement, now, ServerEnv } from "../../module.ts"
+import { type Input, implement, now, ServerEnv } from "../../module.ts"
 import { chooseRuntime } from "../../runtime/select.ts"
 import type { DeploymentRecord, NewRevision } from "../../store/DeploymentStore.ts"
 import { integrationIssues } from "../integrationBinding.ts"
@@ -31,6 +31,32 @@ export const deploymentRoutes = (writes: DeploymentWrites) =>
 
     const listenerOf = (tenantId: string, id: string | null | undefined): Effect.Effect<Listener | undefined, any> =>
       id ? Effect.map(store.listener(tenantId, id), (record) => record && toListener(record)) : Effect.succeed(undefined)
+
+    /** PATCH, inside its transaction: a new revision when the revision's config or secrets change, else the deployment alone. */
+    const patchDeployment = Effect.fnUntraced(function* (tenantId: string, deploymentId: string, body: Input<typeof Api.updateDeployment>["body"]) {
+      const deployment = yield* mustGetDeployment(tenantId, deploymentId)
+      yield* refuseIfDeleting(deployment)
+      yield* Effect.fromResult(checkRevisionSource(deployment.source, body.revision_source))
+      const plan = yield* Effect.fromResult(planPatch(storedOf(deployment, body.secrets != null), body))
+      if (plan.newRevision) {
+        return yield* writeNewRevision({
+          deployment,
+          sourceConfig: plan.source_config,
+          sourceRevisionConfig: plan.newRevision.source_revision_config,
+          secrets: body.secrets ? sealSecrets(plan.newRevision.secrets) : deployment.secrets,
+          imageVersion: plan.image_version
+        })
+      }
+      const updated: DeploymentRecord = {
+        ...deployment,
+        source_config: plan.source_config,
+        image_version: plan.image_version,
+        status: deploymentStatus({ activeRevisionId: deployment.active_revision_id, maxScale: maxScaleOf(plan.source_config), deleting: false, databaseReady: databaseReadyOf(deployment) }),
+        updated_at: now()
+      }
+      yield* store.updateDeployment(updated)
+      return { deployment: updated, revision: undefined, stopped: [] as ReadonlyArray<string> }
+    })
 
     return [
       implement(Api.createDeployment, ({ body }, { auth }) =>
@@ -105,34 +131,10 @@ export const deploymentRoutes = (writes: DeploymentWrites) =>
         )
       ),
 
-      implement(Api.updateDeployment, ({ params, body }, { auth }) =>
-        Effect.gen(function* () {
-          const written = yield* store.transaction(
-            Effect.gen(function* () {
-              const deployment = yield* mustGetDeployment(auth.tenantId, params.deployment_id)
-              yield* refuseIfDeleting(deployment)
-              yield* Effect.fromResult(checkRevisionSource(deployment.source, body.revision_source))
-              const plan = yield* Effect.fromResult(planPatch(storedOf(deployment, body.secrets != null), body))
-              if (plan.newRevision) {
-                return yield* writeNewRevision({
-                  deployment,
-                  sourceConfig: plan.source_config,
-                  sourceRevisionConfig: plan.newRevision.source_revision_config,
-                  secrets: body.secrets ? sealSecrets(plan.newRevision.secrets) : deployment.secrets,
-                  imageVersion: plan.image_version
-                })
-              }
-              const updated: DeploymentRecord = {
-                ...deployment,
-                source_config: plan.source_config,
-                image_version: plan.image_version,
-                status: deploymentStatus({ activeRevisionId: deployment.active_revision_id, maxScale: maxScaleOf(plan.source_config), deleting: false, databaseReady: databaseReadyOf(deployment) }),
-                updated_at: now()
-              }
-              yield* store.updateDeployment(updated)
-              return { deployment: updated, revision: undefined, stopped: [] }
-            })
-          )
+      implement(
+        Api.updateDeployment,
+        Effect.fnUntraced(function* ({ params, body }, { auth }) {
+          const written = yield* store.transaction(patchDeployment(auth.tenantId, params.deployment_id, body))
           if (written.revision) yield* announce({ ...written, revision: written.revision })
           return toDeployment(written.deployment)
         })
