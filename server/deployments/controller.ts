@@ -62,54 +62,52 @@ export const makeDeploymentController = Effect.gen(function* () {
   })
 
   /** The database of a deployment became ready (or not): its status follows (core's rule). */
-  const persistDatabase = (observation: DatabaseObservation, nowIso: string) =>
-    Effect.gen(function* () {
-      const { tenantId, deploymentId, ready } = observation
-      const deployment = yield* store.deployment(tenantId, deploymentId)
-      if (!deployment || deployment.status === "AWAITING_DELETE") return false
-      const status = deploymentStatus({
-        activeRevisionId: deployment.active_revision_id,
-        maxScale: deployment.source_config.resource_spec?.max_scale,
-        deleting: false,
-        databaseReady: ready
-      })
-      if (status === deployment.status) return true
-      return yield* store.setDeploymentStatus(tenantId, deploymentId, status, nowIso)
+  const persistDatabase = Effect.fnUntraced(function* (observation: DatabaseObservation, nowIso: string) {
+    const { tenantId, deploymentId, ready } = observation
+    const deployment = yield* store.deployment(tenantId, deploymentId)
+    if (!deployment || deployment.status === "AWAITING_DELETE") return false
+    const status = deploymentStatus({
+      activeRevisionId: deployment.active_revision_id,
+      maxScale: deployment.source_config.resource_spec?.max_scale,
+      deleting: false,
+      databaseReady: ready
     })
+    if (status === deployment.status) return true
+    return yield* store.setDeploymentStatus(tenantId, deploymentId, status, nowIso)
+  })
 
   /** One observation, inside the batch's transaction; answers whether it moved the revision. */
-  const persist = (observation: Observation | DatabaseObservation, nowIso: string) =>
-    Effect.gen(function* () {
-      if ("_tag" in observation) return yield* persistDatabase(observation, nowIso)
-      const { tenantId, deploymentId, revisionId, from, to, message } = observation
-      const revision = yield* store.revision(tenantId, deploymentId, revisionId)
-      if (!revision || revision.status !== from) return false
-      if (from === to) {
-        // Progress within a state: only the status message changes.
-        if (isTerminal(from) || revision.status_message === message) return !isTerminal(from)
-        return yield* store.advanceRevision(tenantId, revisionId, from, to, message, null, nowIso)
+  const persist = Effect.fnUntraced(function* (observation: Observation | DatabaseObservation, nowIso: string) {
+    if ("_tag" in observation) return yield* persistDatabase(observation, nowIso)
+    const { tenantId, deploymentId, revisionId, from, to, message } = observation
+    const revision = yield* store.revision(tenantId, deploymentId, revisionId)
+    if (!revision || revision.status !== from) return false
+    if (from === to) {
+      // Progress within a state: only the status message changes.
+      if (isTerminal(from) || revision.status_message === message) return !isTerminal(from)
+      return yield* store.advanceRevision(tenantId, revisionId, from, to, message, null, nowIso)
+    }
+    if (!canAdvance(from, to, revision.source)) {
+      log.error("driver reported an impossible transition", { revision_id: revisionId, from, to, driver: driver.name })
+      return false
+    }
+    const deployed = to === "DEPLOYED"
+    const moved = yield* store.advanceRevision(tenantId, revisionId, from, to, message, deployed ? nowIso : null, nowIso)
+    if (moved && deployed) {
+      const deployment = yield* store.deployment(tenantId, deploymentId)
+      if (deployment && deployment.status !== "AWAITING_DELETE") {
+        const { active_revision_id } = activate(revisionId)
+        const status = deploymentStatus({
+          activeRevisionId: active_revision_id,
+          maxScale: deployment.source_config.resource_spec?.max_scale,
+          deleting: false,
+          databaseReady: databaseReadyOf(deployment) || undefined
+        })
+        yield* store.setDeploymentState(tenantId, deploymentId, status, active_revision_id, nowIso)
       }
-      if (!canAdvance(from, to, revision.source)) {
-        log.error("driver reported an impossible transition", { revision_id: revisionId, from, to, driver: driver.name })
-        return false
-      }
-      const deployed = to === "DEPLOYED"
-      const moved = yield* store.advanceRevision(tenantId, revisionId, from, to, message, deployed ? nowIso : null, nowIso)
-      if (moved && deployed) {
-        const deployment = yield* store.deployment(tenantId, deploymentId)
-        if (deployment && deployment.status !== "AWAITING_DELETE") {
-          const { active_revision_id } = activate(revisionId)
-          const status = deploymentStatus({
-            activeRevisionId: active_revision_id,
-            maxScale: deployment.source_config.resource_spec?.max_scale,
-            deleting: false,
-            databaseReady: databaseReadyOf(deployment) || undefined
-          })
-          yield* store.setDeploymentState(tenantId, deploymentId, status, active_revision_id, nowIso)
-        }
-      }
-      return moved
-    })
+    }
+    return moved
+  })
 
   yield* driver.observe((batch) =>
     retryWhileBusy(
@@ -163,28 +161,26 @@ export const makeDeploymentController = Effect.gen(function* () {
     }).pipe(Effect.catch((error) => Effect.sync(() => log.error("deployment delete failed", { deployment_id: deploymentId, error: error.message }))))
 
   /** The work of a stored revision, with the secrets it was created with. */
-  const storedWork = (tenantId: string, deploymentId: string, revisionId: string) =>
-    Effect.gen(function* () {
-      const deployment = yield* store.deployment(tenantId, deploymentId)
-      const revision = deployment && (yield* store.revision(tenantId, deploymentId, revisionId))
-      if (!deployment || !revision) return undefined
-      const secrets = (yield* store.revisionSecrets(tenantId, revisionId)) ?? deployment.secrets
-      return workOf(deployment, revision, secrets)
-    })
+  const storedWork = Effect.fnUntraced(function* (tenantId: string, deploymentId: string, revisionId: string) {
+    const deployment = yield* store.deployment(tenantId, deploymentId)
+    const revision = deployment && (yield* store.revision(tenantId, deploymentId, revisionId))
+    if (!deployment || !revision) return undefined
+    const secrets = (yield* store.revisionSecrets(tenantId, revisionId)) ?? deployment.secrets
+    return workOf(deployment, revision, secrets)
+  })
 
   /** Hands revisions (as stored) to the driver, reading each deployment once, each with its own secrets. */
-  const resume = (revisions: ReadonlyArray<RevisionRecord>) =>
-    Effect.gen(function* () {
-      const deployments = new Map<string, DeploymentRecord | undefined>()
-      for (const revision of revisions) {
-        const key = `${revision.tenant_id}/${revision.deployment_id}`
-        if (!deployments.has(key)) deployments.set(key, yield* store.deployment(revision.tenant_id, revision.deployment_id))
-        const deployment = deployments.get(key)
-        if (!deployment) continue
-        const secrets = (yield* store.revisionSecrets(revision.tenant_id, revision.id)) ?? deployment.secrets
-        yield* driver.apply(workOf(deployment, revision, secrets))
-      }
-    })
+  const resume = Effect.fnUntraced(function* (revisions: ReadonlyArray<RevisionRecord>) {
+    const deployments = new Map<string, DeploymentRecord | undefined>()
+    for (const revision of revisions) {
+      const key = `${revision.tenant_id}/${revision.deployment_id}`
+      if (!deployments.has(key)) deployments.set(key, yield* store.deployment(revision.tenant_id, revision.deployment_id))
+      const deployment = deployments.get(key)
+      if (!deployment) continue
+      const secrets = (yield* store.revisionSecrets(revision.tenant_id, revision.id)) ?? deployment.secrets
+      yield* driver.apply(workOf(deployment, revision, secrets))
+    }
+  })
 
   const startedAt = Date.now()
 

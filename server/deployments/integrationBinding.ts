@@ -19,33 +19,32 @@ export const repoOwner = (repoUrl: string): string | undefined => {
   return segments.length >= 3 ? segments[segments.length - 2] : undefined
 }
 
-export const integrationIssues = (
+export const integrationIssues = Effect.fnUntraced(function* (
   store: DeploymentStore["Service"],
   tenantId: string,
   config: SourceConfig | null | undefined
-): Effect.Effect<Array<ValidationIssue>, StoreError> =>
-  Effect.gen(function* () {
-    const integrationId = config?.integration_id
-    if (typeof integrationId !== "string") return []
-    const integration = yield* store.integration(tenantId, integrationId.toLowerCase())
-    if (!integration) {
-      return [
-        new ValidationIssue({
-          loc: ["body", "source_config", "integration_id"],
-          msg: `Integration ${integrationId} not found: it must be one of this tenant's integrations (GET /v1/integrations/gitrepo/install)`,
-          type: "value_error"
-        })
-      ]
-    }
-    const repoUrl = config?.repo_url
-    if (typeof repoUrl !== "string") return []
-    const owner = repoOwner(repoUrl)
-    if (owner !== undefined && ownerKey(owner) === integration.owner_key) return []
+) {
+  const integrationId = config?.integration_id
+  if (typeof integrationId !== "string") return []
+  const integration = yield* store.integration(tenantId, integrationId.toLowerCase())
+  if (!integration) {
     return [
       new ValidationIssue({
-        loc: ["body", "source_config", "repo_url"],
-        msg: `repo_url must be a repository of ${integration.owner}, the owner of integration ${integration.id}${owner === undefined ? "" : ` (its owner is ${owner})`}`,
+        loc: ["body", "source_config", "integration_id"],
+        msg: `Integration ${integrationId} not found: it must be one of this tenant's integrations (GET /v1/integrations/gitrepo/install)`,
         type: "value_error"
       })
     ]
-  })
+  }
+  const repoUrl = config?.repo_url
+  if (typeof repoUrl !== "string") return []
+  const owner = repoOwner(repoUrl)
+  if (owner !== undefined && ownerKey(owner) === integration.owner_key) return []
+  return [
+    new ValidationIssue({
+      loc: ["body", "source_config", "repo_url"],
+      msg: `repo_url must be a repository of ${integration.owner}, the owner of integration ${integration.id}${owner === undefined ? "" : ` (its owner is ${owner})`}`,
+      type: "value_error"
+    })
+  ]
+})

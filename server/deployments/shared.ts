@@ -122,37 +122,37 @@ export const makeDeploymentWrites = Effect.gen(function* () {
 
   /** Inside a transaction: supersedes unfinished revisions, adds the next one and points the deployment at it. */
   const writeNewRevision = Effect.fnUntraced(function* ({ deployment, sourceConfig, sourceRevisionConfig, secrets, imageVersion }: NewRevisionWrite) {
-      const at = now()
-      const stopped = yield* supersedeUnfinished(deployment.tenant_id, deployment.id, at)
-      const revision: NewRevision = {
-        id: randomUUID(),
-        tenant_id: deployment.tenant_id,
-        deployment_id: deployment.id,
-        seq: deployment.revision_seq + 1,
-        source: deployment.source,
-        status: "CREATING",
-        status_message: null,
-        source_revision_config: sourceRevisionConfig,
-        secrets,
-        deployed_at: null,
-        created_at: at,
-        updated_at: at
-      }
-      yield* store.insertRevision(revision)
-      const updated: DeploymentRecord = {
-        ...deployment,
-        source_config: sourceConfig,
-        source_revision_config: sourceRevisionConfig,
-        secrets,
-        image_version: imageVersion,
-        status: deploymentStatus({ activeRevisionId: deployment.active_revision_id, maxScale: maxScaleOf(sourceConfig), deleting: false, databaseReady: databaseReadyOf(deployment) }),
-        latest_revision_id: revision.id,
-        revision_seq: revision.seq,
-        updated_at: at
-      }
-      yield* store.updateDeployment(updated)
-      return { deployment: updated, revision, stopped } satisfies WrittenRevision
-    })
+    const at = now()
+    const stopped = yield* supersedeUnfinished(deployment.tenant_id, deployment.id, at)
+    const revision: NewRevision = {
+      id: randomUUID(),
+      tenant_id: deployment.tenant_id,
+      deployment_id: deployment.id,
+      seq: deployment.revision_seq + 1,
+      source: deployment.source,
+      status: "CREATING",
+      status_message: null,
+      source_revision_config: sourceRevisionConfig,
+      secrets,
+      deployed_at: null,
+      created_at: at,
+      updated_at: at
+    }
+    yield* store.insertRevision(revision)
+    const updated: DeploymentRecord = {
+      ...deployment,
+      source_config: sourceConfig,
+      source_revision_config: sourceRevisionConfig,
+      secrets,
+      image_version: imageVersion,
+      status: deploymentStatus({ activeRevisionId: deployment.active_revision_id, maxScale: maxScaleOf(sourceConfig), deleting: false, databaseReady: databaseReadyOf(deployment) }),
+      latest_revision_id: revision.id,
+      revision_seq: revision.seq,
+      updated_at: at
+    }
+    yield* store.updateDeployment(updated)
+    return { deployment: updated, revision, stopped } satisfies WrittenRevision
+  })
 
   /** After the commit: the controller stops what was superseded and rolls the new revision out. */
   const announce = (written: WrittenRevision) =>

@@ -114,41 +114,39 @@ export const makeSandboxController = Effect.gen(function* () {
     )
   })
 
-  const workOf = (box: SandboxRecord) =>
-    Effect.gen(function* () {
-      if (box.template_id === null) {
-        const snapshot = box.snapshot_id === null ? undefined : yield* store.snapshotById(box.tenant_id, box.snapshot_id)
-        const digest = snapshot?.image_digest
-        const registryAuth = yield* registryAuthFor(box.tenant_id, box.image!)
-        return {
-          tenantId: box.tenant_id,
-          sandboxId: box.id,
-          name: box.name,
-          template: imageBoxTemplate(box),
-          volumes: [],
-          registryAuth,
-          ...(digest ? { imageDigest: digest } : {}),
-          ...(snapshot?.source_sandbox_id != null ? { digestOnly: true } : {})
-        } satisfies BoxWork
-      }
-      const template = yield* store.templateById(box.template_id)
-      if (!template) return undefined
-      const volumes = yield* Effect.forEach(template.mounts, (mount) =>
-        Effect.map(store.volumeByName(box.tenant_id, mount.volume_name), (volume) =>
-          volume ? [{ volumeId: volume.id, mountPath: mount.mount_path, sizeBytes: volume.size_bytes }] : []
-        )
+  const workOf = Effect.fnUntraced(function* (box: SandboxRecord) {
+    if (box.template_id === null) {
+      const snapshot = box.snapshot_id === null ? undefined : yield* store.snapshotById(box.tenant_id, box.snapshot_id)
+      const digest = snapshot?.image_digest
+      const registryAuth = yield* registryAuthFor(box.tenant_id, box.image!)
+      return {
+        tenantId: box.tenant_id,
+        sandboxId: box.id,
+        name: box.name,
+        template: imageBoxTemplate(box),
+        volumes: [],
+        registryAuth,
+        ...(digest ? { imageDigest: digest } : {}),
+        ...(snapshot?.source_sandbox_id != null ? { digestOnly: true } : {})
+      } satisfies BoxWork
+    }
+    const template = yield* store.templateById(box.template_id)
+    if (!template) return undefined
+    const volumes = yield* Effect.forEach(template.mounts, (mount) =>
+      Effect.map(store.volumeByName(box.tenant_id, mount.volume_name), (volume) =>
+        volume ? [{ volumeId: volume.id, mountPath: mount.mount_path, sizeBytes: volume.size_bytes }] : []
       )
-      const registryAuth = yield* registryAuthFor(box.tenant_id, template.image)
-      return { tenantId: box.tenant_id, sandboxId: box.id, name: box.name, template, volumes: volumes.flat(), registryAuth } satisfies BoxWork
-    })
+    )
+    const registryAuth = yield* registryAuthFor(box.tenant_id, template.image)
+    return { tenantId: box.tenant_id, sandboxId: box.id, name: box.name, template, volumes: volumes.flat(), registryAuth } satisfies BoxWork
+  })
 
-  const start = (box: SandboxRecord) =>
-    Effect.gen(function* () {
-      const work = yield* workOf(box)
-      if (!work) return
-      tenants.set(box.id, box.tenant_id)
-      yield* driver.start(work)
-    })
+  const start = Effect.fnUntraced(function* (box: SandboxRecord) {
+    const work = yield* workOf(box)
+    if (!work) return
+    tenants.set(box.id, box.tenant_id)
+    yield* driver.start(work)
+  })
 
   // Bring back what the store says should run: provisioning until the driver reports it up again.
   const boxes = yield* Effect.orDie(store.allSandboxes())
@@ -205,30 +203,28 @@ export const makeSandboxController = Effect.gen(function* () {
       { discard: true }
     )
 
-  const request = (box: SandboxRecord, event: Extract<BoxEvent, { readonly _tag: "Stop" | "Start" }>) =>
-    Effect.gen(function* () {
-      const after = (yield* apply(box.tenant_id, box.id, event)) ?? box
-      if (after.status === box.status) return after
-      if (event._tag === "Stop") yield* Effect.andThen(dataplane.release(box.id), driver.stop(box.id))
-      else yield* start(after)
-      return (yield* store.sandboxById(box.tenant_id, box.id)) ?? after
-    })
+  const request = Effect.fnUntraced(function* (box: SandboxRecord, event: Extract<BoxEvent, { readonly _tag: "Stop" | "Start" }>) {
+    const after = (yield* apply(box.tenant_id, box.id, event)) ?? box
+    if (after.status === box.status) return after
+    if (event._tag === "Stop") yield* Effect.andThen(dataplane.release(box.id), driver.stop(box.id))
+    else yield* start(after)
+    return (yield* store.sandboxById(box.tenant_id, box.id)) ?? after
+  })
 
   /** Deletes a box whose time is up (if it is still there). */
-  const expire = (box: SandboxRecord, reason: string) =>
-    Effect.gen(function* () {
-      const gone = yield* store.transaction(
-        Effect.gen(function* () {
-          const current = yield* store.sandboxById(box.tenant_id, box.id)
-          if (!current) return false
-          yield* store.deleteSandbox(box.id)
-          return true
-        })
-      )
-      if (!gone) return
-      log.info("sandbox expired", { sandbox_id: box.id, name: box.name, reason })
-      yield* boxesDeleted([box.id])
-    })
+  const expire = Effect.fnUntraced(function* (box: SandboxRecord, reason: string) {
+    const gone = yield* store.transaction(
+      Effect.gen(function* () {
+        const current = yield* store.sandboxById(box.tenant_id, box.id)
+        if (!current) return false
+        yield* store.deleteSandbox(box.id)
+        return true
+      })
+    )
+    if (!gone) return
+    log.info("sandbox expired", { sandbox_id: box.id, name: box.name, reason })
+    yield* boxesDeleted([box.id])
+  })
 
   const sweep = Effect.gen(function* () {
     const now = Date.now()

@@ -111,33 +111,30 @@ export const makeSandboxShared = Effect.gen(function* () {
   })
 
   /** Organization usage and quota, read inside the caller's transaction. */
-  const storage = (organizationId: string) =>
-    Effect.gen(function* () {
-      const quota = effectiveQuota(yield* store.organizationQuota(organizationId), config.storageQuota)
-      const usage = fromBytes(yield* store.organizationUsage(organizationId))
-      if (quotaRaceDelayMs > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, quotaRaceDelayMs)
-      return { usage, quota: quota.quantity }
-    })
+  const storage = Effect.fnUntraced(function* (organizationId: string) {
+    const quota = effectiveQuota(yield* store.organizationQuota(organizationId), config.storageQuota)
+    const usage = fromBytes(yield* store.organizationUsage(organizationId))
+    if (quotaRaceDelayMs > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, quotaRaceDelayMs)
+    return { usage, quota: quota.quantity }
+  })
 
   /** A free sandbox name: `<prefix>-<random>`, asked again on the rare clash. */
-  const freeSandboxName = (tenantId: string, prefix: string) =>
-    Effect.gen(function* () {
-      for (let attempt = 0; attempt < nameAttempts; attempt++) {
-        const candidate = generateSandboxName(prefix, Math.random)
-        if (!(yield* store.sandboxNameTaken(tenantId, candidate))) return candidate
-      }
-      return yield* Effect.die(new Error(`no free sandbox name for prefix ${prefix} after ${nameAttempts} attempts`))
-    })
+  const freeSandboxName = Effect.fnUntraced(function* (tenantId: string, prefix: string) {
+    for (let attempt = 0; attempt < nameAttempts; attempt++) {
+      const candidate = generateSandboxName(prefix, Math.random)
+      if (!(yield* store.sandboxNameTaken(tenantId, candidate))) return candidate
+    }
+    return yield* Effect.die(new Error(`no free sandbox name for prefix ${prefix} after ${nameAttempts} attempts`))
+  })
 
   /** After the commit: bring the new boxes up; with `wait`, answer once they settle (or the timeout passes). */
-  const launch = (tenantId: string, created: ReadonlyArray<SandboxRecord>, wait: { readonly wait_for_ready: boolean; readonly timeout: number }) =>
-    Effect.gen(function* () {
-      yield* controller.boxesCreated(created)
-      if (!wait.wait_for_ready) return created
-      return yield* Effect.forEach(created, (box) =>
-        Effect.map(controller.awaitSettled(tenantId, box.id, wait.timeout * 1000), (settled) => settled ?? box)
-      )
-    })
+  const launch = Effect.fnUntraced(function* (tenantId: string, created: ReadonlyArray<SandboxRecord>, wait: { readonly wait_for_ready: boolean; readonly timeout: number }) {
+    yield* controller.boxesCreated(created)
+    if (!wait.wait_for_ready) return created
+    return yield* Effect.forEach(created, (box) =>
+      Effect.map(controller.awaitSettled(tenantId, box.id, wait.timeout * 1000), (settled) => settled ?? box)
+    )
+  })
 
   return { store, controller, driver, config, sandboxJson, storage, freeSandboxName, launch, defaultSandboxImage }
 })

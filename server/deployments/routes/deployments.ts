@@ -59,58 +59,56 @@ export const deploymentRoutes = (writes: DeploymentWrites) =>
     })
 
     return [
-      implement(Api.createDeployment, ({ body }, { auth }) =>
-        Effect.gen(function* () {
-          const plan = planCreate(body, { publicUrl })
-          const listenerProblems = [
-            ...listenerIssues(body.source_config, yield* listenerOf(auth.tenantId, body.source_config?.listener_id)),
-            ...(yield* integrationIssues(store, auth.tenantId, body.source_config))
-          ]
-          if (Result.isFailure(plan) || listenerProblems.length > 0) {
-            return yield* new ValidationError({ issues: [...(Result.isFailure(plan) ? plan.failure.issues : []), ...listenerProblems] })
-          }
-          const planned =
-            servesUrls && plan.success.source === "external_container" && !plan.success.source_config.custom_url
-              ? { ...plan.success, source_config: { ...plan.success.source_config, custom_url: gitrepoCustomUrl(publicUrl, plan.success.name) } }
-              : plan.success
-          const at = now()
-          const deploymentId = randomUUID()
-          const secrets = sealSecrets(planned.secrets)
-          const revision: NewRevision = {
-            id: randomUUID(),
-            tenant_id: auth.tenantId,
-            deployment_id: deploymentId,
-            seq: 1,
-            source: planned.source,
-            status: "CREATING",
-            status_message: null,
-            source_revision_config: planned.source_revision_config,
-            secrets,
-            deployed_at: null,
-            created_at: at,
-            updated_at: at
-          }
-          const deployment: DeploymentRecord = {
-            id: deploymentId,
-            tenant_id: auth.tenantId,
-            name: planned.name,
-            source: planned.source,
-            source_config: planned.source_config,
-            source_revision_config: planned.source_revision_config,
-            secrets,
-            image_version: planned.image_version,
-            status: deploymentStatus({ activeRevisionId: null, maxScale: maxScaleOf(planned.source_config), deleting: false }),
-            latest_revision_id: revision.id,
-            active_revision_id: null,
-            revision_seq: 1,
-            created_at: at,
-            updated_at: at
-          }
-          yield* store.createDeployment(deployment, revision, randomUUID())
-          yield* controller.revisionCreated(deployment, revision, secrets)
-          return toDeployment(deployment)
-        })
-      ),
+      implement(Api.createDeployment, Effect.fnUntraced(function* ({ body }, { auth }) {
+        const plan = planCreate(body, { publicUrl })
+        const listenerProblems = [
+          ...listenerIssues(body.source_config, yield* listenerOf(auth.tenantId, body.source_config?.listener_id)),
+          ...(yield* integrationIssues(store, auth.tenantId, body.source_config))
+        ]
+        if (Result.isFailure(plan) || listenerProblems.length > 0) {
+          return yield* new ValidationError({ issues: [...(Result.isFailure(plan) ? plan.failure.issues : []), ...listenerProblems] })
+        }
+        const planned =
+          servesUrls && plan.success.source === "external_container" && !plan.success.source_config.custom_url
+            ? { ...plan.success, source_config: { ...plan.success.source_config, custom_url: gitrepoCustomUrl(publicUrl, plan.success.name) } }
+            : plan.success
+        const at = now()
+        const deploymentId = randomUUID()
+        const secrets = sealSecrets(planned.secrets)
+        const revision: NewRevision = {
+          id: randomUUID(),
+          tenant_id: auth.tenantId,
+          deployment_id: deploymentId,
+          seq: 1,
+          source: planned.source,
+          status: "CREATING",
+          status_message: null,
+          source_revision_config: planned.source_revision_config,
+          secrets,
+          deployed_at: null,
+          created_at: at,
+          updated_at: at
+        }
+        const deployment: DeploymentRecord = {
+          id: deploymentId,
+          tenant_id: auth.tenantId,
+          name: planned.name,
+          source: planned.source,
+          source_config: planned.source_config,
+          source_revision_config: planned.source_revision_config,
+          secrets,
+          image_version: planned.image_version,
+          status: deploymentStatus({ activeRevisionId: null, maxScale: maxScaleOf(planned.source_config), deleting: false }),
+          latest_revision_id: revision.id,
+          active_revision_id: null,
+          revision_seq: 1,
+          created_at: at,
+          updated_at: at
+        }
+        yield* store.createDeployment(deployment, revision, randomUUID())
+        yield* controller.revisionCreated(deployment, revision, secrets)
+        return toDeployment(deployment)
+      })),
 
       implement(Api.listDeployments, ({ query }, { auth }) => {
         const page = Pagination.resolve(query, controlPage)
@@ -140,26 +138,24 @@ export const deploymentRoutes = (writes: DeploymentWrites) =>
         })
       ),
 
-      implement(Api.deleteDeployment, ({ params, query }, { auth }) =>
-        Effect.gen(function* () {
-          const deleting = yield* store.transaction(
-            Effect.gen(function* () {
-              const deployment = yield* mustGetDeployment(auth.tenantId, params.deployment_id)
-              if (query.delete_tracing_project === true) yield* store.deleteTracingProjects(auth.tenantId, deployment.id)
-              if (deployment.status === "AWAITING_DELETE") return undefined
-              const at = now()
-              const stopped = yield* supersedeUnfinished(auth.tenantId, deployment.id, at)
-              const status = deploymentStatus({ activeRevisionId: deployment.active_revision_id, maxScale: null, deleting: true })
-              yield* store.setDeploymentStatus(auth.tenantId, deployment.id, status, at)
-              return { stopped, at }
-            })
-          )
-          if (deleting) {
-            yield* controller.revisionsStopped(deleting.stopped)
-            yield* controller.deleteRequested(auth.tenantId, params.deployment_id, deleting.at)
-          }
-        })
-      ),
+      implement(Api.deleteDeployment, Effect.fnUntraced(function* ({ params, query }, { auth }) {
+        const deleting = yield* store.transaction(
+          Effect.gen(function* () {
+            const deployment = yield* mustGetDeployment(auth.tenantId, params.deployment_id)
+            if (query.delete_tracing_project === true) yield* store.deleteTracingProjects(auth.tenantId, deployment.id)
+            if (deployment.status === "AWAITING_DELETE") return undefined
+            const at = now()
+            const stopped = yield* supersedeUnfinished(auth.tenantId, deployment.id, at)
+            const status = deploymentStatus({ activeRevisionId: deployment.active_revision_id, maxScale: null, deleting: true })
+            yield* store.setDeploymentStatus(auth.tenantId, deployment.id, status, at)
+            return { stopped, at }
+          })
+        )
+        if (deleting) {
+          yield* controller.revisionsStopped(deleting.stopped)
+          yield* controller.deleteRequested(auth.tenantId, params.deployment_id, deleting.at)
+        }
+      })),
 
       implement(Api.listTracingProjects, ({ query }, { auth }) => {
         const page = Pagination.resolve(query, controlPage)

@@ -27,62 +27,60 @@ export const integrationRoutes = (writes: DeploymentWrites) =>
         }))
       ),
 
-      implement(Api.gitPushWebhook, ({ body }, { headers, rawBody }) =>
-        Effect.gen(function* () {
-          const signature = headers["x-hub-signature-256"]
-          if (typeof signature !== "string" || signature === "") return yield* new Unauthorized({ message: "Missing X-Hub-Signature-256 header" })
-          const payload = body as Record<string, any>
-          const owner: unknown =
-            payload.repository?.owner?.login ?? payload.repository?.owner?.name ?? payload.repository?.full_name?.split?.("/")[0] ?? payload.organization?.login
-          const candidates = typeof owner === "string" ? yield* store.integrationsByOwner("github", ownerKey(owner)) : []
-          const integration = candidates.find((candidate) => verifySignature(box.open(candidate.webhook_secret), rawBody, signature))
-          if (!integration) return yield* new Unauthorized({ message: "Invalid webhook signature" })
-          // The signature covers the body only: the delivery id refuses a redelivery of the same
-          // request, and the commit check below refuses a replayed push under any delivery id.
-          const deliveryId = headers["x-github-delivery"]
-          if (typeof deliveryId !== "string" || !deliveryPattern.test(deliveryId)) {
-            return yield* ValidationError.single(["header", "x-github-delivery"], "Field required: the delivery's unique id (GitHub sends it with every delivery)", "missing")
-          }
-          const event = headers["x-github-event"]
-          if (event !== "push" && event !== "ping") return yield* ValidationError.single(["header", "x-github-event"], "Input should be 'push' or 'ping'", "literal_error")
-          const push = event === "push" ? yield* Effect.fromResult(Result.mapError(decodePush(body), (issues) => new ValidationError({ issues }))) : undefined
-          const tenantId = integration.tenant_id
-          const receivedAt = now()
-          const expiresAt = new Date(Date.parse(receivedAt) + WEBHOOK_DELIVERY_TTL_MS).toISOString()
-          const created = yield* store.transaction(
-            Effect.gen(function* () {
-              if (!(yield* store.rememberDelivery(integration.id, deliveryId, receivedAt, expiresAt))) {
-                return yield* new Conflict({ message: `Delivery ${deliveryId} was already received` })
-              }
-              if (!push) return []
-              const branch = push.ref.startsWith("refs/heads/") ? push.ref.slice("refs/heads/".length) : push.ref
-              const targets = yield* store.pushTargets(tenantId, integration.id, push.ref, branch)
-              return yield* Effect.forEach(targets, (deployment) =>
-                Effect.gen(function* () {
-                  // The deployment's secrets travel sealed: no need to open them to copy them.
-                  const stored: StoredDeployment = storedOf({ ...deployment, secrets: [] })
-                  const next = revisionForPush(stored, push)
-                  if (!next) return []
-                  // A commit this deployment already built for this ref is never built again: a
-                  // replayed old push cannot pin the deployment back to an old commit.
-                  const ref = next.source_revision_config.repo_ref
-                  if (typeof ref === "string" && (yield* store.commitBuilt(tenantId, deployment.id, push.after, ref))) return []
-                  const written = yield* writeNewRevision({
-                    deployment,
-                    sourceConfig: stored.source_config,
-                    sourceRevisionConfig: next.source_revision_config,
-                    secrets: deployment.secrets,
-                    imageVersion: deployment.image_version
-                  })
-                  return [written]
+      implement(Api.gitPushWebhook, Effect.fnUntraced(function* ({ body }, { headers, rawBody }) {
+        const signature = headers["x-hub-signature-256"]
+        if (typeof signature !== "string" || signature === "") return yield* new Unauthorized({ message: "Missing X-Hub-Signature-256 header" })
+        const payload = body as Record<string, any>
+        const owner: unknown =
+          payload.repository?.owner?.login ?? payload.repository?.owner?.name ?? payload.repository?.full_name?.split?.("/")[0] ?? payload.organization?.login
+        const candidates = typeof owner === "string" ? yield* store.integrationsByOwner("github", ownerKey(owner)) : []
+        const integration = candidates.find((candidate) => verifySignature(box.open(candidate.webhook_secret), rawBody, signature))
+        if (!integration) return yield* new Unauthorized({ message: "Invalid webhook signature" })
+        // The signature covers the body only: the delivery id refuses a redelivery of the same
+        // request, and the commit check below refuses a replayed push under any delivery id.
+        const deliveryId = headers["x-github-delivery"]
+        if (typeof deliveryId !== "string" || !deliveryPattern.test(deliveryId)) {
+          return yield* ValidationError.single(["header", "x-github-delivery"], "Field required: the delivery's unique id (GitHub sends it with every delivery)", "missing")
+        }
+        const event = headers["x-github-event"]
+        if (event !== "push" && event !== "ping") return yield* ValidationError.single(["header", "x-github-event"], "Input should be 'push' or 'ping'", "literal_error")
+        const push = event === "push" ? yield* Effect.fromResult(Result.mapError(decodePush(body), (issues) => new ValidationError({ issues }))) : undefined
+        const tenantId = integration.tenant_id
+        const receivedAt = now()
+        const expiresAt = new Date(Date.parse(receivedAt) + WEBHOOK_DELIVERY_TTL_MS).toISOString()
+        const created = yield* store.transaction(
+          Effect.gen(function* () {
+            if (!(yield* store.rememberDelivery(integration.id, deliveryId, receivedAt, expiresAt))) {
+              return yield* new Conflict({ message: `Delivery ${deliveryId} was already received` })
+            }
+            if (!push) return []
+            const branch = push.ref.startsWith("refs/heads/") ? push.ref.slice("refs/heads/".length) : push.ref
+            const targets = yield* store.pushTargets(tenantId, integration.id, push.ref, branch)
+            return yield* Effect.forEach(targets, (deployment) =>
+              Effect.gen(function* () {
+                // The deployment's secrets travel sealed: no need to open them to copy them.
+                const stored: StoredDeployment = storedOf({ ...deployment, secrets: [] })
+                const next = revisionForPush(stored, push)
+                if (!next) return []
+                // A commit this deployment already built for this ref is never built again: a
+                // replayed old push cannot pin the deployment back to an old commit.
+                const ref = next.source_revision_config.repo_ref
+                if (typeof ref === "string" && (yield* store.commitBuilt(tenantId, deployment.id, push.after, ref))) return []
+                const written = yield* writeNewRevision({
+                  deployment,
+                  sourceConfig: stored.source_config,
+                  sourceRevisionConfig: next.source_revision_config,
+                  secrets: deployment.secrets,
+                  imageVersion: deployment.image_version
                 })
-              )
-            })
-          )
-          const writtenAll = created.flat()
-          yield* Effect.forEach(writtenAll, announce, { discard: true })
-          return { revision_ids: writtenAll.map((written) => written.revision.id) }
-        })
-      )
+                return [written]
+              })
+            )
+          })
+        )
+        const writtenAll = created.flat()
+        yield* Effect.forEach(writtenAll, announce, { discard: true })
+        return { revision_ids: writtenAll.map((written) => written.revision.id) }
+      }))
     ]
   })

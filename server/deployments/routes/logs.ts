@@ -14,13 +14,12 @@ export const logRoutes = ({ store }: DeploymentWrites) =>
   Effect.gen(function* () {
     const { logs } = yield* DeploymentServing
 
-    const mustExist = (tenantId: string, deploymentId: string, revisionId?: string) =>
-      Effect.gen(function* () {
-        const deployment = yield* store.deployment(tenantId, deploymentId)
-        if (!deployment) return yield* Effect.fail(deploymentNotFound(deploymentId))
-        if (revisionId !== undefined && !(yield* store.revision(tenantId, deploymentId, revisionId)))
-          return yield* Effect.fail(new NotFound({ message: `Revision ${revisionId} not found in deployment ${deploymentId}` }))
-      })
+    const mustExist = Effect.fnUntraced(function* (tenantId: string, deploymentId: string, revisionId?: string) {
+      const deployment = yield* store.deployment(tenantId, deploymentId)
+      if (!deployment) return yield* Effect.fail(deploymentNotFound(deploymentId))
+      if (revisionId !== undefined && !(yield* store.revision(tenantId, deploymentId, revisionId)))
+        return yield* Effect.fail(new NotFound({ message: `Revision ${revisionId} not found in deployment ${deploymentId}` }))
+    })
 
     const read = <A>(f: () => A) =>
       Effect.try({

@@ -25,43 +25,39 @@ export const realApiRoutes = ({ store }: DeploymentWrites, spec: ReadonlyArray<R
         )
       ),
 
-      implement(Api.listGithubRepositories, ({ params }, { auth }) =>
-        Effect.gen(function* () {
-          const id = params.integration_id.toLowerCase()
-          if (!(yield* store.integration(auth.tenantId, id))) return yield* new NotFound({ message: `Integration ID ${params.integration_id} not found.` })
-          const seen = new Map<string, { repo_url: string; repo_ref: string | null }>()
-          for (const row of yield* store.repositoriesOfIntegration(auth.tenantId, id)) {
-            const key = normalizeRepo(row.repo_url)
-            if (!seen.has(key)) seen.set(key, row)
+      implement(Api.listGithubRepositories, Effect.fnUntraced(function* ({ params }, { auth }) {
+        const id = params.integration_id.toLowerCase()
+        if (!(yield* store.integration(auth.tenantId, id))) return yield* new NotFound({ message: `Integration ID ${params.integration_id} not found.` })
+        const seen = new Map<string, { repo_url: string; repo_ref: string | null }>()
+        for (const row of yield* store.repositoriesOfIntegration(auth.tenantId, id)) {
+          const key = normalizeRepo(row.repo_url)
+          if (!seen.has(key)) seen.set(key, row)
+        }
+        return [...seen].map(([normalized, row]) => {
+          const [host = "", owner = "", ...rest] = normalized.split("/")
+          const branch = row.repo_ref && !row.repo_ref.startsWith("refs/") ? row.repo_ref : "main"
+          return {
+            host_integration_id: id,
+            id: repositoryNumber(normalized),
+            name: rest.join("/"),
+            owner,
+            url: `https://${host}/${owner}/${rest.join("/")}`,
+            default_branch: branch
           }
-          return [...seen].map(([normalized, row]) => {
-            const [host = "", owner = "", ...rest] = normalized.split("/")
-            const branch = row.repo_ref && !row.repo_ref.startsWith("refs/") ? row.repo_ref : "main"
-            return {
-              host_integration_id: id,
-              id: repositoryNumber(normalized),
-              name: rest.join("/"),
-              owner,
-              url: `https://${host}/${owner}/${rest.join("/")}`,
-              default_branch: branch
-            }
-          })
         })
-      ),
+      })),
 
-      implement(Api.deleteDeployments, ({ query }, context) =>
-        Effect.gen(function* () {
-          const ids = [...new Set(query.deployment_ids.map((id) => id.toLowerCase()))]
-          const found = yield* Effect.forEach(ids, (id) => store.deployment(context.auth.tenantId, id))
-          const missing = ids.filter((_, index) => found[index] === undefined)
-          if (missing.length > 0) return yield* new NotFound({ message: `Deployment ID ${missing.join(", ")} not found.` })
-          for (const id of ids) {
-            const outcome = deleteOne.handler({ params: { deployment_id: id }, query: { delete_tracing_project: query.delete_tracing_project }, body: undefined }, context)
-            // Deleted meanwhile by another request: it is gone either way.
-            yield* Effect.catchTag(outcome as Effect.Effect<unknown, any>, "NotFound", () => Effect.void)
-          }
-          return { deleted: ids }
-        })
-      )
+      implement(Api.deleteDeployments, Effect.fnUntraced(function* ({ query }, context) {
+        const ids = [...new Set(query.deployment_ids.map((id) => id.toLowerCase()))]
+        const found = yield* Effect.forEach(ids, (id) => store.deployment(context.auth.tenantId, id))
+        const missing = ids.filter((_, index) => found[index] === undefined)
+        if (missing.length > 0) return yield* new NotFound({ message: `Deployment ID ${missing.join(", ")} not found.` })
+        for (const id of ids) {
+          const outcome = deleteOne.handler({ params: { deployment_id: id }, query: { delete_tracing_project: query.delete_tracing_project }, body: undefined }, context)
+          // Deleted meanwhile by another request: it is gone either way.
+          yield* Effect.catchTag(outcome as Effect.Effect<unknown, any>, "NotFound", () => Effect.void)
+        }
+        return { deleted: ids }
+      }))
     ]
   })

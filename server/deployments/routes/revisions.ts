@@ -8,37 +8,33 @@ export const revisionRoutes = (writes: DeploymentWrites) =>
   Effect.sync(() => {
     const { store, controller, sealSecrets, storedOf, mustGetDeployment, refuseIfDeleting, supersedeUnfinished, writeNewRevision, announce, maxScaleOf } = writes
     return [
-      implement(Api.listRevisions, ({ params, query }, { auth }) =>
-        Effect.gen(function* () {
-          yield* mustGetDeployment(auth.tenantId, params.deployment_id)
-          const page = Pagination.resolve(query, controlPage)
-          const statuses = query.status === undefined || query.status.length === 0 ? null : query.status
-          const revisions = yield* store.listRevisions(auth.tenantId, params.deployment_id, statuses, page)
-          return Pagination.response("resources", revisions.map(toRevision), page)
-        })
-      ),
+      implement(Api.listRevisions, Effect.fnUntraced(function* ({ params, query }, { auth }) {
+        yield* mustGetDeployment(auth.tenantId, params.deployment_id)
+        const page = Pagination.resolve(query, controlPage)
+        const statuses = query.status === undefined || query.status.length === 0 ? null : query.status
+        const revisions = yield* store.listRevisions(auth.tenantId, params.deployment_id, statuses, page)
+        return Pagination.response("resources", revisions.map(toRevision), page)
+      })),
 
-      implement(Api.createRevision, ({ params, body }, { auth }) =>
-        Effect.gen(function* () {
-          const written = yield* store.transaction(
-            Effect.gen(function* () {
-              const deployment = yield* mustGetDeployment(auth.tenantId, params.deployment_id)
-              yield* refuseIfDeleting(deployment)
-              const stored = storedOf(deployment, body.secrets != null)
-              const planned = yield* Effect.fromResult(planRevision(stored, body))
-              return yield* writeNewRevision({
-                deployment,
-                sourceConfig: stored.source_config,
-                sourceRevisionConfig: planned.source_revision_config,
-                secrets: body.secrets ? sealSecrets(planned.secrets) : deployment.secrets,
-                imageVersion: deployment.image_version
-              })
+      implement(Api.createRevision, Effect.fnUntraced(function* ({ params, body }, { auth }) {
+        const written = yield* store.transaction(
+          Effect.gen(function* () {
+            const deployment = yield* mustGetDeployment(auth.tenantId, params.deployment_id)
+            yield* refuseIfDeleting(deployment)
+            const stored = storedOf(deployment, body.secrets != null)
+            const planned = yield* Effect.fromResult(planRevision(stored, body))
+            return yield* writeNewRevision({
+              deployment,
+              sourceConfig: stored.source_config,
+              sourceRevisionConfig: planned.source_revision_config,
+              secrets: body.secrets ? sealSecrets(planned.secrets) : deployment.secrets,
+              imageVersion: deployment.image_version
             })
-          )
-          yield* announce(written)
-          return toRevision(written.revision)
-        })
-      ),
+          })
+        )
+        yield* announce(written)
+        return toRevision(written.revision)
+      })),
 
       implement(Api.getRevision, ({ params }, { auth }) =>
         Effect.flatMap(store.revision(auth.tenantId, params.deployment_id, params.revision_id), (revision) =>
@@ -54,28 +50,26 @@ export const revisionRoutes = (writes: DeploymentWrites) =>
         )
       ),
 
-      implement(Api.redeployRevision, ({ params }, { auth }) =>
-        Effect.gen(function* () {
-          const result = yield* store.transaction(
-            Effect.gen(function* () {
-              const deployment = yield* mustGetDeployment(auth.tenantId, params.deployment_id)
-              const revision = yield* store.revision(auth.tenantId, params.deployment_id, params.revision_id)
-              const allowed = yield* Effect.fromResult(
-                checkRedeploy({ deployment: { id: deployment.id, deleting: deployment.status === "AWAITING_DELETE" }, revisionId: params.revision_id, revision })
-              )
-              const at = now()
-              // Like a new revision, a redeploy supersedes a rollout still under way, which would
-              // otherwise replace the redeployed revision moments later.
-              const stopped = yield* supersedeUnfinished(auth.tenantId, deployment.id, at)
-              const status = deploymentStatus({ activeRevisionId: allowed.id, maxScale: maxScaleOf(deployment.source_config), deleting: false, databaseReady: databaseReadyOf(deployment) })
-              yield* store.setDeploymentState(auth.tenantId, deployment.id, status, allowed.id, at)
-              return { deployment: { ...deployment, status, active_revision_id: allowed.id, updated_at: at }, stopped }
-            })
-          )
-          yield* controller.revisionsStopped(result.stopped)
-          yield* controller.revisionActivated(auth.tenantId, params.deployment_id, params.revision_id)
-          return toDeployment(result.deployment)
-        })
-      )
+      implement(Api.redeployRevision, Effect.fnUntraced(function* ({ params }, { auth }) {
+        const result = yield* store.transaction(
+          Effect.gen(function* () {
+            const deployment = yield* mustGetDeployment(auth.tenantId, params.deployment_id)
+            const revision = yield* store.revision(auth.tenantId, params.deployment_id, params.revision_id)
+            const allowed = yield* Effect.fromResult(
+              checkRedeploy({ deployment: { id: deployment.id, deleting: deployment.status === "AWAITING_DELETE" }, revisionId: params.revision_id, revision })
+            )
+            const at = now()
+            // Like a new revision, a redeploy supersedes a rollout still under way, which would
+            // otherwise replace the redeployed revision moments later.
+            const stopped = yield* supersedeUnfinished(auth.tenantId, deployment.id, at)
+            const status = deploymentStatus({ activeRevisionId: allowed.id, maxScale: maxScaleOf(deployment.source_config), deleting: false, databaseReady: databaseReadyOf(deployment) })
+            yield* store.setDeploymentState(auth.tenantId, deployment.id, status, allowed.id, at)
+            return { deployment: { ...deployment, status, active_revision_id: allowed.id, updated_at: at }, stopped }
+          })
+        )
+        yield* controller.revisionsStopped(result.stopped)
+        yield* controller.revisionActivated(auth.tenantId, params.deployment_id, params.revision_id)
+        return toDeployment(result.deployment)
+      }))
     ]
   })

@@ -105,30 +105,28 @@ export const makeAccessHttp = (shared: AccessShared): RawHttp => {
   const { store, controller, dataplane, tokens, log, secure } = shared
 
   /** The box of the token's tenant, started (and awaited) when it is stopped. */
-  const runningBox = (tenantId: string, sandboxId: string) =>
-    Effect.gen(function* () {
-      let box = yield* store.sandboxById(tenantId, sandboxId)
-      if (!box) return yield* fail(404, "NotFound", "the sandbox of this link no longer exists")
-      if (box.status === "stopped" || box.status === "failed") box = yield* controller.request(box, { _tag: "Start" })
-      if (box.status !== "ready") box = (yield* controller.awaitSettled(tenantId, sandboxId, WAKE_MS)) ?? box
-      if (box.status !== "ready") return yield* fail(503, "ServiceUnavailable", `the sandbox is ${box.status}; retry shortly`, { "retry-after": "2" })
-      return box
-    })
+  const runningBox = Effect.fnUntraced(function* (tenantId: string, sandboxId: string) {
+    let box = yield* store.sandboxById(tenantId, sandboxId)
+    if (!box) return yield* fail(404, "NotFound", "the sandbox of this link no longer exists")
+    if (box.status === "stopped" || box.status === "failed") box = yield* controller.request(box, { _tag: "Start" })
+    if (box.status !== "ready") box = (yield* controller.awaitSettled(tenantId, sandboxId, WAKE_MS)) ?? box
+    if (box.status !== "ready") return yield* fail(503, "ServiceUnavailable", `the sandbox is ${box.status}; retry shortly`, { "retry-after": "2" })
+    return box
+  })
 
   /** Checks a service token against the box and port asked for. */
-  const authorizeService = (token: string | undefined, sandboxId: string, port: number) =>
-    Effect.gen(function* () {
-      if (!token) return yield* fail(401, "Unauthorized", `missing ${SERVICE_TOKEN_HEADER} header (or open browser_url first)`)
-      const claims = tokens.verify(token)
-      if (!claims || claims.k !== "s") return yield* fail(401, "Unauthorized", "invalid service token")
-      if (claims.b !== sandboxId || claims.p !== port) return yield* fail(403, "Forbidden", "this service token is for another sandbox or port")
-      if (!unexpired(claims.e)) return yield* fail(401, "Unauthorized", "the service token has expired: mint a new service URL")
-      const grant = yield* store.serviceGrantById(claims.g)
-      if (!grant || grant.sandbox_id !== claims.b || grant.port !== claims.p || grant.tenant_id !== claims.t) {
-        return yield* fail(401, "Unauthorized", "this port is no longer shared: mint a new service URL")
-      }
-      return claims
-    })
+  const authorizeService = Effect.fnUntraced(function* (token: string | undefined, sandboxId: string, port: number) {
+    if (!token) return yield* fail(401, "Unauthorized", `missing ${SERVICE_TOKEN_HEADER} header (or open browser_url first)`)
+    const claims = tokens.verify(token)
+    if (!claims || claims.k !== "s") return yield* fail(401, "Unauthorized", "invalid service token")
+    if (claims.b !== sandboxId || claims.p !== port) return yield* fail(403, "Forbidden", "this service token is for another sandbox or port")
+    if (!unexpired(claims.e)) return yield* fail(401, "Unauthorized", "the service token has expired: mint a new service URL")
+    const grant = yield* store.serviceGrantById(claims.g)
+    if (!grant || grant.sandbox_id !== claims.b || grant.port !== claims.p || grant.tenant_id !== claims.t) {
+      return yield* fail(401, "Unauthorized", "this port is no longer shared: mint a new service URL")
+    }
+    return claims
+  })
 
   const run = <A>(effect: Effect.Effect<A, DataplaneError | { readonly _tag: string; readonly message: string }>): Promise<A> =>
     Effect.runPromise(

@@ -19,81 +19,73 @@ export const accessRoutes = ({ store, tokens, publicUrl }: AccessShared) => {
   const mustGetBox = (tenantId: string, name: string) => store.sandboxByName(tenantId, name).pipe(Effect.flatMap(found("sandbox", name)))
 
   return [
-    implement(Api.createServiceUrl, ({ params, body }, { auth }) =>
-      Effect.gen(function* () {
-        if (body.access === "restricted" || body.access === "workspace") {
-          return yield* new SandboxValidationError({
-            message: `access "${body.access}" (LangSmith login) is not offered by Slipway: omit access for a token URL`
-          })
-        }
-        const box = yield* mustGetBox(auth.tenantId, params.name)
-        const nowMs = Date.now()
-        // Whole seconds: the token's expiry and the answer's are the same instant.
-        const expiry = Math.floor(nowMs / 1000) + (body.expires_in_seconds ?? defaultServiceUrlSeconds)
-        const expiresAt = new Date(expiry * 1000).toISOString()
-        const at = new Date(nowMs).toISOString()
-        const grant = yield* store.transaction(
-          Effect.gen(function* () {
-            const current = yield* store.serviceGrant(box.id, body.port)
-            if (current && current.tenant_id === auth.tenantId && Date.parse(current.expires_at) > nowMs) {
-              if (Date.parse(current.expires_at) < expiry * 1000) yield* store.extendServiceGrant(current.id, expiresAt)
-              return current
-            }
-            const fresh = { id: randomUUID(), tenant_id: auth.tenantId, sandbox_id: box.id, port: body.port, created_at: at, expires_at: expiresAt }
-            yield* store.putServiceGrant(fresh)
-            return fresh
-          })
-        )
-        const token = tokens.sign({ k: "s", t: auth.tenantId, b: box.id, p: body.port, g: grant.id, e: expiry })
-        return {
-          browser_url: `${publicUrl}${SERVICE_LOGIN_PATH}?token=${encodeURIComponent(token)}`,
-          service_url: `${publicUrl}${servicePath(box.id, body.port)}`,
-          token,
-          expires_at: expiresAt
-        }
-      })
-    ),
+    implement(Api.createServiceUrl, Effect.fnUntraced(function* ({ params, body }, { auth }) {
+      if (body.access === "restricted" || body.access === "workspace") {
+        return yield* new SandboxValidationError({
+          message: `access "${body.access}" (LangSmith login) is not offered by Slipway: omit access for a token URL`
+        })
+      }
+      const box = yield* mustGetBox(auth.tenantId, params.name)
+      const nowMs = Date.now()
+      // Whole seconds: the token's expiry and the answer's are the same instant.
+      const expiry = Math.floor(nowMs / 1000) + (body.expires_in_seconds ?? defaultServiceUrlSeconds)
+      const expiresAt = new Date(expiry * 1000).toISOString()
+      const at = new Date(nowMs).toISOString()
+      const grant = yield* store.transaction(
+        Effect.gen(function* () {
+          const current = yield* store.serviceGrant(box.id, body.port)
+          if (current && current.tenant_id === auth.tenantId && Date.parse(current.expires_at) > nowMs) {
+            if (Date.parse(current.expires_at) < expiry * 1000) yield* store.extendServiceGrant(current.id, expiresAt)
+            return current
+          }
+          const fresh = { id: randomUUID(), tenant_id: auth.tenantId, sandbox_id: box.id, port: body.port, created_at: at, expires_at: expiresAt }
+          yield* store.putServiceGrant(fresh)
+          return fresh
+        })
+      )
+      const token = tokens.sign({ k: "s", t: auth.tenantId, b: box.id, p: body.port, g: grant.id, e: expiry })
+      return {
+        browser_url: `${publicUrl}${SERVICE_LOGIN_PATH}?token=${encodeURIComponent(token)}`,
+        service_url: `${publicUrl}${servicePath(box.id, body.port)}`,
+        token,
+        expires_at: expiresAt
+      }
+    })),
 
-    implement(Api.listServiceUrls, ({ params }, { auth }) =>
-      Effect.gen(function* () {
-        const box = yield* mustGetBox(auth.tenantId, params.name)
-        const grants = yield* store.listServiceGrants(box.id, new Date().toISOString())
-        return {
-          items: grants
-            .filter((grant) => grant.tenant_id === auth.tenantId)
-            .map((grant) => ({ access: "token" as const, port: grant.port, created_at: grant.created_at, expires_at: grant.expires_at })),
-          next_cursor: null
-        }
-      })
-    ),
+    implement(Api.listServiceUrls, Effect.fnUntraced(function* ({ params }, { auth }) {
+      const box = yield* mustGetBox(auth.tenantId, params.name)
+      const grants = yield* store.listServiceGrants(box.id, new Date().toISOString())
+      return {
+        items: grants
+          .filter((grant) => grant.tenant_id === auth.tenantId)
+          .map((grant) => ({ access: "token" as const, port: grant.port, created_at: grant.created_at, expires_at: grant.expires_at })),
+        next_cursor: null
+      }
+    })),
 
-    implement(Api.deleteServiceUrls, ({ params, query }, { auth }) =>
-      Effect.gen(function* () {
-        const box = yield* mustGetBox(auth.tenantId, params.name)
-        yield* store.deleteServiceGrants(box.id, query.port)
-      })
-    ),
+    implement(Api.deleteServiceUrls, Effect.fnUntraced(function* ({ params, query }, { auth }) {
+      const box = yield* mustGetBox(auth.tenantId, params.name)
+      yield* store.deleteServiceGrants(box.id, query.port)
+    })),
 
-    implement(Api.createDownloadUrl, ({ params, body }, { auth }) =>
-      Effect.gen(function* () {
-        const box = yield* mustGetBox(auth.tenantId, params.name)
-        const expiry = body.expires_in_seconds === undefined ? undefined : Math.floor(Date.now() / 1000) + body.expires_in_seconds
-        const claims: DownloadClaims = {
-          k: "d",
-          t: auth.tenantId,
-          b: box.id,
-          f: body.path,
-          ...(expiry !== undefined ? { e: expiry } : {}),
-          ...(body.content_type !== undefined ? { ct: body.content_type } : {}),
-          ...(body.content_disposition !== undefined ? { cd: body.content_disposition } : {})
-        }
-        const token = tokens.sign(claims)
-        return {
-          download_url: `${publicUrl}${DOWNLOAD_PREFIX}${token}`,
-          token,
-          expires_at: expiry === undefined ? null : new Date(expiry * 1000).toISOString()
-        }
-      })
-    )
+    implement(Api.createDownloadUrl, Effect.fnUntraced(function* ({ params, body }, { auth }) {
+      const box = yield* mustGetBox(auth.tenantId, params.name)
+      const expiry = body.expires_in_seconds === undefined ? undefined : Math.floor(Date.now() / 1000) + body.expires_in_seconds
+      const claims: DownloadClaims = {
+        k: "d",
+        t: auth.tenantId,
+        b: box.id,
+        f: body.path,
+        ...(expiry !== undefined ? { e: expiry } : {}),
+        ...(body.content_type !== undefined ? { ct: body.content_type } : {}),
+        ...(body.content_disposition !== undefined ? { cd: body.content_disposition } : {})
+      }
+      const token = tokens.sign(claims)
+      return {
+        download_url: `${publicUrl}${DOWNLOAD_PREFIX}${token}`,
+        token,
+        expires_at: expiry === undefined ? null : new Date(expiry * 1000).toISOString()
+      }
+    }))
   ]
 }

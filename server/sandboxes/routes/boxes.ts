@@ -38,140 +38,135 @@ export const boxRoutes = ({ store, controller, sandboxJson, freeSandboxName, lau
   const mustGetBox = (tenantId: string, name: string) => store.sandboxByName(tenantId, name).pipe(Effect.flatMap(found("sandbox", name)))
 
   /** The snapshot a create names (by id or name reference), ready; 404 when there is none. */
-  const snapshotFor = (tenantId: string, body: CreateBox) =>
-    Effect.gen(function* () {
-      let snapshot: SnapshotRecord | undefined
-      let label: string
-      if (body.snapshot_id != null) {
-        label = body.snapshot_id
-        snapshot = yield* store.snapshotById(tenantId, body.snapshot_id)
-      } else {
-        label = body.snapshot_name!
-        for (const candidate of snapshotNameCandidates(label)) {
-          snapshot ??= yield* store.snapshotByName(tenantId, candidate)
-        }
+  const snapshotFor = Effect.fnUntraced(function* (tenantId: string, body: CreateBox) {
+    let snapshot: SnapshotRecord | undefined
+    let label: string
+    if (body.snapshot_id != null) {
+      label = body.snapshot_id
+      snapshot = yield* store.snapshotById(tenantId, body.snapshot_id)
+    } else {
+      label = body.snapshot_name!
+      for (const candidate of snapshotNameCandidates(label)) {
+        snapshot ??= yield* store.snapshotByName(tenantId, candidate)
       }
-      if (!snapshot) return yield* notFound("snapshot", label)
-      if (snapshot.status === "building") return yield* invalid(`snapshot ${snapshot.name} is still building; wait until it is ready`)
-      if (snapshot.status === "failed") return yield* invalid(`snapshot ${snapshot.name} failed to build: ${snapshot.status_message ?? "unknown error"}`)
-      return snapshot
-    })
+    }
+    if (!snapshot) return yield* notFound("snapshot", label)
+    if (snapshot.status === "building") return yield* invalid(`snapshot ${snapshot.name} is still building; wait until it is ready`)
+    if (snapshot.status === "failed") return yield* invalid(`snapshot ${snapshot.name} failed to build: ${snapshot.status_message ?? "unknown error"}`)
+    return snapshot
+  })
 
   /** A box of the current model: from a snapshot, or the default image when the body names none. */
-  const createImageBox = (tenantId: string, body: CreateBox) =>
-    Effect.gen(function* () {
-      const snapshot = body.snapshot_id != null || body.snapshot_name != null ? yield* snapshotFor(tenantId, body) : undefined
-      if (snapshot && body.fs_capacity_bytes != null && body.fs_capacity_bytes < snapshot.fs_capacity_bytes) {
-        return yield* invalid(`fs_capacity_bytes ${body.fs_capacity_bytes} is smaller than snapshot ${snapshot.name}'s ${snapshot.fs_capacity_bytes}`)
-      }
-      if (body.name !== undefined && (yield* store.sandboxNameTaken(tenantId, body.name))) return yield* taken("sandbox", body.name)
-      const name = body.name ?? (yield* freeSandboxName(tenantId, "sandbox"))
-      const at = now()
-      const id = randomUUID()
-      yield* store.insertSandbox({
-        id,
-        tenant_id: tenantId,
-        name,
-        template_id: null,
-        pool_id: null,
-        status: "provisioning",
-        status_message: null,
-        created_at: at,
-        updated_at: at,
-        snapshot_id: snapshot?.id ?? null,
-        image: snapshot?.docker_image ?? defaultSandboxImage,
-        vcpus: body.vcpus ?? defaultVcpus,
-        mem_bytes: body.mem_bytes ?? defaultMemBytes,
-        fs_capacity_bytes: body.fs_capacity_bytes ?? snapshot?.fs_capacity_bytes ?? defaultFsCapacityBytes,
-        ...retentionOf(body)
-      })
-      return (yield* store.sandboxById(tenantId, id))!
+  const createImageBox = Effect.fnUntraced(function* (tenantId: string, body: CreateBox) {
+    const snapshot = body.snapshot_id != null || body.snapshot_name != null ? yield* snapshotFor(tenantId, body) : undefined
+    if (snapshot && body.fs_capacity_bytes != null && body.fs_capacity_bytes < snapshot.fs_capacity_bytes) {
+      return yield* invalid(`fs_capacity_bytes ${body.fs_capacity_bytes} is smaller than snapshot ${snapshot.name}'s ${snapshot.fs_capacity_bytes}`)
+    }
+    if (body.name !== undefined && (yield* store.sandboxNameTaken(tenantId, body.name))) return yield* taken("sandbox", body.name)
+    const name = body.name ?? (yield* freeSandboxName(tenantId, "sandbox"))
+    const at = now()
+    const id = randomUUID()
+    yield* store.insertSandbox({
+      id,
+      tenant_id: tenantId,
+      name,
+      template_id: null,
+      pool_id: null,
+      status: "provisioning",
+      status_message: null,
+      created_at: at,
+      updated_at: at,
+      snapshot_id: snapshot?.id ?? null,
+      image: snapshot?.docker_image ?? defaultSandboxImage,
+      vcpus: body.vcpus ?? defaultVcpus,
+      mem_bytes: body.mem_bytes ?? defaultMemBytes,
+      fs_capacity_bytes: body.fs_capacity_bytes ?? snapshot?.fs_capacity_bytes ?? defaultFsCapacityBytes,
+      ...retentionOf(body)
     })
+    return (yield* store.sandboxById(tenantId, id))!
+  })
 
   /**
    * Inside the create's transaction: takes the oldest `ready` box of the tenant's pools of this
    * template out of its pool under `name`, and inserts the pool's replacement (in `provisioning`,
    * started after the commit). Undefined when no pool of the template has a ready box.
    */
-  const claimWarm = (tenantId: string, templateId: string, name: string, at: string) =>
-    Effect.gen(function* () {
-      // A few candidates: under PostgreSQL a concurrent claim may take one between the read and the update.
-      const candidates = yield* store.readyPoolSandboxes(tenantId, templateId, 4)
-      for (const candidate of candidates) {
-        if (!(yield* store.claimSandbox(candidate, name, at))) continue
-        const pool = candidate.pool_name === null ? undefined : yield* store.poolByName(tenantId, candidate.pool_name)
-        const replacements: Array<SandboxRecord> = []
-        if (pool) {
-          const members = yield* store.poolSandboxes(pool.id)
-          const { create } = planPoolScale(members.map((member) => member.name), pool.replicas)
-          for (let index = 0; index < create; index++) {
-            const replacement = { id: randomUUID(), tenant_id: tenantId, name: yield* freeSandboxName(tenantId, pool.name), template_id: pool.template_id, pool_id: pool.id, status: "provisioning" as const, status_message: null, created_at: at, updated_at: at }
-            yield* store.insertSandbox(replacement)
-            replacements.push((yield* store.sandboxById(tenantId, replacement.id))!)
-          }
+  const claimWarm = Effect.fnUntraced(function* (tenantId: string, templateId: string, name: string, at: string) {
+    // A few candidates: under PostgreSQL a concurrent claim may take one between the read and the update.
+    const candidates = yield* store.readyPoolSandboxes(tenantId, templateId, 4)
+    for (const candidate of candidates) {
+      if (!(yield* store.claimSandbox(candidate, name, at))) continue
+      const pool = candidate.pool_name === null ? undefined : yield* store.poolByName(tenantId, candidate.pool_name)
+      const replacements: Array<SandboxRecord> = []
+      if (pool) {
+        const members = yield* store.poolSandboxes(pool.id)
+        const { create } = planPoolScale(members.map((member) => member.name), pool.replicas)
+        for (let index = 0; index < create; index++) {
+          const replacement = { id: randomUUID(), tenant_id: tenantId, name: yield* freeSandboxName(tenantId, pool.name), template_id: pool.template_id, pool_id: pool.id, status: "provisioning" as const, status_message: null, created_at: at, updated_at: at }
+          yield* store.insertSandbox(replacement)
+          replacements.push((yield* store.sandboxById(tenantId, replacement.id))!)
         }
-        return { box: (yield* store.sandboxById(tenantId, candidate.id))!, replacements }
       }
-      return undefined
-    })
+      return { box: (yield* store.sandboxById(tenantId, candidate.id))!, replacements }
+    }
+    return undefined
+  })
 
   return [
-    implement(Api.createBox, ({ body }, { auth }) =>
-      Effect.gen(function* () {
-        const tenantId = auth.tenantId
-        const sources = [body.template_name, body.snapshot_id, body.snapshot_name].filter((value) => value != null)
-        if (sources.length > 1) return yield* invalid("send at most one of template_name, snapshot_id and snapshot_name")
-        if (body.template_name === undefined) {
-          const created = yield* store.transaction(createImageBox(tenantId, body))
-          const [launched] = yield* launch(tenantId, [created], body)
-          return sandboxJson((yield* store.sandboxById(tenantId, created.id)) ?? launched!)
-        }
-        if (body.vcpus != null || body.mem_bytes != null || body.fs_capacity_bytes != null) {
-          return yield* invalid("vcpus, mem_bytes and fs_capacity_bytes apply to boxes made from a snapshot; a template sets its own resources")
-        }
-        const templateName = body.template_name
-        const { box, claimed, replacements } = yield* store.transaction(
-          Effect.gen(function* () {
-            const template = yield* Effect.fromResult(checkBoxTemplate(templateName, yield* store.templateByName(tenantId, templateName)))
-            // The rule pools follow too: a volume attaches to a single sandbox.
-            const attached = template.mounts.length === 0 ? [] : yield* store.volumesAttached(template.mounts.map((mount) => mount.volume_id))
-            yield* Effect.fromResult(checkVolumeAttachment(template.name, { volume_mounts: template.mounts }, "box", attached))
-            if (body.name !== undefined && (yield* store.sandboxNameTaken(tenantId, body.name))) return yield* taken("sandbox", body.name)
-            const name = body.name ?? (yield* freeSandboxName(tenantId, template.name))
-            const at = now()
-            const retention = retentionOf(body)
-            // Warm claim: a ready box of one of the tenant's pools of this template is handed over.
-            const warm = template.mounts.length === 0 ? yield* claimWarm(tenantId, template.id, name, at) : undefined
-            if (warm) {
-              if (Object.keys(retention).length > 0) yield* store.updateSandboxRetention(warm.box.id, retention, at)
-              return { box: (yield* store.sandboxById(tenantId, warm.box.id))!, claimed: true, replacements: warm.replacements }
-            }
-            const id = randomUUID()
-            yield* store.insertSandbox({
-              id,
-              tenant_id: tenantId,
-              name,
-              template_id: template.id,
-              pool_id: null,
-              status: "provisioning",
-              status_message: null,
-              created_at: at,
-              updated_at: at,
-              ...retention
-            })
-            return { box: (yield* store.sandboxById(tenantId, id))!, claimed: false, replacements: [] as ReadonlyArray<SandboxRecord> }
+    implement(Api.createBox, Effect.fnUntraced(function* ({ body }, { auth }) {
+      const tenantId = auth.tenantId
+      const sources = [body.template_name, body.snapshot_id, body.snapshot_name].filter((value) => value != null)
+      if (sources.length > 1) return yield* invalid("send at most one of template_name, snapshot_id and snapshot_name")
+      if (body.template_name === undefined) {
+        const created = yield* store.transaction(createImageBox(tenantId, body))
+        const [launched] = yield* launch(tenantId, [created], body)
+        return sandboxJson((yield* store.sandboxById(tenantId, created.id)) ?? launched!)
+      }
+      if (body.vcpus != null || body.mem_bytes != null || body.fs_capacity_bytes != null) {
+        return yield* invalid("vcpus, mem_bytes and fs_capacity_bytes apply to boxes made from a snapshot; a template sets its own resources")
+      }
+      const templateName = body.template_name
+      const { box, claimed, replacements } = yield* store.transaction(
+        Effect.gen(function* () {
+          const template = yield* Effect.fromResult(checkBoxTemplate(templateName, yield* store.templateByName(tenantId, templateName)))
+          // The rule pools follow too: a volume attaches to a single sandbox.
+          const attached = template.mounts.length === 0 ? [] : yield* store.volumesAttached(template.mounts.map((mount) => mount.volume_id))
+          yield* Effect.fromResult(checkVolumeAttachment(template.name, { volume_mounts: template.mounts }, "box", attached))
+          if (body.name !== undefined && (yield* store.sandboxNameTaken(tenantId, body.name))) return yield* taken("sandbox", body.name)
+          const name = body.name ?? (yield* freeSandboxName(tenantId, template.name))
+          const at = now()
+          const retention = retentionOf(body)
+          // Warm claim: a ready box of one of the tenant's pools of this template is handed over.
+          const warm = template.mounts.length === 0 ? yield* claimWarm(tenantId, template.id, name, at) : undefined
+          if (warm) {
+            if (Object.keys(retention).length > 0) yield* store.updateSandboxRetention(warm.box.id, retention, at)
+            return { box: (yield* store.sandboxById(tenantId, warm.box.id))!, claimed: true, replacements: warm.replacements }
+          }
+          const id = randomUUID()
+          yield* store.insertSandbox({
+            id,
+            tenant_id: tenantId,
+            name,
+            template_id: template.id,
+            pool_id: null,
+            status: "provisioning",
+            status_message: null,
+            created_at: at,
+            updated_at: at,
+            ...retention
           })
-        )
-        if (claimed) {
-          // The pool starts a box in place of the one handed over; the claimed box is ready already.
-          yield* controller.boxesCreated(replacements)
-          return sandboxJson(box)
-        }
-        const [launched] = yield* launch(tenantId, [box], body)
-        // A driver that provisions at once (simulated) has moved the box already: answer what is stored.
-        return sandboxJson((yield* store.sandboxById(tenantId, box.id)) ?? launched!)
-      })
-    ),
+          return { box: (yield* store.sandboxById(tenantId, id))!, claimed: false, replacements: [] as ReadonlyArray<SandboxRecord> }
+        })
+      )
+      if (claimed) {
+        // The pool starts a box in place of the one handed over; the claimed box is ready already.
+        yield* controller.boxesCreated(replacements)
+        return sandboxJson(box)
+      }
+      const [launched] = yield* launch(tenantId, [box], body)
+      // A driver that provisions at once (simulated) has moved the box already: answer what is stored.
+      return sandboxJson((yield* store.sandboxById(tenantId, box.id)) ?? launched!)
+    })),
 
     implement(Api.listBoxes, ({ query }, { auth }) => {
       const page = Pagination.resolve(query, sandboxPage)
@@ -204,18 +199,16 @@ export const boxRoutes = ({ store, controller, sandboxJson, freeSandboxName, lau
       )
     ),
 
-    implement(Api.deleteBox, ({ params }, { auth }) =>
-      Effect.gen(function* () {
-        const id = yield* store.transaction(
-          Effect.gen(function* () {
-            const box = yield* mustGetBox(auth.tenantId, params.name)
-            yield* store.deleteSandbox(box.id)
-            return box.id
-          })
-        )
-        yield* controller.boxesDeleted([id])
-      })
-    ),
+    implement(Api.deleteBox, Effect.fnUntraced(function* ({ params }, { auth }) {
+      const id = yield* store.transaction(
+        Effect.gen(function* () {
+          const box = yield* mustGetBox(auth.tenantId, params.name)
+          yield* store.deleteSandbox(box.id)
+          return box.id
+        })
+      )
+      yield* controller.boxesDeleted([id])
+    })),
 
     implement(Api.getBoxStatus, ({ params }, { auth }) =>
       Effect.map(mustGetBox(auth.tenantId, params.name), (box) => ({ status: box.status, status_message: box.status_message }))

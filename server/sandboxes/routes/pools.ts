@@ -8,40 +8,37 @@ import { found, poolJson, type SandboxShared, taken } from "../shared.ts"
 
 export const poolRoutes = ({ store, controller, freeSandboxName, launch }: SandboxShared) => {
   /** Inside the transaction: `count` new boxes of the pool, in `provisioning`. */
-  const addBoxes = (tenantId: string, prefix: string, templateId: string, poolId: string, count: number, at: string) =>
-    Effect.gen(function* () {
-      const created: Array<SandboxRecord> = []
-      for (let index = 0; index < count; index++) {
-        const name = yield* freeSandboxName(tenantId, prefix)
-        const box = { id: randomUUID(), tenant_id: tenantId, name, template_id: templateId, pool_id: poolId, status: "provisioning" as const, status_message: null, created_at: at, updated_at: at }
-        yield* store.insertSandbox(box)
-        created.push((yield* store.sandboxById(tenantId, box.id))!)
-      }
-      return created
-    })
+  const addBoxes = Effect.fnUntraced(function* (tenantId: string, prefix: string, templateId: string, poolId: string, count: number, at: string) {
+    const created: Array<SandboxRecord> = []
+    for (let index = 0; index < count; index++) {
+      const name = yield* freeSandboxName(tenantId, prefix)
+      const box = { id: randomUUID(), tenant_id: tenantId, name, template_id: templateId, pool_id: poolId, status: "provisioning" as const, status_message: null, created_at: at, updated_at: at }
+      yield* store.insertSandbox(box)
+      created.push((yield* store.sandboxById(tenantId, box.id))!)
+    }
+    return created
+  })
 
   return [
-    implement(Api.createPool, ({ body }, { auth }) =>
-      Effect.gen(function* () {
-        const tenantId = auth.tenantId
-        const { pool, created } = yield* store.transaction(
-          Effect.gen(function* () {
-            const record = yield* store.templateByName(tenantId, body.template_name)
-            const template = yield* Effect.fromResult(
-              checkPoolTemplate(body.template_name, record && { id: record.id, volume_mounts: record.mounts })
-            )
-            if (yield* store.poolByName(tenantId, body.name)) return yield* taken("pool", body.name)
-            const at = now()
-            const id = randomUUID()
-            yield* store.insertPool({ id, tenant_id: tenantId, name: body.name, template_id: template.id, replicas: body.replicas, created_at: at, updated_at: at })
-            const created = yield* addBoxes(tenantId, body.name, template.id, id, planPoolScale([], body.replicas).create, at)
-            return { pool: (yield* store.poolByName(tenantId, body.name))!, created }
-          })
-        )
-        yield* launch(tenantId, created, body)
-        return poolJson(pool)
-      })
-    ),
+    implement(Api.createPool, Effect.fnUntraced(function* ({ body }, { auth }) {
+      const tenantId = auth.tenantId
+      const { pool, created } = yield* store.transaction(
+        Effect.gen(function* () {
+          const record = yield* store.templateByName(tenantId, body.template_name)
+          const template = yield* Effect.fromResult(
+            checkPoolTemplate(body.template_name, record && { id: record.id, volume_mounts: record.mounts })
+          )
+          if (yield* store.poolByName(tenantId, body.name)) return yield* taken("pool", body.name)
+          const at = now()
+          const id = randomUUID()
+          yield* store.insertPool({ id, tenant_id: tenantId, name: body.name, template_id: template.id, replicas: body.replicas, created_at: at, updated_at: at })
+          const created = yield* addBoxes(tenantId, body.name, template.id, id, planPoolScale([], body.replicas).create, at)
+          return { pool: (yield* store.poolByName(tenantId, body.name))!, created }
+        })
+      )
+      yield* launch(tenantId, created, body)
+      return poolJson(pool)
+    })),
 
     implement(Api.listPools, ({ query }, { auth }) => {
       const page = Pagination.resolve(query, sandboxPage)
@@ -50,49 +47,45 @@ export const poolRoutes = ({ store, controller, freeSandboxName, launch }: Sandb
 
     implement(Api.getPool, ({ params }, { auth }) => store.poolByName(auth.tenantId, params.name).pipe(Effect.flatMap(found("pool", params.name)), Effect.map(poolJson))),
 
-    implement(Api.updatePool, ({ params, body }, { auth }) =>
-      Effect.gen(function* () {
-        const tenantId = auth.tenantId
-        const { pool, created, removed } = yield* store.transaction(
-          Effect.gen(function* () {
-            const pool = yield* store.poolByName(tenantId, params.name).pipe(Effect.flatMap(found("pool", params.name)))
-            const name = body.name ?? pool.name
-            const replicas = body.replicas ?? pool.replicas
-            if (name !== pool.name && (yield* store.poolByName(tenantId, name))) return yield* taken("pool", name)
-            if (name === pool.name && replicas === pool.replicas) return { pool, created: [], removed: [] }
-            const at = now()
-            yield* store.updatePool(pool, { name, replicas, updated_at: at })
-            const boxes = yield* store.poolSandboxes(pool.id)
-            const plan = planPoolScale(
-              boxes.map((box) => box.name),
-              replicas
-            )
-            const idByName = new Map(boxes.map((box) => [box.name, box.id]))
-            const removed = plan.remove.map((boxName) => idByName.get(boxName)!)
-            yield* Effect.forEach(removed, (id) => store.deleteSandbox(id), { discard: true })
-            const created = yield* addBoxes(tenantId, name, pool.template_id, pool.id, plan.create, at)
-            return { pool: (yield* store.poolByName(tenantId, name))!, created, removed }
-          })
-        )
-        yield* controller.boxesDeleted(removed)
-        yield* controller.boxesCreated(created)
-        return poolJson(pool)
-      })
-    ),
+    implement(Api.updatePool, Effect.fnUntraced(function* ({ params, body }, { auth }) {
+      const tenantId = auth.tenantId
+      const { pool, created, removed } = yield* store.transaction(
+        Effect.gen(function* () {
+          const pool = yield* store.poolByName(tenantId, params.name).pipe(Effect.flatMap(found("pool", params.name)))
+          const name = body.name ?? pool.name
+          const replicas = body.replicas ?? pool.replicas
+          if (name !== pool.name && (yield* store.poolByName(tenantId, name))) return yield* taken("pool", name)
+          if (name === pool.name && replicas === pool.replicas) return { pool, created: [], removed: [] }
+          const at = now()
+          yield* store.updatePool(pool, { name, replicas, updated_at: at })
+          const boxes = yield* store.poolSandboxes(pool.id)
+          const plan = planPoolScale(
+            boxes.map((box) => box.name),
+            replicas
+          )
+          const idByName = new Map(boxes.map((box) => [box.name, box.id]))
+          const removed = plan.remove.map((boxName) => idByName.get(boxName)!)
+          yield* Effect.forEach(removed, (id) => store.deleteSandbox(id), { discard: true })
+          const created = yield* addBoxes(tenantId, name, pool.template_id, pool.id, plan.create, at)
+          return { pool: (yield* store.poolByName(tenantId, name))!, created, removed }
+        })
+      )
+      yield* controller.boxesDeleted(removed)
+      yield* controller.boxesCreated(created)
+      return poolJson(pool)
+    })),
 
-    implement(Api.deletePool, ({ params }, { auth }) =>
-      Effect.gen(function* () {
-        const removed = yield* store.transaction(
-          Effect.gen(function* () {
-            const pool = yield* store.poolByName(auth.tenantId, params.name).pipe(Effect.flatMap(found("pool", params.name)))
-            const boxes = planPoolDeletion(pool, yield* store.poolSandboxes(pool.id))
-            yield* Effect.forEach(boxes, (box) => store.deleteSandbox(box.id), { discard: true })
-            yield* store.deletePool(pool.id)
-            return boxes.map((box) => box.id)
-          })
-        )
-        yield* controller.boxesDeleted(removed)
-      })
-    )
+    implement(Api.deletePool, Effect.fnUntraced(function* ({ params }, { auth }) {
+      const removed = yield* store.transaction(
+        Effect.gen(function* () {
+          const pool = yield* store.poolByName(auth.tenantId, params.name).pipe(Effect.flatMap(found("pool", params.name)))
+          const boxes = planPoolDeletion(pool, yield* store.poolSandboxes(pool.id))
+          yield* Effect.forEach(boxes, (box) => store.deleteSandbox(box.id), { discard: true })
+          yield* store.deletePool(pool.id)
+          return boxes.map((box) => box.id)
+        })
+      )
+      yield* controller.boxesDeleted(removed)
+    }))
   ]
 }

@@ -46,83 +46,77 @@ export const registryRoutes = ({ store, secrets }: AccessShared) => {
   const mustGet = (tenantId: string, name: string) => store.registryByName(tenantId, name).pipe(Effect.flatMap(found("registry", name)))
 
   return [
-    implement(Api.createRegistry, ({ body }, { auth }) =>
-      Effect.gen(function* () {
-        yield* refuseAwsRole(body.auth_type)
-        if (body.username === undefined || body.password === undefined) {
-          return yield* new SandboxValidationError({ message: "a registry needs both username and password" })
-        }
-        const at = now()
-        const record: RegistryRecord = {
-          id: randomUUID(),
-          tenant_id: auth.tenantId,
-          name: body.name,
-          url: body.url.trim(),
-          username: body.username,
-          password_sealed: secrets.seal(body.password),
-          created_at: at,
-          updated_at: at
-        }
-        yield* store.transaction(
-          Effect.gen(function* () {
-            if (yield* store.registryByName(auth.tenantId, body.name)) return yield* taken("registry", body.name)
-            yield* store.insertRegistry(record)
-          })
-        )
-        return registryJson(record)
-      })
-    ),
+    implement(Api.createRegistry, Effect.fnUntraced(function* ({ body }, { auth }) {
+      yield* refuseAwsRole(body.auth_type)
+      if (body.username === undefined || body.password === undefined) {
+        return yield* new SandboxValidationError({ message: "a registry needs both username and password" })
+      }
+      const at = now()
+      const record: RegistryRecord = {
+        id: randomUUID(),
+        tenant_id: auth.tenantId,
+        name: body.name,
+        url: body.url.trim(),
+        username: body.username,
+        password_sealed: secrets.seal(body.password),
+        created_at: at,
+        updated_at: at
+      }
+      yield* store.transaction(
+        Effect.gen(function* () {
+          if (yield* store.registryByName(auth.tenantId, body.name)) return yield* taken("registry", body.name)
+          yield* store.insertRegistry(record)
+        })
+      )
+      return registryJson(record)
+    })),
 
-    implement(Api.listRegistries, ({ query }, { auth }) =>
-      Effect.gen(function* () {
-        const cursorMode = query.cursor !== undefined || query.page_size !== undefined
-        let offset: number
-        let limit: number
-        if (cursorMode) {
-          const decoded = query.cursor === undefined || query.cursor === "" ? 0 : decodeCursor(query.cursor)
-          if (decoded === undefined) return yield* new SandboxValidationError({ message: "cursor is not one this endpoint answered" })
-          offset = decoded
-          limit = query.page_size ?? 20
-        } else {
-          offset = query.offset ?? 0
-          limit = query.limit ?? 50
-        }
-        const rows = yield* store.listRegistries(auth.tenantId, { limit: limit + 1, offset }, query.name_contains || undefined)
-        const more = rows.length > limit
-        const items = rows.slice(0, limit).map(registryJson)
-        return {
-          items,
-          registries: items,
-          next_cursor: more ? encodeCursor(offset + limit) : null,
-          offset: more ? offset + limit : 0
-        }
-      })
-    ),
+    implement(Api.listRegistries, Effect.fnUntraced(function* ({ query }, { auth }) {
+      const cursorMode = query.cursor !== undefined || query.page_size !== undefined
+      let offset: number
+      let limit: number
+      if (cursorMode) {
+        const decoded = query.cursor === undefined || query.cursor === "" ? 0 : decodeCursor(query.cursor)
+        if (decoded === undefined) return yield* new SandboxValidationError({ message: "cursor is not one this endpoint answered" })
+        offset = decoded
+        limit = query.page_size ?? 20
+      } else {
+        offset = query.offset ?? 0
+        limit = query.limit ?? 50
+      }
+      const rows = yield* store.listRegistries(auth.tenantId, { limit: limit + 1, offset }, query.name_contains || undefined)
+      const more = rows.length > limit
+      const items = rows.slice(0, limit).map(registryJson)
+      return {
+        items,
+        registries: items,
+        next_cursor: more ? encodeCursor(offset + limit) : null,
+        offset: more ? offset + limit : 0
+      }
+    })),
 
     implement(Api.getRegistry, ({ params }, { auth }) => Effect.map(mustGet(auth.tenantId, params.name), registryJson)),
 
-    implement(Api.updateRegistry, ({ params, body }, { auth }) =>
-      Effect.gen(function* () {
-        yield* refuseAwsRole(body.auth_type)
-        return yield* store.transaction(
-          Effect.gen(function* () {
-            const before = yield* mustGet(auth.tenantId, params.name)
-            const name = body.name ?? before.name
-            if (name !== before.name && (yield* store.registryByName(auth.tenantId, name))) return yield* taken("registry", name)
-            const after: RegistryRecord = {
-              ...before,
-              name,
-              url: body.url?.trim() ?? before.url,
-              username: body.username ?? before.username,
-              password_sealed: body.password === undefined ? before.password_sealed : secrets.seal(body.password),
-              updated_at: now()
-            }
-            yield* store.updateRegistry(after)
-            return registryJson(after)
-          })
-        )
-      })
-    ),
+    implement(Api.updateRegistry, Effect.fnUntraced(function* ({ params, body }, { auth }) {
+      yield* refuseAwsRole(body.auth_type)
+      return yield* store.transaction(
+        Effect.gen(function* () {
+          const before = yield* mustGet(auth.tenantId, params.name)
+          const name = body.name ?? before.name
+          if (name !== before.name && (yield* store.registryByName(auth.tenantId, name))) return yield* taken("registry", name)
+          const after: RegistryRecord = {
+            ...before,
+            name,
+            url: body.url?.trim() ?? before.url,
+            username: body.username ?? before.username,
+            password_sealed: body.password === undefined ? before.password_sealed : secrets.seal(body.password),
+            updated_at: now()
+          }
+          yield* store.updateRegistry(after)
+          return registryJson(after)
+        })
+      )
+    })),
 
     implement(Api.deleteRegistry, ({ params }, { auth }) =>
       store.transaction(Effect.flatMap(mustGet(auth.tenantId, params.name), (registry) => store.deleteRegistry(registry.id)))

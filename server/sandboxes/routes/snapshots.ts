@@ -38,18 +38,17 @@ export const snapshotJson = (record: SnapshotRecord): typeof Snapshot.Encoded =>
 
 export const snapshotRoutes = ({ store, controller, driver }: SandboxShared) => {
   /** By id (a uuid), else by name (a bare name also finds `name:latest`). */
-  const snapshotOf = (tenantId: string, reference: string) =>
-    Effect.gen(function* () {
-      if (isUuid(reference)) {
-        const byId = yield* store.snapshotById(tenantId, reference.toLowerCase())
-        if (byId) return byId
-      }
-      for (const candidate of snapshotNameCandidates(reference)) {
-        const byName = yield* store.snapshotByName(tenantId, candidate)
-        if (byName) return byName
-      }
-      return yield* notFound("snapshot", reference)
-    })
+  const snapshotOf = Effect.fnUntraced(function* (tenantId: string, reference: string) {
+    if (isUuid(reference)) {
+      const byId = yield* store.snapshotById(tenantId, reference.toLowerCase())
+      if (byId) return byId
+    }
+    for (const candidate of snapshotNameCandidates(reference)) {
+      const byName = yield* store.snapshotByName(tenantId, candidate)
+      if (byName) return byName
+    }
+    return yield* notFound("snapshot", reference)
+  })
 
   /** Inside a create's transaction: the snapshot, `building` (its message only where a driver builds images). */
   const insertBuilding = (
@@ -73,31 +72,28 @@ export const snapshotRoutes = ({ store, controller, driver }: SandboxShared) => 
     })
 
   /** After the commit: the build starts; a driver that builds nothing (simulated) may have finished already, so answer what is stored. */
-  const started = (snapshot: SnapshotRecord) =>
-    Effect.gen(function* () {
-      yield* controller.snapshotCreated(snapshot)
-      return snapshotJson((yield* store.snapshotById(snapshot.tenant_id, snapshot.id)) ?? snapshot)
-    })
+  const started = Effect.fnUntraced(function* (snapshot: SnapshotRecord) {
+    yield* controller.snapshotCreated(snapshot)
+    return snapshotJson((yield* store.snapshotById(snapshot.tenant_id, snapshot.id)) ?? snapshot)
+  })
 
   return [
-    implement(Api.createSnapshot, ({ body }, { auth }) =>
-      Effect.gen(function* () {
-        const tenantId = auth.tenantId
-        const snapshot = yield* store.transaction(
-          Effect.gen(function* () {
-            if (yield* store.snapshotByName(tenantId, body.name)) return yield* taken("snapshot", body.name)
-            return yield* insertBuilding(tenantId, {
-              name: body.name,
-              docker_image: body.docker_image,
-              fs_capacity_bytes: body.fs_capacity_bytes,
-              status_message: `pulling image ${body.docker_image}`,
-              source_sandbox_id: null
-            })
+    implement(Api.createSnapshot, Effect.fnUntraced(function* ({ body }, { auth }) {
+      const tenantId = auth.tenantId
+      const snapshot = yield* store.transaction(
+        Effect.gen(function* () {
+          if (yield* store.snapshotByName(tenantId, body.name)) return yield* taken("snapshot", body.name)
+          return yield* insertBuilding(tenantId, {
+            name: body.name,
+            docker_image: body.docker_image,
+            fs_capacity_bytes: body.fs_capacity_bytes,
+            status_message: `pulling image ${body.docker_image}`,
+            source_sandbox_id: null
           })
-        )
-        return yield* started(snapshot)
-      })
-    ),
+        })
+      )
+      return yield* started(snapshot)
+    })),
 
     implement(Api.listSnapshots, ({ query }, { auth }) => {
       const page = Pagination.resolve(query, snapshotPage)
@@ -110,54 +106,50 @@ export const snapshotRoutes = ({ store, controller, driver }: SandboxShared) => 
 
     implement(Api.getSnapshot, ({ params }, { auth }) => Effect.map(snapshotOf(auth.tenantId, params.snapshot_id), snapshotJson)),
 
-    implement(Api.deleteSnapshot, ({ params }, { auth }) =>
-      Effect.gen(function* () {
-        const deleted = yield* store.transaction(
-          Effect.gen(function* () {
-            const snapshot = yield* snapshotOf(auth.tenantId, params.snapshot_id)
-            const used = yield* store.snapshotUsage(snapshot.id)
-            if (used > 0) {
-              return yield* new ResourceInUse({
-                message: `snapshot ${snapshot.name} is used by ${used} sandbox${used === 1 ? "" : "es"}; delete ${used === 1 ? "it" : "them"} first`
-              })
-            }
-            // A pulled image stays in the image store (templates and other snapshots may use it); a captured one is the snapshot's alone.
-            yield* store.deleteSnapshot(snapshot.id)
-            return snapshot
-          })
-        )
-        yield* controller.snapshotDeleted(deleted)
-      })
-    ),
-
-    implement(Api.captureSnapshot, ({ params, body }, { auth }) =>
-      Effect.gen(function* () {
-        const tenantId = auth.tenantId
-        const snapshot = yield* store.transaction(
-          Effect.gen(function* () {
-            const box = yield* store.sandboxByName(tenantId, params.name).pipe(Effect.flatMap(found("sandbox", params.name)))
-            if (body.docker_image != null) {
-              return yield* new SandboxUnsupported({
-                message: "capturing docker_image (an image built by a Docker daemon inside the sandbox) is not supported by Slipway: its boxes run no Docker daemon. Omit docker_image to capture the sandbox's own filesystem"
-              })
-            }
-            if (box.status !== "ready") {
-              return yield* new SandboxValidationError({ message: `sandbox ${box.name} is ${box.status}; only a ready (running) sandbox can be captured` })
-            }
-            if (yield* store.snapshotByName(tenantId, body.name)) return yield* taken("snapshot", body.name)
-            const template = box.template_id === null ? undefined : yield* store.templateById(box.template_id)
-            return yield* insertBuilding(tenantId, {
-              name: body.name,
-              docker_image: box.image ?? template?.image ?? "",
-              fs_capacity_bytes:
-                body.fs_capacity_bytes ?? box.fs_capacity_bytes ?? (template?.storage_bytes != null ? Number(template.storage_bytes) : defaultFsCapacityBytes),
-              status_message: `capturing sandbox ${box.name}`,
-              source_sandbox_id: box.id
+    implement(Api.deleteSnapshot, Effect.fnUntraced(function* ({ params }, { auth }) {
+      const deleted = yield* store.transaction(
+        Effect.gen(function* () {
+          const snapshot = yield* snapshotOf(auth.tenantId, params.snapshot_id)
+          const used = yield* store.snapshotUsage(snapshot.id)
+          if (used > 0) {
+            return yield* new ResourceInUse({
+              message: `snapshot ${snapshot.name} is used by ${used} sandbox${used === 1 ? "" : "es"}; delete ${used === 1 ? "it" : "them"} first`
             })
+          }
+          // A pulled image stays in the image store (templates and other snapshots may use it); a captured one is the snapshot's alone.
+          yield* store.deleteSnapshot(snapshot.id)
+          return snapshot
+        })
+      )
+      yield* controller.snapshotDeleted(deleted)
+    })),
+
+    implement(Api.captureSnapshot, Effect.fnUntraced(function* ({ params, body }, { auth }) {
+      const tenantId = auth.tenantId
+      const snapshot = yield* store.transaction(
+        Effect.gen(function* () {
+          const box = yield* store.sandboxByName(tenantId, params.name).pipe(Effect.flatMap(found("sandbox", params.name)))
+          if (body.docker_image != null) {
+            return yield* new SandboxUnsupported({
+              message: "capturing docker_image (an image built by a Docker daemon inside the sandbox) is not supported by Slipway: its boxes run no Docker daemon. Omit docker_image to capture the sandbox's own filesystem"
+            })
+          }
+          if (box.status !== "ready") {
+            return yield* new SandboxValidationError({ message: `sandbox ${box.name} is ${box.status}; only a ready (running) sandbox can be captured` })
+          }
+          if (yield* store.snapshotByName(tenantId, body.name)) return yield* taken("snapshot", body.name)
+          const template = box.template_id === null ? undefined : yield* store.templateById(box.template_id)
+          return yield* insertBuilding(tenantId, {
+            name: body.name,
+            docker_image: box.image ?? template?.image ?? "",
+            fs_capacity_bytes:
+              body.fs_capacity_bytes ?? box.fs_capacity_bytes ?? (template?.storage_bytes != null ? Number(template.storage_bytes) : defaultFsCapacityBytes),
+            status_message: `capturing sandbox ${box.name}`,
+            source_sandbox_id: box.id
           })
-        )
-        return yield* started(snapshot)
-      })
-    )
+        })
+      )
+      return yield* started(snapshot)
+    }))
   ]
 }

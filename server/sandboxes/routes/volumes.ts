@@ -2,7 +2,8 @@
 import { randomUUID } from "node:crypto"
 import { Effect } from "effect"
 import { Api, checkVolumeCreate, ServerError, checkVolumeDeletable, formatQuantity, Pagination, planVolumeResize, resolveStorageClass, sandboxPage } from "../../../core/index.ts"
-import { implement, now } from "../../module.ts"
+import { type Input, implement, now } from "../../module.ts"
+import type { AuthContext } from "../../store/KeyStore.ts"
 import type { VolumeRecord } from "../../store/SandboxStore.ts"
 import type { VolumeError } from "../Driver.ts"
 import { exactBytes, found, type SandboxShared, storedQuantity, taken, volumeJson } from "../shared.ts"
@@ -10,9 +11,29 @@ import { exactBytes, found, type SandboxShared, storedQuantity, taken, volumeJso
 /** The runtime could not make or grow the storage: the row is put back and the caller told why. */
 const storageFailed = (error: VolumeError) => new ServerError({ status: 503, message: `Volume storage unavailable: ${error.message}` })
 
-export const volumeRoutes = ({ store, driver, config, storage }: SandboxShared) => [
-  implement(Api.createVolume, ({ body }, { auth }) =>
-    Effect.gen(function* () {
+export const volumeRoutes = ({ store, driver, config, storage }: SandboxShared) => {
+  /** PATCH, inside its transaction: the volume before and after (the same record when nothing changes). */
+  const updateInTransaction = Effect.fnUntraced(function* (auth: AuthContext, name: string, body: Input<typeof Api.updateVolume>["body"]) {
+    const volume = yield* store.volumeByName(auth.tenantId, name).pipe(Effect.flatMap(found("volume", name)))
+    let next: VolumeRecord = volume
+    if (body.size !== undefined) {
+      const { usage, quota } = yield* storage(auth.organizationId)
+      const plan = yield* Effect.fromResult(planVolumeResize({ name: volume.name, size: storedQuantity(volume.size) }, body.size, usage, quota))
+      const bytes = exactBytes(plan.size)
+      if (bytes !== volume.size_bytes) next = { ...next, size_bytes: bytes, size: formatQuantity(plan.size) }
+    }
+    if (body.name !== undefined && body.name !== volume.name) {
+      if (yield* store.volumeByName(auth.tenantId, body.name)) return yield* taken("volume", body.name)
+      next = { ...next, name: body.name }
+    }
+    if (next === volume) return { before: volume, after: volume }
+    next = { ...next, updated_at: now() }
+    yield* store.updateVolume(volume, next)
+    return { before: volume, after: next }
+  })
+
+  return [
+    implement(Api.createVolume, Effect.fnUntraced(function* ({ body }, { auth }) {
       const volume = yield* store.transaction(
       Effect.gen(function* () {
         const storageClass = yield* Effect.fromResult(resolveStorageClass(body.storage_class, config.storageClasses))
@@ -40,40 +61,19 @@ export const volumeRoutes = ({ store, driver, config, storage }: SandboxShared) 
         Effect.catch((error) => Effect.andThen(store.deleteVolume(volume.id), Effect.fail(storageFailed(error))))
       )
       return volumeJson(volume)
-    })
-  ),
+    })),
 
-  implement(Api.listVolumes, ({ query }, { auth }) => {
-    const page = Pagination.resolve(query, sandboxPage)
-    return Effect.map(store.listVolumes(auth.tenantId, page), (volumes) => Pagination.response("volumes", volumes.map(volumeJson), page))
-  }),
+    implement(Api.listVolumes, ({ query }, { auth }) => {
+      const page = Pagination.resolve(query, sandboxPage)
+      return Effect.map(store.listVolumes(auth.tenantId, page), (volumes) => Pagination.response("volumes", volumes.map(volumeJson), page))
+    }),
 
-  implement(Api.getVolume, ({ params }, { auth }) =>
-    store.volumeByName(auth.tenantId, params.name).pipe(Effect.flatMap(found("volume", params.name)), Effect.map(volumeJson))
-  ),
+    implement(Api.getVolume, ({ params }, { auth }) =>
+      store.volumeByName(auth.tenantId, params.name).pipe(Effect.flatMap(found("volume", params.name)), Effect.map(volumeJson))
+    ),
 
-  implement(Api.updateVolume, ({ params, body }, { auth }) =>
-    Effect.gen(function* () {
-      const { before, after } = yield* store.transaction(
-      Effect.gen(function* () {
-        const volume = yield* store.volumeByName(auth.tenantId, params.name).pipe(Effect.flatMap(found("volume", params.name)))
-        let next: VolumeRecord = volume
-        if (body.size !== undefined) {
-          const { usage, quota } = yield* storage(auth.organizationId)
-          const plan = yield* Effect.fromResult(planVolumeResize({ name: volume.name, size: storedQuantity(volume.size) }, body.size, usage, quota))
-          const bytes = exactBytes(plan.size)
-          if (bytes !== volume.size_bytes) next = { ...next, size_bytes: bytes, size: formatQuantity(plan.size) }
-        }
-        if (body.name !== undefined && body.name !== volume.name) {
-          if (yield* store.volumeByName(auth.tenantId, body.name)) return yield* taken("volume", body.name)
-          next = { ...next, name: body.name }
-        }
-        if (next === volume) return { before: volume, after: volume }
-        next = { ...next, updated_at: now() }
-        yield* store.updateVolume(volume, next)
-        return { before: volume, after: next }
-      })
-      )
+    implement(Api.updateVolume, Effect.fnUntraced(function* ({ params, body }, { auth }) {
+      const { before, after } = yield* store.transaction(updateInTransaction(auth, params.name, body))
       if (after.size_bytes !== before.size_bytes) {
         // Grown after the commit; if the storage cannot grow, the size goes back.
         yield* driver.resizeVolume(after.id, after.size_bytes).pipe(
@@ -83,17 +83,17 @@ export const volumeRoutes = ({ store, driver, config, storage }: SandboxShared) 
         )
       }
       return volumeJson(after)
-    })
-  ),
+    })),
 
-  implement(Api.deleteVolume, ({ params }, { auth }) =>
-    store.transaction(
-      Effect.gen(function* () {
-        const volume = yield* store.volumeByName(auth.tenantId, params.name).pipe(Effect.flatMap(found("volume", params.name)))
-        yield* Effect.fromResult(checkVolumeDeletable(volume.name, yield* store.templatesMounting(volume.id)))
-        yield* store.deleteVolume(volume.id)
-        return volume.id
-      })
-    ).pipe(Effect.flatMap((id) => Effect.ignore(driver.deleteVolume(id))))
-  )
-]
+    implement(Api.deleteVolume, ({ params }, { auth }) =>
+      store.transaction(
+        Effect.gen(function* () {
+          const volume = yield* store.volumeByName(auth.tenantId, params.name).pipe(Effect.flatMap(found("volume", params.name)))
+          yield* Effect.fromResult(checkVolumeDeletable(volume.name, yield* store.templatesMounting(volume.id)))
+          yield* store.deleteVolume(volume.id)
+          return volume.id
+        })
+      ).pipe(Effect.flatMap((id) => Effect.ignore(driver.deleteVolume(id))))
+    )
+  ]
+}

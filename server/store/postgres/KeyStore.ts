@@ -18,17 +18,16 @@ export const makePostgresKeyStore = (kit: PgStoreKit): KeyStore["Service"] => {
   const tenantOrganization = (tenantId: string) =>
     Effect.map(one<{ organization_id: string }>("SELECT organization_id FROM tenants WHERE id = $1", [tenantId]), (row) => row?.organization_id)
 
-  const ensureTenant = (tenantId: string, organizationId: string) =>
-    Effect.gen(function* () {
-      const now = new Date().toISOString()
-      // ON CONFLICT DO NOTHING: replicas starting together all ensure the default tenant.
-      yield* execute("INSERT INTO organizations (id, name, created_at) VALUES ($1, $1, $2) ON CONFLICT (id) DO NOTHING", [organizationId, now])
-      yield* execute("INSERT INTO tenants (id, organization_id, name, created_at) VALUES ($1, $2, $1, $3) ON CONFLICT (id) DO NOTHING", [tenantId, organizationId, now])
-      const owner = yield* tenantOrganization(tenantId)
-      if (owner !== organizationId) {
-        return yield* Effect.die(new Error(`tenant ${tenantId} already belongs to organization ${owner}`))
-      }
-    })
+  const ensureTenant = Effect.fnUntraced(function* (tenantId: string, organizationId: string) {
+    const now = new Date().toISOString()
+    // ON CONFLICT DO NOTHING: replicas starting together all ensure the default tenant.
+    yield* execute("INSERT INTO organizations (id, name, created_at) VALUES ($1, $1, $2) ON CONFLICT (id) DO NOTHING", [organizationId, now])
+    yield* execute("INSERT INTO tenants (id, organization_id, name, created_at) VALUES ($1, $2, $1, $3) ON CONFLICT (id) DO NOTHING", [tenantId, organizationId, now])
+    const owner = yield* tenantOrganization(tenantId)
+    if (owner !== organizationId) {
+      return yield* Effect.die(new Error(`tenant ${tenantId} already belongs to organization ${owner}`))
+    }
+  })
 
   return {
     ensureTenant,
