@@ -21,7 +21,7 @@
  */
 import { Clock, Effect, Latch, Layer } from "effect"
 import { nextStatus, type RevisionStatus, type Source, type SourceRevisionConfig } from "../../../core/index.ts"
-import { DeploymentDriver, type Observation, type ObservationSink, type RevisionWork } from "../Driver.ts"
+import { DeploymentDriver, type Observation, type ObservationSink } from "../Driver.ts"
 
 export interface FailureHook {
   readonly marker: string
@@ -49,23 +49,34 @@ const markerFields = (source: Source, config: SourceRevisionConfig): ReadonlyArr
 export const failureHookFor = (source: Source, config: SourceRevisionConfig): FailureHook | null =>
   failureHooks(source).find((hook) => markerFields(source, config).some((field) => field?.includes(hook.marker) === true)) ?? null
 
-/** The simulated step after `status`, or null when the revision is done. */
-export const simulatedStep = (
-  status: RevisionStatus,
-  source: Source,
-  config: SourceRevisionConfig
-): { readonly status: RevisionStatus; readonly message: string | null } | null => {
-  const hook = failureHookFor(source, config)
+/** The step after `status` for a revision whose failure hook (if any) is known. */
+const stepWith = (status: RevisionStatus, source: Source, hook: FailureHook | null): { readonly status: RevisionStatus; readonly message: string | null } | null => {
   if (hook && hook.at === status) return { status: hook.becomes, message: hook.message }
   const next = nextStatus(status, source)
   return next === null ? null : { status: next, message: next === "DEPLOYED" ? "Deployed" : null }
 }
 
+/** The simulated step after `status`, or null when the revision is done. */
+export const simulatedStep = (
+  status: RevisionStatus,
+  source: Source,
+  config: SourceRevisionConfig
+): { readonly status: RevisionStatus; readonly message: string | null } | null => stepWith(status, source, failureHookFor(source, config))
+
 /** Steps applied per report at most; see the module comment. */
 export const DEFAULT_BATCH = 512
 
+/**
+ * What the fiber keeps of a revision: its ids, source and failure hook, not the whole work (its
+ * configs and secrets). Revisions can stay here for a long time (the bench parks thousands for an
+ * hour), and everything kept is copied out of V8's young generation and later marked again.
+ */
 interface Tracked {
-  readonly work: RevisionWork
+  readonly tenantId: string
+  readonly deploymentId: string
+  readonly revisionId: string
+  readonly source: Source
+  readonly hook: FailureHook | null
   status: RevisionStatus
   due: number
 }
@@ -108,13 +119,13 @@ export const makeSimulatedDriver = ({ stepMs, batch = DEFAULT_BATCH }: Simulated
         return
       }
       const steps: Array<{ readonly item: Tracked; readonly observation: Observation | null }> = due.map((item) => {
-        const step = simulatedStep(item.status, item.work.source, item.work.sourceRevisionConfig)
+        const step = stepWith(item.status, item.source, item.hook)
         return {
           item,
           observation: step && {
-            tenantId: item.work.tenantId,
-            deploymentId: item.work.deploymentId,
-            revisionId: item.work.revisionId,
+            tenantId: item.tenantId,
+            deploymentId: item.deploymentId,
+            revisionId: item.revisionId,
             from: item.status,
             to: step.status,
             message: step.message
@@ -126,10 +137,10 @@ export const makeSimulatedDriver = ({ stepMs, batch = DEFAULT_BATCH }: Simulated
       let index = 0
       for (const { item, observation } of steps) {
         if (!observation || !applied[index++]) {
-          tracked.delete(item.work.revisionId)
+          tracked.delete(item.revisionId)
           continue
         }
-        if (simulatedStep(observation.to, item.work.source, item.work.sourceRevisionConfig) === null) tracked.delete(item.work.revisionId)
+        if (stepWith(observation.to, item.source, item.hook) === null) tracked.delete(item.revisionId)
         else {
           item.status = observation.to
           item.due = nowMs + stepMs
@@ -147,7 +158,8 @@ export const makeSimulatedDriver = ({ stepMs, batch = DEFAULT_BATCH }: Simulated
       apply: (work) =>
         Effect.sync(() => {
           const due = Date.parse(work.since) + stepMs
-          tracked.set(work.revisionId, { work, status: work.status, due })
+          const { tenantId, deploymentId, revisionId, source, sourceRevisionConfig, status } = work
+          tracked.set(revisionId, { tenantId, deploymentId, revisionId, source, hook: failureHookFor(source, sourceRevisionConfig), status, due })
           // Due no earlier than the fiber's own wake-up: it finds this revision then.
           if (due < sleepingUntil) Latch.openUnsafe(wake)
         }),
