@@ -22,7 +22,7 @@ import Database from "better-sqlite3"
 import pg from "pg"
 import { startPostgres } from "../test/support/postgres.ts"
 import { type BenchRequest, type LoadResult, runLoad } from "./load.ts"
-import { freePort, num, spawnTarget, type Target } from "./procs.ts"
+import { cpuMicros, freePort, num, spawnTarget, type Target } from "./procs.ts"
 
 const env = process.env
 const DURATION = num("BENCH_DURATION", 3)
@@ -39,15 +39,6 @@ const DEEP_RATIO = 5
 
 const log = (line: string) => process.stderr.write(`bench:postgres: ${line}\n`)
 const round = (value: number, digits = 2) => Math.round(value * 10 ** digits) / 10 ** digits
-
-const cpuMicros = (pid: number | undefined): number => {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
-    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100
-  } catch {
-    return NaN
-  }
-}
 
 interface Measured extends LoadResult {
   readonly cpuUsPerRequest: number

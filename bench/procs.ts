@@ -41,6 +41,21 @@ export interface Target {
   readonly stop: () => Promise<number | null>
 }
 
+const ticksMicros = (statPath: string): number => {
+  try {
+    const fields = readFileSync(statPath, "utf8").split(") ")[1]!.split(" ")
+    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100
+  } catch {
+    return NaN
+  }
+}
+
+/** CPU time (user + system) a process has used, all its threads, in microseconds (Linux /proc; 10 ms ticks). */
+export const cpuMicros = (pid: number | undefined): number => ticksMicros(`/proc/${pid}/stat`)
+
+/** The same for its main thread alone: JavaScript, HTTP and SQLite run there; V8's compiler and GC helpers do not. */
+export const mainThreadCpuMicros = (pid: number | undefined): number => ticksMicros(`/proc/${pid}/task/${pid}/stat`)
+
 /** Resident set size of a process in bytes (Linux /proc); undefined elsewhere. */
 export const residentBytes = (pid: number | undefined): { rss: number; peak: number } | undefined => {
   if (pid === undefined) return undefined

@@ -36,7 +36,7 @@ import { closeDatabase, openDatabase } from "../server/store/sqlite/database.ts"
 import { type FloorOps, makeFloorOps, openFloorDatabase } from "./floor.ts"
 import { type BenchRequest, type LoadResult, runLoad } from "./load.ts"
 import { postgresScenarioNames, runPostgresSection } from "./postgres-section.ts"
-import { freePort, num, residentBytes, root, spawnTarget, type Target } from "./procs.ts"
+import { cpuMicros, freePort, mainThreadCpuMicros, num, residentBytes, root, spawnTarget, type Target } from "./procs.ts"
 import { deploymentSection, runSection, sandboxSection, type Section, sectionScenarios, type SectionSpec } from "./sections.ts"
 import {
   awaitSamplesDeployed,
@@ -272,15 +272,6 @@ const startWithNpm = async (databasePath: string, probePath: string) => {
 // Measurements
 
 /** CPU time (user + system) a process has used, in microseconds (Linux /proc). */
-const cpuMicros = (pid: number | undefined): number => {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
-    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100
-  } catch {
-    return NaN
-  }
-}
-
 export interface Measured extends LoadResult {
   /** CPU the target spent per answered request: what it costs, whatever the load generator's speed. */
   readonly cpuUsPerRequest: number
@@ -326,6 +317,8 @@ export interface SideBySide {
   readonly rpsRatios: ReadonlyArray<number>
   readonly capacityRatio: number
   readonly rpsRatio: number
+  /** Median per round of the CPU per request on each side: all threads, and the main thread alone (the rest is V8's GC and compiler helpers). */
+  readonly cpuUs: { readonly floor: number; readonly server: number; readonly floorMain: number; readonly serverMain: number }
 }
 
 /**
@@ -340,17 +333,30 @@ const sideBySide = async (targets: { floor: Target; server: Target }, scenario: 
   const connections = Math.max(1, Math.floor(CONNECTIONS / 2))
   const capacityRatios: Array<number> = []
   const rpsRatios: Array<number> = []
+  const cpu = { floor: [] as Array<number>, server: [] as Array<number>, floorMain: [] as Array<number>, serverMain: [] as Array<number> }
+  const floorPid = targets.floor.process.pid
+  const serverPid = targets.server.process.pid
   for (let round = 0; round < SIDE_ROUNDS; round++) {
-    const before = { floor: cpuMicros(targets.floor.process.pid), server: cpuMicros(targets.server.process.pid) }
+    const before = { floor: cpuMicros(floorPid), server: cpuMicros(serverPid), floorMain: mainThreadCpuMicros(floorPid), serverMain: mainThreadCpuMicros(serverPid) }
     const [floor, server] = await Promise.all(
       ([targets.floor, targets.server] as const).map((target) => runLoad({ url: target.url, connections, durationSeconds: DURATION, next: scenario.next }))
     )
-    const floorCpu = (cpuMicros(targets.floor.process.pid) - before.floor) / floor!.requests
-    const serverCpu = (cpuMicros(targets.server.process.pid) - before.server) / server!.requests
+    const floorCpu = (cpuMicros(floorPid) - before.floor) / floor!.requests
+    const serverCpu = (cpuMicros(serverPid) - before.server) / server!.requests
+    cpu.floor.push(floorCpu)
+    cpu.server.push(serverCpu)
+    cpu.floorMain.push((mainThreadCpuMicros(floorPid) - before.floorMain) / floor!.requests)
+    cpu.serverMain.push((mainThreadCpuMicros(serverPid) - before.serverMain) / server!.requests)
     capacityRatios.push(floorCpu / serverCpu)
     rpsRatios.push(server!.rps / floor!.rps)
   }
-  return { capacityRatios, rpsRatios, capacityRatio: median(capacityRatios), rpsRatio: median(rpsRatios) }
+  return {
+    capacityRatios,
+    rpsRatios,
+    capacityRatio: median(capacityRatios),
+    rpsRatio: median(rpsRatios),
+    cpuUs: { floor: median(cpu.floor), server: median(cpu.server), floorMain: median(cpu.floorMain), serverMain: median(cpu.serverMain) }
+  }
 }
 
 const compare = async (targets: { floor: Target; server: Target }, scenario: Scenario) => {
@@ -460,7 +466,8 @@ const main = async () => {
       log(
         `${scenario.name}: server ${sv.rps.toFixed(0)} req/s (runs ${sv.rounds.join(", ")}) p50 ${sv.p50Ms.toFixed(2)} p99 ${sv.p99Ms.toFixed(2)} ms ${sv.cpuUsPerRequest.toFixed(0)} us CPU/req` +
           ` | floor ${fl.rps.toFixed(0)} req/s (runs ${fl.rounds.join(", ")}) ${fl.cpuUsPerRequest.toFixed(0)} us CPU/req | non-2xx ${sv.non2xx}/${fl.non2xx}` +
-          ` | side by side: capacity ${together.capacityRatios.map((r) => r.toFixed(2)).join(", ")}`
+          ` | side by side: capacity ${together.capacityRatios.map((r) => r.toFixed(2)).join(", ")}` +
+          ` (CPU us/req server ${together.cpuUs.server.toFixed(0)}, main thread ${together.cpuUs.serverMain.toFixed(0)}; floor ${together.cpuUs.floor.toFixed(0)}, main thread ${together.cpuUs.floorMain.toFixed(0)})`
       )
     }
     const all = scenarios(tenants, targets).filter((scenario) => !ONLY || ONLY.has(scenario.name))
@@ -632,7 +639,14 @@ const report = (input: ReportInput) => {
       ratio_to_floor: round(ratio),
       cpu_ratio_to_floor: round(cpuRatio),
       capacity_ratio_side_by_side: round(capacity),
-      side_by_side: { capacity_ratio_per_round: together.capacityRatios.map((r) => round(r)), rps_ratio_per_round: together.rpsRatios.map((r) => round(r)), rounds: SIDE_ROUNDS, connections_each: Math.max(1, Math.floor(CONNECTIONS / 2)) },
+      side_by_side: {
+        capacity_ratio_per_round: together.capacityRatios.map((r) => round(r)),
+        rps_ratio_per_round: together.rpsRatios.map((r) => round(r)),
+        cpu_us_per_request: { server: round(together.cpuUs.server, 0), floor: round(together.cpuUs.floor, 0) },
+        main_thread_cpu_us_per_request: { server: round(together.cpuUs.serverMain, 0), floor: round(together.cpuUs.floorMain, 0) },
+        rounds: SIDE_ROUNDS,
+        connections_each: Math.max(1, Math.floor(CONNECTIONS / 2))
+      },
       p99_over_p50: round(tail, 1),
       ...(sqliteUs !== undefined ? { sqlite_transaction_us: round(sqliteUs, 0), sqlite_share_of_server_cpu: round(sqliteUs / server.cpuUsPerRequest) } : {})
     }
