@@ -21,6 +21,7 @@
  */
 import { Clock, Effect, Latch, Layer } from "effect"
 import { nextStatus, type RevisionStatus, type Source, type SourceRevisionConfig } from "../../../core/index.ts"
+import { millisOf } from "../../module.ts"
 import { DeploymentDriver, type Observation, type ObservationSink } from "../Driver.ts"
 
 export interface FailureHook {
@@ -31,7 +32,7 @@ export interface FailureHook {
   readonly message: string
 }
 
-const failureHooks = (source: Source): ReadonlyArray<FailureHook> => [
+const hooksOf = (source: Source): ReadonlyArray<FailureHook> => [
   { marker: "fail-create", at: "CREATING", becomes: "CREATE_FAILED", message: "Revision could not be created (fail-create marker)" },
   {
     marker: "fail-build",
@@ -42,12 +43,15 @@ const failureHooks = (source: Source): ReadonlyArray<FailureHook> => [
   { marker: "fail-deploy", at: "DEPLOYING", becomes: "DEPLOY_FAILED", message: "Deploy failed (fail-deploy marker)" }
 ]
 
+/** Made once per source: every new revision is checked against them. */
+const hooksBySource: Record<Source, ReadonlyArray<FailureHook>> = { gitrepo: hooksOf("gitrepo"), external_container: hooksOf("external_container") }
+
 const markerFields = (source: Source, config: SourceRevisionConfig): ReadonlyArray<string | null | undefined> =>
   source === "external_container" ? [config.image_uri] : [config.graph_config_path, config.repo_ref]
 
 /** The failure hook a revision's config asks for, if any (the first marker found wins); each field is read on its own. */
 export const failureHookFor = (source: Source, config: SourceRevisionConfig): FailureHook | null =>
-  failureHooks(source).find((hook) => markerFields(source, config).some((field) => field?.includes(hook.marker) === true)) ?? null
+  hooksBySource[source].find((hook) => markerFields(source, config).some((field) => field?.includes(hook.marker) === true)) ?? null
 
 /** The step after `status` for a revision whose failure hook (if any) is known. */
 const stepWith = (status: RevisionStatus, source: Source, hook: FailureHook | null): { readonly status: RevisionStatus; readonly message: string | null } | null => {
@@ -157,7 +161,7 @@ export const makeSimulatedDriver = ({ stepMs, batch = DEFAULT_BATCH }: Simulated
       observe: (next) => Effect.sync(() => void (sink = next)),
       apply: (work) =>
         Effect.sync(() => {
-          const due = Date.parse(work.since) + stepMs
+          const due = millisOf(work.since) + stepMs
           const { tenantId, deploymentId, revisionId, source, sourceRevisionConfig, status } = work
           tracked.set(revisionId, { tenantId, deploymentId, revisionId, source, hook: failureHookFor(source, sourceRevisionConfig), status, due })
           // Due no earlier than the fiber's own wake-up: it finds this revision then.
