@@ -257,24 +257,23 @@ export const makeSandboxController = Effect.gen(function* () {
       snapshot.source_sandbox_id !== null && snapshot.image_digest !== null ? Effect.asVoid(Effect.forkDetach(driver.discardImage(snapshot.image_digest))) : Effect.void,
     touch: (sandboxId) => void activity.set(sandboxId, Date.now()),
     sweep,
-    awaitSettled: (tenantId, sandboxId, timeoutMs) =>
-      Effect.gen(function* () {
-        const deadline = Date.now() + timeoutMs
-        for (;;) {
-          const deferred = Deferred.makeUnsafe<void>()
-          let waiting = waiters.get(sandboxId)
-          if (!waiting) waiters.set(sandboxId, (waiting = new Set()))
-          waiting.add(deferred)
-          const box = yield* store.sandboxById(tenantId, sandboxId)
-          const remaining = deadline - Date.now()
-          if (settled(box) || remaining <= 0) {
-            waiting.delete(deferred)
-            return box
-          }
-          // Another replica may move the box: look again at least every 250 ms.
-          yield* Effect.timeoutOption(Deferred.await(deferred), Math.min(remaining, 250))
+    awaitSettled: Effect.fnUntraced(function* (tenantId, sandboxId, timeoutMs) {
+      const deadline = Date.now() + timeoutMs
+      for (;;) {
+        const deferred = Deferred.makeUnsafe<void>()
+        let waiting = waiters.get(sandboxId)
+        if (!waiting) waiters.set(sandboxId, (waiting = new Set()))
+        waiting.add(deferred)
+        const box = yield* store.sandboxById(tenantId, sandboxId)
+        const remaining = deadline - Date.now()
+        if (settled(box) || remaining <= 0) {
+          waiting.delete(deferred)
+          return box
         }
-      })
+        // Another replica may move the box: look again at least every 250 ms.
+        yield* Effect.timeoutOption(Deferred.await(deferred), Math.min(remaining, 250))
+      }
+    })
   })
 })
 

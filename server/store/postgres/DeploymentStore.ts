@@ -383,19 +383,18 @@ export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["S
     deleteIntegration: (tenantId, id) =>
       // webhook_deliveries go with it (ON DELETE CASCADE).
       Effect.map(execute("DELETE FROM integrations WHERE tenant_id = $1 AND id = $2", [tenantId, id]), (n) => n > 0),
-    rememberDelivery: (integrationId, deliveryId, receivedAt, expiresAt) =>
-      Effect.gen(function* () {
-        // One statement decides, also between replicas: a new id is inserted, an expired entry
-        // of the same id is replaced, an unexpired one is left as it is (no row written: false).
-        const written = yield* execute(
-          `INSERT INTO webhook_deliveries (integration_id, delivery_id, received_at, expires_at) VALUES ($1, $2, $3, $4)
-           ON CONFLICT (integration_id, delivery_id) DO UPDATE SET received_at = excluded.received_at, expires_at = excluded.expires_at
-           WHERE webhook_deliveries.expires_at <= excluded.received_at`,
-          [integrationId, deliveryId, receivedAt, expiresAt]
-        )
-        yield* execute("DELETE FROM webhook_deliveries WHERE expires_at <= $1", [receivedAt])
-        return written === 1
-      }),
+    rememberDelivery: Effect.fnUntraced(function* (integrationId, deliveryId, receivedAt, expiresAt) {
+      // One statement decides, also between replicas: a new id is inserted, an expired entry
+      // of the same id is replaced, an unexpired one is left as it is (no row written: false).
+      const written = yield* execute(
+        `INSERT INTO webhook_deliveries (integration_id, delivery_id, received_at, expires_at) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (integration_id, delivery_id) DO UPDATE SET received_at = excluded.received_at, expires_at = excluded.expires_at
+         WHERE webhook_deliveries.expires_at <= excluded.received_at`,
+        [integrationId, deliveryId, receivedAt, expiresAt]
+      )
+      yield* execute("DELETE FROM webhook_deliveries WHERE expires_at <= $1", [receivedAt])
+      return written === 1
+    }),
     pruneDeliveries: (now) => execute("DELETE FROM webhook_deliveries WHERE expires_at <= $1", [now]),
 
     resealSecrets: (reseal) =>

@@ -99,15 +99,14 @@ export const makePostgresSandboxStore = (kit: PgStoreKit): SandboxStore["Service
           conflict("volume", v.name)
         )
       ),
-    updateVolume: (before, after) =>
-      Effect.gen(function* () {
-        if (after.name !== before.name) {
-          yield* executeNaming("UPDATE sandbox_volumes SET name = $1, updated_at = $2 WHERE id = $3", [after.name, after.updated_at, after.id], conflict("volume", after.name))
-        }
-        if (after.size_bytes !== before.size_bytes) {
-          yield* execute("UPDATE sandbox_volumes SET size_bytes = $1, size = $2, updated_at = $3 WHERE id = $4", [after.size_bytes, after.size, after.updated_at, after.id])
-        }
-      }),
+    updateVolume: Effect.fnUntraced(function* (before, after) {
+      if (after.name !== before.name) {
+        yield* executeNaming("UPDATE sandbox_volumes SET name = $1, updated_at = $2 WHERE id = $3", [after.name, after.updated_at, after.id], conflict("volume", after.name))
+      }
+      if (after.size_bytes !== before.size_bytes) {
+        yield* execute("UPDATE sandbox_volumes SET size_bytes = $1, size = $2, updated_at = $3 WHERE id = $4", [after.size_bytes, after.size, after.updated_at, after.id])
+      }
+    }),
     deleteVolume: (id) => Effect.asVoid(execute("DELETE FROM sandbox_volumes WHERE id = $1", [id])),
     templatesMounting: (volumeId) =>
       Effect.map(
@@ -189,15 +188,14 @@ export const makePostgresSandboxStore = (kit: PgStoreKit): SandboxStore["Service
           conflict("pool", p.name)
         )
       ),
-    updatePool: (before, after) =>
-      Effect.gen(function* () {
-        if (after.name !== before.name) {
-          yield* executeNaming("UPDATE sandbox_pools SET name = $1, updated_at = $2 WHERE id = $3", [after.name, after.updated_at, before.id], conflict("pool", after.name))
-        }
-        if (after.replicas !== before.replicas) {
-          yield* execute("UPDATE sandbox_pools SET replicas = $1, updated_at = $2 WHERE id = $3", [after.replicas, after.updated_at, before.id])
-        }
-      }),
+    updatePool: Effect.fnUntraced(function* (before, after) {
+      if (after.name !== before.name) {
+        yield* executeNaming("UPDATE sandbox_pools SET name = $1, updated_at = $2 WHERE id = $3", [after.name, after.updated_at, before.id], conflict("pool", after.name))
+      }
+      if (after.replicas !== before.replicas) {
+        yield* execute("UPDATE sandbox_pools SET replicas = $1, updated_at = $2 WHERE id = $3", [after.replicas, after.updated_at, before.id])
+      }
+    }),
     deletePool: (id) =>
       transaction(
         Effect.gen(function* () {
