@@ -15,7 +15,7 @@
  * Each target alternates for BENCH_PG_ROUNDS (default 3) runs of BENCH_DURATION s after BENCH_PG_WARMUP s of
  * warm-up; the best run counts, CPU per request (from /proc) is the median.
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import Database from "better-sqlite3"
@@ -24,7 +24,6 @@ import { startPostgres } from "../test/support/postgres.ts"
 import { type BenchRequest, type LoadResult, runLoad } from "./load.ts"
 import { cpuMicros, freePort, num, spawnTarget, type Target } from "./procs.ts"
 
-const env = process.env
 const DURATION = num("BENCH_DURATION", 3)
 const ROUNDS = Math.max(1, num("BENCH_PG_ROUNDS", 3))
 const WARMUP = num("BENCH_PG_WARMUP", 3)

@@ -28,7 +28,7 @@
  *                       bench:deployments` does; settings in bench/deployments.ts)
  */
 import { execFileSync } from "node:child_process"
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { cpus, tmpdir, totalmem } from "node:os"
 import { join, resolve } from "node:path"
 import { allMigrations } from "../server/index.ts"
@@ -43,7 +43,6 @@ import {
   benchKey,
   cloneSamples,
   createTenants,
-  hasDeployments,
   loadTargets,
   makeCall,
   seedSamples,

@@ -8,7 +8,6 @@
 import { Effect } from "effect"
 import { type SourceConfig, ValidationIssue } from "../../core/index.ts"
 import type { DeploymentStore } from "../store/DeploymentStore.ts"
-import type { StoreError } from "../store/StoreError.ts"
 import { ownerKey } from "./admin.ts"
 import { repoKey } from "./webhook.ts"
 

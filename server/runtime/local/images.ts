@@ -29,7 +29,6 @@ import { CommandFailed, runCommand } from "./command.ts"
 import {
   type ImageReference,
   InvalidReference,
-  type Mirror,
   parseMirror,
   parseReference,
   parseRegistryHost,

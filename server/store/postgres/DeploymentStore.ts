@@ -1,12 +1,10 @@
 /** The PostgreSQL backend of `DeploymentStore`: the SQLite statements in Postgres, rows to records and back. */
 import { Effect, Layer } from "effect"
-import { Conflict, type DeploymentStatus, type RevisionStatus, type Secret, type Source } from "../../../core/index.ts"
+import { Conflict, type RevisionStatus, type Secret } from "../../../core/index.ts"
 import {
   type DeploymentRecord,
   DeploymentStore,
   type IntegrationRecord,
-  type ListenerRecord,
-  type RevisionRecord,
   type TracingProjectRecord
 } from "../DeploymentStore.ts"
 import { StoreError } from "../StoreError.ts"

@@ -2,7 +2,6 @@
 import { randomUUID } from "node:crypto"
 import { hostname } from "node:os"
 import { Effect, Layer } from "effect"
-import type { RevisionRecord } from "../DeploymentStore.ts"
 import { RevisionLeases } from "../RevisionLeases.ts"
 import { PostgresDatabase, type PgStoreKit } from "./PostgresDatabase.ts"
 import { type RevisionView, toRevisionRecord } from "../rows.ts"

@@ -8,7 +8,7 @@
 import { Effect, Layer } from "effect"
 import { SandboxConflict } from "../../../core/index.ts"
 import type { Page } from "../DeploymentStore.ts"
-import { type PoolRecord, type RegistryRecord, type SandboxAccess, type SandboxRecord, type ServiceGrantRecord, SandboxStore, type SnapshotRecord, type TemplateMount, type TemplateRecord, type TemplateView, type VolumeRecord } from "../SandboxStore.ts"
+import { type PoolRecord, type RegistryRecord, type SandboxAccess, type SandboxRecord, type ServiceGrantRecord, SandboxStore, type SnapshotRecord, type VolumeRecord } from "../SandboxStore.ts"
 import type { StoreError } from "../StoreError.ts"
 import type { Sql } from "./client.ts"
 import { isShallow, makePager, pageWhere, type SeqTable } from "./pages.ts"

@@ -1,13 +1,9 @@
 /** The SQLite backend of `DeploymentStore`: the repository's prepared statements, rows to records and back. */
 import { Effect, Layer } from "effect"
-import { Conflict, type DeploymentStatus, type RevisionStatus, type Secret, type Source } from "../../../core/index.ts"
+import { Conflict, type RevisionStatus, type Secret } from "../../../core/index.ts"
 import {
-  type DeploymentRecord,
   DeploymentStore,
   type IntegrationRecord,
-  type ListenerRecord,
-  type NewRevision,
-  type RevisionRecord
 } from "../DeploymentStore.ts"
 import { type Db, sqliteTransactional } from "./database.ts"
 import { toDeploymentRecord, toDeploymentRow, toListenerRecord, toListenerRow, toRevisionRecord, toRevisionRow } from "../rows.ts"

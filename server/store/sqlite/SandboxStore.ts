@@ -1,7 +1,7 @@
 /** The SQLite backend of `SandboxStore`: the repository's prepared statements, rows to records. */
 import { Effect, Layer } from "effect"
 import { SandboxConflict } from "../../../core/index.ts"
-import { SandboxStore, type TemplateMount, type TemplateRecord, type TemplateView } from "../SandboxStore.ts"
+import { SandboxStore } from "../SandboxStore.ts"
 import type { StoreError } from "../StoreError.ts"
 import { type Db, sqliteTransactional } from "./database.ts"
 import { isUniqueViolation, op, toStoreError } from "./errors.ts"
