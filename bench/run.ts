@@ -270,7 +270,6 @@ const startWithNpm = async (databasePath: string, probePath: string) => {
 // ---------------------------------------------------------------------------------------------
 // Measurements
 
-/** CPU time (user + system) a process has used, in microseconds (Linux /proc). */
 export interface Measured extends LoadResult {
   /** CPU the target spent per answered request: what it costs, whatever the load generator's speed. */
   readonly cpuUsPerRequest: number

@@ -4,7 +4,7 @@
  * stopped with it. Both areas are wired this same way.
  */
 import { Context, Effect, type Layer } from "effect"
-import type { DecodedInput, Endpoint } from "../core/index.ts"
+import type { Endpoint } from "../core/index.ts"
 import type { ServerConfig } from "./config.ts"
 import type { Handler, Route } from "./http/app.ts"
 import type { Logger } from "./log.ts"
@@ -43,9 +43,6 @@ export interface ServerModule {
   /** Requests the area serves outside the API table. */
   readonly http?: Effect.Effect<RawHttp, never, any>
 }
-
-/** The decoded input of an endpoint (`Input<typeof Api.x>["body"]`), for the parts of a handler written on their own. */
-export type Input<E extends Endpoint> = DecodedInput<E>
 
 /**
  * Binds a handler to its endpoint description with full typing of input and answer.

@@ -12,10 +12,11 @@ import {
   listenerIssues,
   Pagination,
   planCreate,
+  type PatchDeployment,
   planPatch,
   ValidationError
 } from "../../../core/index.ts"
-import { type Input, implement, now, ServerEnv } from "../../module.ts"
+import { implement, now, ServerEnv } from "../../module.ts"
 import { chooseRuntime } from "../../runtime/select.ts"
 import type { DeploymentRecord, NewRevision } from "../../store/DeploymentStore.ts"
 import { integrationIssues } from "../integrationBinding.ts"
@@ -33,7 +34,7 @@ export const deploymentRoutes = (writes: DeploymentWrites) =>
       id ? Effect.map(store.listener(tenantId, id), (record) => record && toListener(record)) : Effect.succeed(undefined)
 
     /** PATCH, inside its transaction: a new revision when the revision's config or secrets change, else the deployment alone. */
-    const patchDeployment = Effect.fnUntraced(function* (tenantId: string, deploymentId: string, body: Input<typeof Api.updateDeployment>["body"]) {
+    const patchDeployment = Effect.fnUntraced(function* (tenantId: string, deploymentId: string, body: PatchDeployment) {
       const deployment = yield* mustGetDeployment(tenantId, deploymentId)
       yield* refuseIfDeleting(deployment)
       yield* Effect.fromResult(checkRevisionSource(deployment.source, body.revision_source))

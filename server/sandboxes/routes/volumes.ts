@@ -1,8 +1,8 @@
 /** `/v2/sandboxes/volumes`: storage of a size, within the organization's quota. */
 import { randomUUID } from "node:crypto"
 import { Effect } from "effect"
-import { Api, checkVolumeCreate, ServerError, checkVolumeDeletable, formatQuantity, Pagination, planVolumeResize, resolveStorageClass, sandboxPage } from "../../../core/index.ts"
-import { type Input, implement, now } from "../../module.ts"
+import { Api, checkVolumeCreate, type PatchVolume, ServerError, checkVolumeDeletable, formatQuantity, Pagination, planVolumeResize, resolveStorageClass, sandboxPage } from "../../../core/index.ts"
+import { implement, now } from "../../module.ts"
 import type { AuthContext } from "../../store/KeyStore.ts"
 import type { VolumeRecord } from "../../store/SandboxStore.ts"
 import type { VolumeError } from "../Driver.ts"
@@ -13,7 +13,7 @@ const storageFailed = (error: VolumeError) => new ServerError({ status: 503, mes
 
 export const volumeRoutes = ({ store, driver, config, storage }: SandboxShared) => {
   /** PATCH, inside its transaction: the volume before and after (the same record when nothing changes). */
-  const updateInTransaction = Effect.fnUntraced(function* (auth: AuthContext, name: string, body: Input<typeof Api.updateVolume>["body"]) {
+  const updateInTransaction = Effect.fnUntraced(function* (auth: AuthContext, name: string, body: PatchVolume) {
     const volume = yield* store.volumeByName(auth.tenantId, name).pipe(Effect.flatMap(found("volume", name)))
     let next: VolumeRecord = volume
     if (body.size !== undefined) {
