@@ -5,7 +5,8 @@
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http"
 import { randomUUID } from "node:crypto"
-import { Cause, Effect, Exit, Result } from "effect"
+import { Cause, Effect, Exit, Result, type Schema } from "effect"
+import * as SchemaJITCompiler from "effect/schema/SchemaJITCompiler"
 import {
   type ApiError,
   type DecodedInput,
@@ -133,15 +134,28 @@ interface CompiledRoute {
   readonly observer: Observer
 }
 
+/**
+ * Request schemas get effect's JIT-compiled decoders (`effect/schema/SchemaJITCompiler`): code
+ * generated per schema, so V8 sees one object shape per property read instead of the
+ * interpreter's walk, whose reads are shared by every schema and megamorphic. What the compiler
+ * does not cover (transformations, custom checks) and every invalid input go to the interpreter,
+ * which reports the issues: a 422 reads as before (test/server/compiledDecoders.test.ts compares
+ * both on the fuzz suite's inputs). Where `new Function` is blocked the interpreter does it all.
+ */
+const compiled = <S extends Schema.Top | undefined>(schema: S): S => {
+  if (schema !== undefined) SchemaJITCompiler.enable(schema.ast)
+  return schema
+}
+
 const compile = ({ endpoint, handler }: Route, observer: Observer): CompiledRoute => ({
   endpoint,
   handler,
   observer,
   // Uuid parameters (most routes) are checked by one regex each; the schema decode reports the rest.
-  decodeParams: endpoint.params && fastParams(endpoint, decodeWithIssues(endpoint.params, ["path"])),
+  decodeParams: endpoint.params && fastParams(endpoint, decodeWithIssues(compiled(endpoint.params), ["path"])),
   // Unknown query parameters and body fields are ignored, as FastAPI (and the real API) does.
-  decodeQuery: endpoint.query && decodeWithIssues(endpoint.query, ["query"], { excess: "ignore" }),
-  decodeBody: endpoint.body && decodeWithIssues(endpoint.body, ["body"], { excess: "ignore" })
+  decodeQuery: endpoint.query && decodeWithIssues(compiled(endpoint.query), ["query"], { excess: "ignore" }),
+  decodeBody: endpoint.body && decodeWithIssues(compiled(endpoint.body), ["body"], { excess: "ignore" })
 })
 
 /** The API key of a request: `X-Api-Key`, or `Authorization: Bearer`. */

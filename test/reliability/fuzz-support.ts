@@ -238,3 +238,69 @@ export const queryArbitrary = (endpoint: Endpoint): fc.Arbitrary<string> => {
   const key = names.length > 0 ? fc.oneof({ weight: 5, arbitrary: fc.constantFrom(...names) }, { weight: 1, arbitrary: fc.string({ maxLength: 8 }).map(percentEncode) }) : fc.string({ maxLength: 8 }).map(percentEncode)
   return fc.array(fc.tuple(key, value), { maxLength: 4 }).map((pairs) => requestLineSafe(pairs.map(([k, v]) => `${k}=${v}`).join("&")))
 }
+
+let counter = 0
+/** A name not given before in this process. */
+export const unique = (prefix: string) => `${prefix}-${(counter++).toString(36)}`
+/** How many names `unique` has given: the fuzz alternates between the two deployment sources on it. */
+export const uniqueCount = () => counter
+
+/** A valid body for each endpoint that takes one: the baseline the mutations start from. */
+export const validBodies: Record<string, () => any> = {
+  createTemplate: () => ({
+    name: unique("fz-tpl"),
+    image: "python:3.12",
+    resources: { cpu: "500m", memory: "512Mi", storage: "1Gi" },
+    volume_mounts: [{ volume_name: "fz-volume", mount_path: "/data" }],
+    proxy_config: { rules: [{ name: "api", match_hosts: ["api.example.com"], inject_headers: { authorization: "Bearer ${TOKEN}" }, match_paths: ["/v1/*"], enabled: true }], no_proxy: ["localhost"] }
+  }),
+  updateTemplate: () => ({ name: unique("fz-tpl") }),
+  createVolume: () => ({ name: unique("fz-vol"), size: "1Gi", storage_class: "standard", wait_for_ready: false, timeout: 60 }),
+  updateVolume: () => ({ name: unique("fz-vol"), size: "2Gi" }),
+  createPool: () => ({ name: unique("fz-pool"), template_name: "fz-template", replicas: 1, wait_for_ready: true, timeout: 30 }),
+  updatePool: () => ({ name: unique("fz-pool"), replicas: 2 }),
+  createBox: () => ({ template_name: "fz-template", name: unique("fz-box"), wait_for_ready: false, timeout: 60 }),
+  updateBox: () => ({ name: unique("fz-box"), idle_ttl_seconds: 3600 }),
+  createSnapshot: () => ({ name: unique("fz-snap"), docker_image: "python:3.12", fs_capacity_bytes: 1024 ** 3 }),
+  captureSnapshot: () => ({ name: unique("fz-captured") }),
+  createRegistry: () => ({ name: unique("fz-reg"), url: "registry.example.com/acme", username: "robot", password: "fuzz-secret" }),
+  updateRegistry: () => ({ name: unique("fz-reg"), password: "rotated-secret" }),
+  createServiceUrl: () => ({ port: 8000, expires_in_seconds: 600 }),
+  createDownloadUrl: () => ({ path: "/home/user/report.csv", expires_in_seconds: 600, content_type: "text/csv", content_disposition: "attachment" }),
+  getBuildLogs: () => ({ limit: 50, order: "asc", offset: null, level: "INFO", query: "pull", start_time: null, end_time: null }),
+  getDeployLogs: () => ({ limit: 10, order: "desc", query: null }),
+  getRevisionDeployLogs: () => ({ limit: 100 }),
+  createDeployment: () => ({
+    name: unique("fz-dep"),
+    source: "external_container",
+    source_config: {
+      custom_url: "https://example.com/agent",
+      resource_spec: {
+        min_scale: 1,
+        max_scale: 3,
+        cpu: 1,
+        memory_mb: 1024,
+        labels: { team: "fuzz" },
+        volumes: [{ name: "data", emptyDir: {} }],
+        volume_mounts: [{ name: "data", mountPath: "/data" }],
+        sidecars: [{ name: "side", image: "busybox", env: [{ name: "A_B", value: "1" }], resources: { limits: { cpu: "1" } } }]
+      }
+    },
+    source_revision_config: { image_uri: "registry.example.com/agent:1" },
+    secrets: [{ name: "OPENAI_API_KEY", value: "sk-fuzz" }],
+    image_version: "1.0.0"
+  }),
+  // Alternates between the two sources (the fresh deployments alternate too), so both sets of rules are fuzzed.
+  updateDeployment: () =>
+    uniqueCount() % 2 === 0
+      ? { source_revision_config: { image_uri: `registry.example.com/agent:${unique("v")}` }, secrets: [{ name: "K", value: "v" }], image_version: "2", source_config: { custom_url: "https://example.com/x" } }
+      : { source_config: { build_on_push: true, resource_spec: null, install_command: "npm ci", build_command: "npm run build" }, source_revision_config: { repo_ref: `feature-${unique("b")}`, graph_config_path: "langgraph.json" } },
+  createRevision: () => ({ source_revision_config: { image_uri: "registry.example.com/agent:3" }, secrets: null }),
+  createListener: () => ({ compute_type: "k8s", compute_config: { k8s_namespaces: ["default", "agents"] } }),
+  updateListener: () => ({ compute_config: { k8s_namespaces: ["other"] } }),
+  gitPushWebhook: () => ({
+    ref: "refs/heads/main",
+    after: "0123456789abcdef0123456789abcdef01234567",
+    repository: { clone_url: "https://github.com/o/r.git", html_url: "https://github.com/o/r", full_name: "o/r" }
+  })
+}
