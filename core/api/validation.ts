@@ -191,11 +191,17 @@ export const loneSurrogateIssues = (input: unknown, prefix: Loc = []): Array<Val
  * Strings with a lone surrogate are refused first, wherever they are (`loneSurrogateIssues`).
  */
 export const decodeWithIssues = <S extends Schema.Top>(schema: S, prefix: Loc = [], options: { readonly excess?: "error" | "ignore" } = {}) => {
-  const decode = Schema.decodeUnknownExit(schema as any, { errors: "all", onExcessProperty: options.excess ?? "error" })
+  const excess = options.excess ?? "error"
+  const detailed = Schema.decodeUnknownExit(schema as any, { errors: "all", onExcessProperty: excess })
+  // effect's struct parsers (interpreted or JIT-compiled) take their fast path only with the
+  // default options: stop at the first issue, ignore unknown keys. Where unknown keys are ignored
+  // anyway, a valid input is decoded there, and only an invalid one again, collecting every issue.
+  const fast = excess === "ignore" ? Schema.decodeUnknownExit(schema as any) : detailed
   return (input: unknown): Result.Result<S["Type"], Array<ValidationIssue>> => {
     const surrogates = loneSurrogateIssues(input, prefix)
     if (surrogates.length > 0) return Result.fail(surrogates)
-    const exit = decode(input)
+    let exit = fast(input)
+    if (Exit.isFailure(exit) && fast !== detailed) exit = detailed(input)
     if (Exit.isSuccess(exit)) return Result.succeed(exit.value as S["Type"])
     const error = findSchemaError(exit.cause)
     return Result.fail(
