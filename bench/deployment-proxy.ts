@@ -29,14 +29,16 @@
  *
  * Environment: BENCH_CPU_PROF=<dir> runs the Slipway front with --cpu-prof (profiles land there);
  * BENCH_PROXY_SCENARIOS=fast,io5ms limits the scenarios; BENCH_PROXY_FRONTS=slipway,floor,bare
- * chooses the fronts (`bare`: the same proxy module in a plain node:http server, no Slipway app).
+ * chooses the fronts (`bare`: the same proxy module in a plain node:http server, no Slipway app;
+ * `haproxy`: HAProxy, when installed).
  *
  * Not part of npm test or CI; figures in docs/deployments-local.md.
  */
-import { type ChildProcess, spawn } from "node:child_process"
-import { readFileSync } from "node:fs"
+import { type ChildProcess, spawn, spawnSync } from "node:child_process"
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import type * as http from "node:http"
-import { loadavg } from "node:os"
+import { loadavg, tmpdir } from "node:os"
+import { join } from "node:path"
 import autocannon from "autocannon"
 import { makeDeploymentProxy } from "../server/deployments/local/proxy.ts"
 import { collectLatencies, percentile } from "./load.ts"
@@ -50,9 +52,11 @@ export type ProxyScenarioName = "fast" | "io5ms" | "cpu1ms"
  * `slipway`: a real Slipway server; `floor`: a bare TCP pipe (no HTTP); `http-floor`: the cheapest
  * HTTP proxy in Node (node:http server, undici `Pool.dispatch`, headers passed as they are, no
  * routing, no X-Forwarded-*, no error handling); `bare`: Slipway's proxy module in a plain
- * node:http server (without Slipway's server and app).
+ * node:http server (without Slipway's server and app); `haproxy` (optional, Debian's `haproxy`):
+ * HAProxy 2.6 in HTTP mode, one thread, keep-alive both ways, the same prefix stripped, what a
+ * proxy written in C for this job costs.
  */
-export type ProxyFront = "slipway" | "floor" | "http-floor" | "bare"
+export type ProxyFront = "slipway" | "floor" | "http-floor" | "bare" | "haproxy"
 
 export interface DeploymentProxyBenchOptions {
   /** Seconds per measured run (after 1 s of warm-up). Default 5. */
@@ -195,8 +199,45 @@ server.listen(${port}, "127.0.0.1")
 process.on("SIGTERM", () => process.exit(0))
 `
 
-const start = async (args: string[], url: string): Promise<ChildProcess> => {
-  const child = spawn(process.execPath, args, { stdio: ["ignore", "inherit", "inherit"] })
+/**
+ * HAProxy as a front: HTTP mode, one thread (the machine's other core is the replica's and the
+ * load generator's), keep-alive to the client and the replica (`http-reuse always`), the
+ * /d/bench prefix stripped as Slipway strips it.
+ */
+const haproxyConfig = (port: number, target: number) =>
+  [
+    "global",
+    "  nbthread 1",
+    "  maxconn 4096",
+    "defaults",
+    "  mode http",
+    "  timeout connect 5s",
+    "  timeout client 60s",
+    "  timeout server 60s",
+    "  option http-keep-alive",
+    "frontend deployments",
+    `  bind 127.0.0.1:${port}`,
+    "  http-request set-path %[path,regsub(^/d/bench,)]",
+    "  default_backend bench",
+    "backend bench",
+    "  http-reuse always",
+    `  server replica 127.0.0.1:${target}`,
+    ""
+  ].join("\n")
+
+/** `haproxy -db -f <config>` in a temporary directory; fails naming the Debian package when HAProxy is not installed. */
+const startHaproxy = async (port: number, target: number, url: string): Promise<ChildProcess> => {
+  if (spawnSync("haproxy", ["-v"]).error) throw new Error("the haproxy front needs HAProxy: apt-get install -y haproxy")
+  const dir = mkdtempSync(join(tmpdir(), "slipway-haproxy-"))
+  const config = join(dir, "haproxy.cfg")
+  writeFileSync(config, haproxyConfig(port, target))
+  const child = await start(["-db", "-f", config], url, "haproxy")
+  child.once("exit", () => rmSync(dir, { recursive: true, force: true }))
+  return child
+}
+
+const start = async (args: string[], url: string, command = process.execPath): Promise<ChildProcess> => {
+  const child = spawn(command, args, { stdio: ["ignore", "inherit", "inherit"] })
   for (let i = 0; i < 400; i++) {
     if (child.exitCode !== null) throw new Error(`${url}: its process exited (${child.exitCode})`)
     if ((await probe(url)) === 200) return child
@@ -309,6 +350,16 @@ const SCENARIOS: ReadonlyArray<readonly [ProxyScenarioName, number, number]> = [
   ["cpu1ms", 0, 1]
 ]
 
+/** The node arguments of a front written in Node (every front but `haproxy`). */
+const nodeFrontArgs = (front: Exclude<ProxyFront, "haproxy">, port: number, target: number, cpuProfileDir: string | undefined): Array<string> =>
+  front === "slipway"
+    ? [...(cpuProfileDir ? ["--cpu-prof", `--cpu-prof-dir=${cpuProfileDir}`] : []), "--input-type=module", "-e", slipwaySource(port, target)]
+    : front === "bare"
+      ? ["--input-type=module", "-e", bareSource(port, target)]
+      : front === "http-floor"
+        ? ["--input-type=module", "-e", httpFloorSource(port, target)]
+        : ["-e", floorSource(port, target)]
+
 export const runDeploymentProxyBench = async (options: DeploymentProxyBenchOptions = {}): Promise<DeploymentProxyBenchResult> => {
   const seconds = options.seconds ?? 5
   const connections = options.connections ?? 32
@@ -328,16 +379,9 @@ export const runDeploymentProxyBench = async (options: DeploymentProxyBenchOptio
     try {
       for (const front of fronts) {
         const port = await freePort()
-        const args =
-          front === "slipway"
-            ? [...(options.cpuProfileDir ? ["--cpu-prof", `--cpu-prof-dir=${options.cpuProfileDir}`] : []), "--input-type=module", "-e", slipwaySource(port, replicaPort)]
-            : front === "bare"
-              ? ["--input-type=module", "-e", bareSource(port, replicaPort)]
-              : front === "http-floor"
-                ? ["--input-type=module", "-e", httpFloorSource(port, replicaPort)]
-                : ["-e", floorSource(port, replicaPort)]
         const url = `http://127.0.0.1:${port}/d/bench/`
-        started.push([front, await start(args, url), `http://127.0.0.1:${port}/d/bench/threads`])
+        const child = front === "haproxy" ? await startHaproxy(port, replicaPort, url) : await start(nodeFrontArgs(front, port, replicaPort, options.cpuProfileDir), url)
+        started.push([front, child, `http://127.0.0.1:${port}/d/bench/threads`])
       }
       const measured: Array<{ direct: ProxyRun } & Partial<Record<ProxyFront, ProxyRun>>> = []
       for (let i = 0; i < rounds; i++) {
