@@ -42,7 +42,7 @@ import { join } from "node:path"
 import autocannon from "autocannon"
 import { makeDeploymentProxy } from "../server/deployments/local/proxy.ts"
 import { collectLatencies, percentile } from "./load.ts"
-import { freePort, probe } from "./procs.ts"
+import { cpuMicros, freePort, probe } from "./procs.ts"
 
 /** Targets of issue 14: throughput and p99 through the deployment URL against direct. */
 export const PROXY_RATIO = 0.8
@@ -258,17 +258,6 @@ const stop = (child: ChildProcess): Promise<void> =>
     child.kill("SIGTERM")
   })
 
-const TICKS = 100
-/** CPU time (user + system) a process has used, in ms; NaN where /proc is not there. */
-const cpuMs = (pid: number | undefined): number => {
-  if (pid === undefined) return 0
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS
-  } catch {
-    return Number.NaN
-  }
-}
 /** Voluntary context switches of a process so far (each one a sleep and a wake-up). */
 const wakeups = (pid: number | undefined): number => {
   if (pid === undefined) return 0
@@ -278,9 +267,10 @@ const wakeups = (pid: number | undefined): number => {
     return Number.NaN
   }
 }
-const selfCpuMs = (): number => {
+/** This process's CPU time (the load generator's), in microseconds. */
+const selfCpuMicros = (): number => {
   const u = process.cpuUsage()
-  return (u.user + u.system) / 1000
+  return u.user + u.system
 }
 
 /** One autocannon run; latencies from every 2xx response (float ms, not the rounded histogram). */
@@ -297,10 +287,10 @@ const load = async (url: string, connections: number, seconds: number) => {
 
 const run = async (url: string, replica: number | undefined, proxy: number | undefined, connections: number, seconds: number): Promise<ProxyRun> => {
   await load(url, connections, 1)
-  const before = [selfCpuMs(), cpuMs(replica), cpuMs(proxy), wakeups(proxy)]
+  const before = [selfCpuMicros(), cpuMicros(replica), cpuMicros(proxy), wakeups(proxy)]
   const r = await load(url, connections, seconds)
-  const after = [selfCpuMs(), cpuMs(replica), cpuMs(proxy), wakeups(proxy)]
-  const per = (i: number) => Math.round(((after[i]! - before[i]!) * 1000) / Math.max(1, r.count))
+  const after = [selfCpuMicros(), cpuMicros(replica), cpuMicros(proxy), wakeups(proxy)]
+  const per = (i: number) => Math.round((after[i]! - before[i]!) / Math.max(1, r.count))
   return {
     rps: Math.round(r.rps),
     p50Ms: Math.round(r.p50Ms * 100) / 100,
