@@ -200,14 +200,18 @@ export const decodeWithIssues = <S extends Schema.Top>(schema: S, prefix: Loc = 
   return (input: unknown): Result.Result<S["Type"], Array<ValidationIssue>> => {
     const surrogates = loneSurrogateIssues(input, prefix)
     if (surrogates.length > 0) return Result.fail(surrogates)
-    let exit = fast(input)
-    if (Exit.isFailure(exit) && fast !== detailed) exit = detailed(input)
-    if (Exit.isSuccess(exit)) return Result.succeed(exit.value as S["Type"])
-    const error = findSchemaError(exit.cause)
-    return Result.fail(
-      error ? toValidationIssues(error.issue, prefix) : [new ValidationIssue({ loc: [...prefix], msg: "Invalid input", type: "value_error" })]
-    )
+    const exit = fast(input)
+    return decodedOrIssues<S["Type"]>(Exit.isFailure(exit) && fast !== detailed ? detailed(input) : exit, prefix)
   }
+}
+
+/** A schema decode's outcome as the API reports it: the decoded value, or the 422 list of issues. */
+export const decodedOrIssues = <A>(exit: Exit.Exit<unknown, unknown>, prefix: Loc = []): Result.Result<A, Array<ValidationIssue>> => {
+  if (Exit.isSuccess(exit)) return Result.succeed(exit.value as A)
+  const error = findSchemaError(exit.cause)
+  return Result.fail(
+    error ? toValidationIssues(error.issue, prefix) : [new ValidationIssue({ loc: [...prefix], msg: "Invalid input", type: "value_error" })]
+  )
 }
 
 const findSchemaError = (cause: unknown): Schema.SchemaError | undefined => {

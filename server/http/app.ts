@@ -135,12 +135,14 @@ interface CompiledRoute {
 }
 
 /**
- * Request schemas get effect's JIT-compiled decoders (`effect/schema/SchemaJITCompiler`): code
- * generated per schema, so V8 sees one object shape per property read instead of the
+ * Body and query schemas get effect's JIT-compiled decoders (`effect/schema/SchemaJITCompiler`):
+ * code generated per schema, so V8 sees one object shape per property read instead of the
  * interpreter's walk, whose reads are shared by every schema and megamorphic. What the compiler
  * does not cover (transformations, custom checks) and every invalid input go to the interpreter,
  * which reports the issues: a 422 reads as before (test/server/compiledDecoders.test.ts compares
  * both on the fuzz suite's inputs). Where `new Function` is blocked the interpreter does it all.
+ * Path schemas are not compiled: they refuse unknown keys, so their decode never takes the fast
+ * path a compiled decoder has (and `fastParams` answers most of them without a decode).
  */
 const compiled = <S extends Schema.Top | undefined>(schema: S): S => {
   if (schema !== undefined) SchemaJITCompiler.enable(schema.ast)
@@ -152,7 +154,7 @@ const compile = ({ endpoint, handler }: Route, observer: Observer): CompiledRout
   handler,
   observer,
   // Uuid parameters (most routes) are checked by one regex each; the schema decode reports the rest.
-  decodeParams: endpoint.params && fastParams(endpoint, decodeWithIssues(compiled(endpoint.params), ["path"])),
+  decodeParams: endpoint.params && fastParams(endpoint, decodeWithIssues(endpoint.params, ["path"])),
   // Unknown query parameters and body fields are ignored, as FastAPI (and the real API) does.
   decodeQuery: endpoint.query && decodeWithIssues(compiled(endpoint.query), ["query"], { excess: "ignore" }),
   decodeBody: endpoint.body && decodeWithIssues(compiled(endpoint.body), ["body"], { excess: "ignore" })
@@ -204,7 +206,7 @@ const readBodyInto = (request: IncomingMessage, limit: number, resolve: (body: B
 const isJsonContentType = (value: string | undefined) => value === undefined || /^application\/([\w.+-]+\+)?json\b/i.test(value.trim())
 
 /** The first value of each key; keys in `arrays` (FastAPI list parameters) keep every value, in order. */
-const queryObject = (search: string, arrays: ReadonlyArray<string> = []): Record<string, string | Array<string>> => {
+export const queryObject = (search: string, arrays: ReadonlyArray<string> = []): Record<string, string | Array<string>> => {
   const out: Record<string, string | Array<string>> = {}
   for (const [key, value] of new URLSearchParams(search)) {
     if (arrays.includes(key)) ((out[key] ??= []) as Array<string>).push(value)
