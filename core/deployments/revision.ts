@@ -62,6 +62,9 @@ export const nextStatus = (status: RevisionStatus, source: Source): RevisionStat
 export const supersededStatus = (status: RevisionStatus): RevisionStatus =>
   isPending(status) ? "SKIPPED" : isInProgress(status) ? "INTERRUPTED" : status
 
+/** The `status_message` of a superseded revision. */
+export const supersededMessage = "Superseded by a newer revision"
+
 /**
  * Whether a runtime may report `from` → `to`: the next state of the happy path, or a failure
  * from a state still in progress. The controller refuses anything else (a driver bug must not

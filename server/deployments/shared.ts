@@ -11,16 +11,15 @@ import {
   deploymentStatus,
   type Listener,
   NotFound,
-  type RevisionStatus,
   secretMask,
   type Secret,
   type SourceConfig,
   type SourceRevisionConfig,
-  type StoredDeployment,
-  supersededStatus
+  type StoredDeployment
 } from "../../core/index.ts"
 import { now, ServerEnv } from "../module.ts"
-import { DeploymentStore, type DeploymentRecord, type ListenerRecord, type NewRevision, type RevisionRecord } from "../store/DeploymentStore.ts"
+import { type ChangedDeployment, DeploymentStore, type DeploymentRecord, type ListenerRecord, type NewRevision, type RevisionRecord } from "../store/DeploymentStore.ts"
+import type { StoreError } from "../store/StoreError.ts"
 import { DeploymentController } from "./controller.ts"
 import { makeSecretBox } from "./secrets.ts"
 
@@ -74,11 +73,10 @@ export interface NewRevisionWrite {
   readonly imageVersion: string | null
 }
 
-export interface WrittenRevision {
+/** A new revision and the deployment pointing at it, as `store.addRevision` and `store.changeDeployment` write them. */
+export interface NewRevisionChange {
   readonly deployment: DeploymentRecord
   readonly revision: NewRevision
-  /** Revisions this write superseded. */
-  readonly stopped: ReadonlyArray<string>
 }
 
 export const makeDeploymentWrites = Effect.gen(function* () {
@@ -106,24 +104,13 @@ export const makeDeploymentWrites = Effect.gen(function* () {
   const mustGetDeployment = (tenantId: string, id: string) =>
     Effect.flatMap(store.deployment(tenantId, id), (record) => (record ? Effect.succeed(record) : Effect.fail(deploymentNotFound(id))))
 
-  const refuseIfDeleting = (record: DeploymentRecord) =>
-    record.status === "AWAITING_DELETE" ? Effect.fail(new Conflict({ message: `Deployment ${record.id} is being deleted` })) : Effect.void
+  /** A deployment being deleted takes no change (409). */
+  const deletingConflict = (record: DeploymentRecord): Conflict | undefined =>
+    record.status === "AWAITING_DELETE" ? new Conflict({ message: `Deployment ${record.id} is being deleted` }) : undefined
 
-  /** Supersedes the deployment's unfinished revisions (core: SKIPPED or INTERRUPTED); answers their ids. */
-  const supersedeUnfinished = (tenantId: string, deploymentId: string, at: string) =>
-    Effect.flatMap(store.unfinishedRevisions(tenantId, deploymentId), (unfinished) =>
-      Effect.forEach(unfinished, (revision) =>
-        Effect.as(
-          store.setRevisionStatus(tenantId, revision.id, supersededStatus(revision.status as RevisionStatus), "Superseded by a newer revision", null, at),
-          revision.id
-        )
-      )
-    )
-
-  /** Inside a transaction: supersedes unfinished revisions, adds the next one and points the deployment at it. */
-  const writeNewRevision = Effect.fnUntraced(function* ({ deployment, sourceConfig, sourceRevisionConfig, secrets, imageVersion }: NewRevisionWrite) {
+  /** The deployment's next revision (CREATING) and the deployment pointing at it. */
+  const newRevision = ({ deployment, sourceConfig, sourceRevisionConfig, secrets, imageVersion }: NewRevisionWrite): NewRevisionChange => {
     const at = now()
-    const stopped = yield* supersedeUnfinished(deployment.tenant_id, deployment.id, at)
     const revision: NewRevision = {
       id: randomUUID(),
       tenant_id: deployment.tenant_id,
@@ -138,7 +125,6 @@ export const makeDeploymentWrites = Effect.gen(function* () {
       created_at: at,
       updated_at: at
     }
-    yield* store.insertRevision(revision)
     const updated: DeploymentRecord = {
       ...deployment,
       source_config: sourceConfig,
@@ -150,15 +136,22 @@ export const makeDeploymentWrites = Effect.gen(function* () {
       revision_seq: revision.seq,
       updated_at: at
     }
-    yield* store.updateDeployment(updated)
-    return { deployment: updated, revision, stopped } satisfies WrittenRevision
-  })
+    return { deployment: updated, revision }
+  }
 
-  /** After the commit: the controller stops what was superseded and rolls the new revision out. */
-  const announce = (written: WrittenRevision) =>
-    Effect.andThen(controller.revisionsStopped(written.stopped), controller.revisionCreated(written.deployment, written.revision, written.revision.secrets))
+  /** Inside a transaction: supersedes unfinished revisions, adds the next one and points the deployment at it. */
+  const writeNewRevision = (write: NewRevisionWrite): Effect.Effect<ChangedDeployment<NewRevisionChange>, StoreError> => {
+    const change = newRevision(write)
+    return Effect.map(store.addRevision(change.deployment, change.revision), (stopped) => ({ ...change, stopped }))
+  }
 
-  return { store, controller, box, sealSecrets, storedOf, mustGetDeployment, refuseIfDeleting, supersedeUnfinished, writeNewRevision, announce, maxScaleOf }
+  /** After the commit: the controller stops what a new revision superseded and rolls it out. */
+  const announce = (written: ChangedDeployment): Effect.Effect<void> =>
+    written.revision === undefined
+      ? controller.revisionsStopped(written.stopped)
+      : Effect.andThen(controller.revisionsStopped(written.stopped), controller.revisionCreated(written.deployment, written.revision, written.revision.secrets))
+
+  return { store, controller, box, sealSecrets, storedOf, mustGetDeployment, deletingConflict, newRevision, writeNewRevision, announce, maxScaleOf }
 })
 
 export type DeploymentWrites = Effect.Success<typeof makeDeploymentWrites>

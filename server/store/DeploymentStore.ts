@@ -5,7 +5,7 @@
  * integrations by owner) say so. One Layer per backend (`server/store/sqlite/`, ...); every
  * backend passes `test/store/deploymentStore.suite.ts`.
  */
-import { Context, type Effect } from "effect"
+import { Context, type Effect, type Result } from "effect"
 import type {
   ComputeConfig,
   Conflict,
@@ -104,6 +104,17 @@ export interface Page {
 
 type Op<A, E = never> = Effect.Effect<A, StoreError | E>
 
+/** What a change to one deployment writes, as the caller's rules decided it from the stored record. */
+export interface DeploymentChange {
+  /** The deployment as it is to be stored. */
+  readonly deployment: DeploymentRecord
+  /** A new revision (the deployment points at it): the deployment's unfinished revisions are superseded first. */
+  readonly revision?: NewRevision | undefined
+}
+
+/** A change as written, with the revisions a new one superseded (none without a new revision). */
+export type ChangedDeployment<C extends DeploymentChange = DeploymentChange> = C & { readonly stopped: ReadonlyArray<string> }
+
 export class DeploymentStore extends Context.Service<
   DeploymentStore,
   {
@@ -113,6 +124,16 @@ export class DeploymentStore extends Context.Service<
     /** Inserts the deployment, its first revision and its tracing project; a taken name fails with `Conflict`. */
     readonly createDeployment: (deployment: DeploymentRecord, revision: NewRevision, tracingProjectId: string) => Op<void, Conflict>
     readonly updateDeployment: (deployment: DeploymentRecord) => Op<boolean>
+    /**
+     * Reads the deployment, asks `decide` what to write, and writes it, in one transaction (or
+     * the caller's): undefined when the tenant has no such deployment, the decision's failure as
+     * is (nothing written). `decide` is synchronous and pure: the rules of the core.
+     */
+    readonly changeDeployment: <C extends DeploymentChange, E>(
+      tenantId: string,
+      id: string,
+      decide: (current: DeploymentRecord) => Result.Result<C, E>
+    ) => Op<ChangedDeployment<C> | undefined, E>
     readonly setDeploymentState: (tenantId: string, id: string, status: DeploymentStatus, activeRevisionId: string | null, now: string) => Op<boolean>
     readonly setDeploymentStatus: (tenantId: string, id: string, status: DeploymentStatus, now: string) => Op<boolean>
     readonly deleteDeployment: (tenantId: string, id: string) => Op<boolean>
@@ -129,6 +150,16 @@ export class DeploymentStore extends Context.Service<
 
     readonly revision: (tenantId: string, deploymentId: string, id: string) => Op<RevisionRecord | undefined>
     readonly insertRevision: (revision: NewRevision) => Op<void>
+    /**
+     * A new revision: supersedes the deployment's unfinished ones (as `supersedeUnfinished`),
+     * inserts `revision` and stores `deployment` (which points at it). Answers the superseded ids.
+     */
+    readonly addRevision: (deployment: DeploymentRecord, revision: NewRevision) => Op<ReadonlyArray<string>>
+    /**
+     * Moves every unfinished revision of the deployment to the state the core gives a superseded
+     * one (`supersededStatus`: SKIPPED or INTERRUPTED), with a message saying so. Answers their ids.
+     */
+    readonly supersedeUnfinished: (tenantId: string, deploymentId: string, now: string) => Op<ReadonlyArray<string>>
     /** Newest first. */
     readonly listRevisions: (tenantId: string, deploymentId: string, statuses: ReadonlyArray<string> | null, page: Page) => Op<ReadonlyArray<RevisionRecord>>
     readonly unfinishedRevisions: (tenantId: string, deploymentId: string) => Op<ReadonlyArray<{ readonly id: string; readonly status: RevisionStatus }>>

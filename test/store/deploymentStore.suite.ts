@@ -4,8 +4,9 @@
  */
 import { randomUUID } from "node:crypto"
 import { expect, layer } from "@effect/vitest"
-import { Effect, type Layer } from "effect"
-import { DeploymentStore } from "../../server/store/DeploymentStore.ts"
+import { Effect, type Layer, Result } from "effect"
+import { supersededMessage } from "../../core/index.ts"
+import { type DeploymentChange, type DeploymentRecord, DeploymentStore } from "../../server/store/DeploymentStore.ts"
 import { KeyStore } from "../../server/store/KeyStore.ts"
 import { at, deploymentWithRevision, revisionFor, unique } from "./fixtures.ts"
 
@@ -115,6 +116,106 @@ export const deploymentStoreSuite = (backend: string, stores: Layer.Layer<Deploy
         expect(everywhere).not.toContain(done.id)
         yield* store.setDeploymentStatus(tenantId, deployment.id, "AWAITING_DELETE", at(7))
         expect((yield* store.pendingDeletes()).map((item) => item.id)).toContain(deployment.id)
+      })
+    )
+
+    it.effect("supersedes unfinished revisions as the core says (pending: SKIPPED, in progress: INTERRUPTED), leaving finished ones", () =>
+      Effect.gen(function* () {
+        const store = yield* DeploymentStore
+        const tenantId = yield* tenant
+        const { deployment, revision } = deploymentWithRevision(tenantId)
+        yield* store.createDeployment(deployment, revision, randomUUID())
+        const deploying = revisionFor(deployment, 2, { status: "DEPLOYING" })
+        const done = revisionFor(deployment, 3, { status: "DEPLOYED", deployed_at: at(3) })
+        yield* store.insertRevision(deploying)
+        yield* store.insertRevision(done)
+        // Another tenant cannot supersede them.
+        expect(yield* store.supersedeUnfinished(yield* tenant, deployment.id, at(8))).toEqual([])
+        const stopped = yield* store.supersedeUnfinished(tenantId, deployment.id, at(9))
+        expect(new Set(stopped)).toEqual(new Set([revision.id, deploying.id]))
+        const statusOf = (id: string) => Effect.map(store.revision(tenantId, deployment.id, id), (stored) => stored && [stored.status, stored.status_message, stored.updated_at])
+        expect(yield* statusOf(revision.id)).toEqual(["SKIPPED", supersededMessage, at(9)])
+        expect(yield* statusOf(deploying.id)).toEqual(["INTERRUPTED", supersededMessage, at(9)])
+        expect(yield* statusOf(done.id)).toEqual(["DEPLOYED", null, at(3)])
+        expect(yield* store.supersedeUnfinished(tenantId, deployment.id, at(10))).toEqual([])
+      })
+    )
+
+    it.effect("adds a revision: supersedes the unfinished ones, inserts it and stores the deployment pointing at it", () =>
+      Effect.gen(function* () {
+        const store = yield* DeploymentStore
+        const tenantId = yield* tenant
+        const { deployment, revision } = deploymentWithRevision(tenantId)
+        yield* store.createDeployment(deployment, revision, randomUUID())
+        const second = revisionFor(deployment, 2, { source_revision_config: { image_uri: "ghcr.io/acme/agent:2" } })
+        const pointing = { ...deployment, source_revision_config: second.source_revision_config, latest_revision_id: second.id, revision_seq: 2, updated_at: at(2) }
+        expect(yield* store.addRevision(pointing, second)).toEqual([revision.id])
+        expect(yield* store.deployment(tenantId, deployment.id)).toEqual(pointing)
+        expect((yield* store.revision(tenantId, deployment.id, revision.id))?.status).toBe("SKIPPED")
+        expect((yield* store.revision(tenantId, deployment.id, second.id))?.source_revision_config).toEqual({ image_uri: "ghcr.io/acme/agent:2" })
+        expect(yield* store.revisionSecrets(tenantId, second.id)).toEqual(second.secrets)
+      })
+    )
+
+    it.effect("changes a deployment by the caller's decision: absent, refused (nothing written), in place, or with a new revision", () =>
+      Effect.gen(function* () {
+        const store = yield* DeploymentStore
+        const tenantId = yield* tenant
+        const { deployment, revision } = deploymentWithRevision(tenantId)
+        yield* store.createDeployment(deployment, revision, randomUUID())
+        const seen: Array<DeploymentRecord> = []
+        const decide =
+          <C extends DeploymentChange>(change: (current: DeploymentRecord) => C) =>
+          (current: DeploymentRecord): Result.Result<C, never> => (seen.push(current), Result.succeed(change(current)))
+
+        // Another tenant's deployment is absent: the decision is never asked.
+        expect(yield* store.changeDeployment(yield* tenant, deployment.id, decide((current) => ({ deployment: current })))).toBeUndefined()
+        expect(seen).toEqual([])
+
+        // A refusal comes back as is, and nothing is written.
+        const refused = yield* Effect.flip(store.changeDeployment(tenantId, deployment.id, () => Result.fail("refused" as const)))
+        expect(refused).toBe("refused")
+        expect(yield* store.deployment(tenantId, deployment.id)).toEqual(deployment)
+
+        // In place: the deployment alone; no revision is superseded.
+        const renamed = yield* store.changeDeployment(tenantId, deployment.id, decide((current) => ({ deployment: { ...current, image_version: "2.0", updated_at: at(4) } })))
+        expect(seen).toEqual([deployment])
+        expect(renamed).toEqual({ deployment: { ...deployment, image_version: "2.0", updated_at: at(4) }, stopped: [] })
+        expect(yield* store.deployment(tenantId, deployment.id)).toEqual(renamed?.deployment)
+        expect((yield* store.revision(tenantId, deployment.id, revision.id))?.status).toBe("CREATING")
+
+        // With a new revision: the unfinished one is superseded, and the caller's own fields come back.
+        const next = revisionFor(deployment, 2)
+        const changed = yield* store.changeDeployment(
+          tenantId,
+          deployment.id,
+          decide((current) => ({ deployment: { ...current, latest_revision_id: next.id, revision_seq: 2 }, revision: next, note: "mine" }))
+        )
+        expect(changed).toEqual({ deployment: { ...renamed!.deployment, latest_revision_id: next.id, revision_seq: 2 }, revision: next, note: "mine", stopped: [revision.id] })
+        expect((yield* store.deployment(tenantId, deployment.id))?.latest_revision_id).toBe(next.id)
+        expect((yield* store.revision(tenantId, deployment.id, revision.id))?.status).toBe("SKIPPED")
+      })
+    )
+
+    it.effect("rolls a change back with the transaction it joins", () =>
+      Effect.gen(function* () {
+        const store = yield* DeploymentStore
+        const tenantId = yield* tenant
+        const { deployment, revision } = deploymentWithRevision(tenantId)
+        yield* store.createDeployment(deployment, revision, randomUUID())
+        const next = revisionFor(deployment, 2)
+        const failed = yield* Effect.flip(
+          store.transaction(
+            Effect.andThen(
+              store.changeDeployment(tenantId, deployment.id, (current) => Result.succeed({ deployment: { ...current, latest_revision_id: next.id, revision_seq: 2 }, revision: next })),
+              Effect.fail("later" as const)
+            )
+          )
+        )
+        expect(failed).toBe("later")
+        expect(yield* store.deployment(tenantId, deployment.id)).toEqual(deployment)
+        expect(yield* store.revision(tenantId, deployment.id, next.id)).toBeUndefined()
+        expect((yield* store.revision(tenantId, deployment.id, revision.id))?.status).toBe("CREATING")
       })
     )
 

@@ -3,6 +3,7 @@ import { randomUUID } from "node:crypto"
 import { Effect, Result } from "effect"
 import {
   Api,
+  type ApiError,
   checkRevisionSource,
   controlPage,
   databaseReadyOf,
@@ -18,7 +19,7 @@ import {
 } from "../../../core/index.ts"
 import { implement, now, ServerEnv } from "../../module.ts"
 import { chooseRuntime } from "../../runtime/select.ts"
-import type { DeploymentRecord, NewRevision } from "../../store/DeploymentStore.ts"
+import type { DeploymentChange, DeploymentRecord, NewRevision } from "../../store/DeploymentStore.ts"
 import { integrationIssues } from "../integrationBinding.ts"
 import { deploymentNotFound, type DeploymentWrites, toDeployment, toListener } from "../shared.ts"
 
@@ -28,36 +29,32 @@ export const deploymentRoutes = (writes: DeploymentWrites) =>
     // With a runtime that serves deployments, an external_container deployment without a
     // custom_url is served at {public}/d/{name}, and says so (core's rule for gitrepo URLs).
     const servesUrls = (yield* chooseRuntime).name === "local"
-    const { store, controller, sealSecrets, storedOf, mustGetDeployment, refuseIfDeleting, supersedeUnfinished, writeNewRevision, announce, maxScaleOf } = writes
+    const { store, controller, sealSecrets, storedOf, mustGetDeployment, deletingConflict, newRevision, announce, maxScaleOf } = writes
 
     const listenerOf = (tenantId: string, id: string | null | undefined): Effect.Effect<Listener | undefined, any> =>
       id ? Effect.map(store.listener(tenantId, id), (record) => record && toListener(record)) : Effect.succeed(undefined)
 
-    /** PATCH, inside its transaction: a new revision when the revision's config or secrets change, else the deployment alone. */
-    const patchDeployment = Effect.fnUntraced(function* (tenantId: string, deploymentId: string, body: PatchDeployment) {
-      const deployment = yield* mustGetDeployment(tenantId, deploymentId)
-      yield* refuseIfDeleting(deployment)
-      yield* Effect.fromResult(checkRevisionSource(deployment.source, body.revision_source))
-      const plan = yield* Effect.fromResult(planPatch(storedOf(deployment, body.secrets != null), body))
-      if (plan.newRevision) {
-        return yield* writeNewRevision({
+    /** PATCH, decided on the stored deployment: a new revision when the revision's config or secrets change, else the deployment alone. */
+    const patchChange = (deployment: DeploymentRecord, body: PatchDeployment): Result.Result<DeploymentChange, ApiError> => {
+      const deleting = deletingConflict(deployment)
+      if (deleting) return Result.fail(deleting)
+      const source = checkRevisionSource(deployment.source, body.revision_source)
+      if (Result.isFailure(source)) return Result.fail(source.failure)
+      const plan = planPatch(storedOf(deployment, body.secrets != null), body)
+      if (Result.isFailure(plan)) return Result.fail(plan.failure)
+      const { source_config, image_version, newRevision: revision } = plan.success
+      if (revision) {
+        return Result.succeed(newRevision({
           deployment,
-          sourceConfig: plan.source_config,
-          sourceRevisionConfig: plan.newRevision.source_revision_config,
-          secrets: body.secrets ? sealSecrets(plan.newRevision.secrets) : deployment.secrets,
-          imageVersion: plan.image_version
-        })
+          sourceConfig: source_config,
+          sourceRevisionConfig: revision.source_revision_config,
+          secrets: body.secrets ? sealSecrets(revision.secrets) : deployment.secrets,
+          imageVersion: image_version
+        }))
       }
-      const updated: DeploymentRecord = {
-        ...deployment,
-        source_config: plan.source_config,
-        image_version: plan.image_version,
-        status: deploymentStatus({ activeRevisionId: deployment.active_revision_id, maxScale: maxScaleOf(plan.source_config), deleting: false, databaseReady: databaseReadyOf(deployment) }),
-        updated_at: now()
-      }
-      yield* store.updateDeployment(updated)
-      return { deployment: updated, revision: undefined, stopped: [] as ReadonlyArray<string> }
-    })
+      const status = deploymentStatus({ activeRevisionId: deployment.active_revision_id, maxScale: maxScaleOf(source_config), deleting: false, databaseReady: databaseReadyOf(deployment) })
+      return Result.succeed({ deployment: { ...deployment, source_config, image_version, status, updated_at: now() } })
+    }
 
     return [
       implement(Api.createDeployment, Effect.fnUntraced(function* ({ body }, { auth }) {
@@ -133,9 +130,10 @@ export const deploymentRoutes = (writes: DeploymentWrites) =>
       implement(
         Api.updateDeployment,
         Effect.fnUntraced(function* ({ params, body }, { auth }) {
-          const written = yield* store.transaction(patchDeployment(auth.tenantId, params.deployment_id, body))
-          if (written.revision) yield* announce({ ...written, revision: written.revision })
-          return toDeployment(written.deployment)
+          const changed = yield* store.changeDeployment(auth.tenantId, params.deployment_id, (deployment) => patchChange(deployment, body))
+          if (changed === undefined) return yield* deploymentNotFound(params.deployment_id)
+          yield* announce(changed)
+          return toDeployment(changed.deployment)
         })
       ),
 
@@ -146,7 +144,7 @@ export const deploymentRoutes = (writes: DeploymentWrites) =>
             if (query.delete_tracing_project === true) yield* store.deleteTracingProjects(auth.tenantId, deployment.id)
             if (deployment.status === "AWAITING_DELETE") return undefined
             const at = now()
-            const stopped = yield* supersedeUnfinished(auth.tenantId, deployment.id, at)
+            const stopped = yield* store.supersedeUnfinished(auth.tenantId, deployment.id, at)
             const status = deploymentStatus({ activeRevisionId: deployment.active_revision_id, maxScale: null, deleting: true })
             yield* store.setDeploymentStatus(auth.tenantId, deployment.id, status, at)
             return { stopped, at }

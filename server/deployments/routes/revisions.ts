@@ -1,12 +1,12 @@
 /** `/v2/deployments/{deployment_id}/revisions`: list, create, get and redeploy revisions. */
-import { Effect } from "effect"
-import { Api, checkRedeploy, controlPage, databaseReadyOf, deploymentStatus, NotFound, Pagination, planRevision } from "../../../core/index.ts"
+import { Effect, Result } from "effect"
+import { Api, type ApiError, checkRedeploy, controlPage, databaseReadyOf, deploymentStatus, NotFound, Pagination, planRevision } from "../../../core/index.ts"
 import { implement, now } from "../../module.ts"
-import { deploymentNotFound, type DeploymentWrites, toDeployment, toRevision } from "../shared.ts"
+import { deploymentNotFound, type DeploymentWrites, type NewRevisionChange, toDeployment, toRevision } from "../shared.ts"
 
 export const revisionRoutes = (writes: DeploymentWrites) =>
   Effect.sync(() => {
-    const { store, controller, sealSecrets, storedOf, mustGetDeployment, refuseIfDeleting, supersedeUnfinished, writeNewRevision, announce, maxScaleOf } = writes
+    const { store, controller, sealSecrets, storedOf, mustGetDeployment, deletingConflict, newRevision, announce, maxScaleOf } = writes
     return [
       implement(Api.listRevisions, Effect.fnUntraced(function* ({ params, query }, { auth }) {
         yield* mustGetDeployment(auth.tenantId, params.deployment_id)
@@ -17,21 +17,21 @@ export const revisionRoutes = (writes: DeploymentWrites) =>
       })),
 
       implement(Api.createRevision, Effect.fnUntraced(function* ({ params, body }, { auth }) {
-        const written = yield* store.transaction(
-          Effect.gen(function* () {
-            const deployment = yield* mustGetDeployment(auth.tenantId, params.deployment_id)
-            yield* refuseIfDeleting(deployment)
-            const stored = storedOf(deployment, body.secrets != null)
-            const planned = yield* Effect.fromResult(planRevision(stored, body))
-            return yield* writeNewRevision({
+        const written = yield* store.changeDeployment(auth.tenantId, params.deployment_id, (deployment): Result.Result<NewRevisionChange, ApiError> => {
+          const deleting = deletingConflict(deployment)
+          if (deleting) return Result.fail(deleting)
+          const stored = storedOf(deployment, body.secrets != null)
+          return Result.map(planRevision(stored, body), (planned) =>
+            newRevision({
               deployment,
               sourceConfig: stored.source_config,
               sourceRevisionConfig: planned.source_revision_config,
               secrets: body.secrets ? sealSecrets(planned.secrets) : deployment.secrets,
               imageVersion: deployment.image_version
             })
-          })
-        )
+          )
+        })
+        if (written === undefined) return yield* deploymentNotFound(params.deployment_id)
         yield* announce(written)
         return toRevision(written.revision)
       })),
@@ -61,7 +61,7 @@ export const revisionRoutes = (writes: DeploymentWrites) =>
             const at = now()
             // Like a new revision, a redeploy supersedes a rollout still under way, which would
             // otherwise replace the redeployed revision moments later.
-            const stopped = yield* supersedeUnfinished(auth.tenantId, deployment.id, at)
+            const stopped = yield* store.supersedeUnfinished(auth.tenantId, deployment.id, at)
             const status = deploymentStatus({ activeRevisionId: allowed.id, maxScale: maxScaleOf(deployment.source_config), deleting: false, databaseReady: databaseReadyOf(deployment) })
             yield* store.setDeploymentState(auth.tenantId, deployment.id, status, allowed.id, at)
             return { deployment: { ...deployment, status, active_revision_id: allowed.id, updated_at: at }, stopped }

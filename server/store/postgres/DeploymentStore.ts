@@ -1,10 +1,13 @@
 /** The PostgreSQL backend of `DeploymentStore`: the SQLite statements in Postgres, rows to records and back. */
-import { Effect, Layer } from "effect"
-import { Conflict, type RevisionStatus, type Secret } from "../../../core/index.ts"
+import { Effect, Layer, Result } from "effect"
+import { Conflict, type RevisionStatus, type Secret, supersededMessage, supersededStatus } from "../../../core/index.ts"
 import {
+  type ChangedDeployment,
+  type DeploymentChange,
   type DeploymentRecord,
   DeploymentStore,
   type IntegrationRecord,
+  type NewRevision,
   type TracingProjectRecord
 } from "../DeploymentStore.ts"
 import { StoreError } from "../StoreError.ts"
@@ -153,10 +156,77 @@ export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["S
       revision.created_at,
       revision.updated_at
     ])
+  const updateDeployment = (d: DeploymentRecord) =>
+    Effect.map(
+      execute(
+        `UPDATE deployments SET source_config = $3, source_revision_config = $4, secrets = $5, image_version = $6, status = $7,
+           latest_revision_id = $8, active_revision_id = $9, revision_seq = $10, updated_at = $11
+         WHERE tenant_id = $1 AND id = $2`,
+        [
+          d.tenant_id,
+          d.id,
+          JSON.stringify(d.source_config),
+          JSON.stringify(d.source_revision_config),
+          JSON.stringify(d.secrets),
+          d.image_version,
+          d.status,
+          d.latest_revision_id,
+          d.active_revision_id,
+          d.revision_seq,
+          d.updated_at
+        ]
+      ),
+      (n) => n > 0
+    )
+  const deploymentById = (tenantId: string, id: string) => oneMap(deploymentByIdSql, [tenantId, id], toDeploymentRecord)
+  const setRevisionStatus = (tenantId: string, id: string, status: RevisionStatus, message: string | null, deployedAt: string | null, now: string) =>
+    Effect.map(
+      execute(
+        "UPDATE revisions SET status = $1, status_message = $2, deployed_at = coalesce(deployed_at, $3::timestamptz), updated_at = $4 WHERE tenant_id = $5 AND id = $6",
+        [status, message, deployedAt, now, tenantId, id]
+      ),
+      (n) => n > 0
+    )
+  const unfinishedRevisions = (tenantId: string, deploymentId: string) =>
+    query<{ id: string; status: RevisionStatus }>(
+      `SELECT id, status FROM revisions WHERE tenant_id = $1 AND deployment_id = $2 AND status NOT IN (${FINAL}) ORDER BY seq`,
+      [tenantId, deploymentId]
+    )
+  const supersedeUnfinished = (tenantId: string, deploymentId: string, now: string) =>
+    transaction(
+      Effect.flatMap(unfinishedRevisions(tenantId, deploymentId), (unfinished) =>
+        Effect.forEach(unfinished, ({ id, status }) => Effect.as(setRevisionStatus(tenantId, id, supersededStatus(status), supersededMessage, null, now), id))
+      )
+    )
+  const addRevision = (deployment: DeploymentRecord, revision: NewRevision) =>
+    transaction(
+      Effect.gen(function* () {
+        const stopped = yield* supersedeUnfinished(revision.tenant_id, revision.deployment_id, revision.created_at)
+        yield* insertRevision(revision)
+        yield* updateDeployment(deployment)
+        return stopped
+      })
+    )
+  const changeDeployment = <C extends DeploymentChange, E>(
+    tenantId: string,
+    id: string,
+    decide: (current: DeploymentRecord) => Result.Result<C, E>
+  ): Effect.Effect<ChangedDeployment<C> | undefined, E | StoreError> =>
+    transaction(
+      Effect.flatMap(deploymentById(tenantId, id), (current): Effect.Effect<ChangedDeployment<C> | undefined, E | StoreError> => {
+        if (current === undefined) return Effect.succeed(undefined)
+        const decided = decide(current)
+        if (Result.isFailure(decided)) return Effect.fail(decided.failure)
+        const change = decided.success
+        return change.revision === undefined
+          ? Effect.as(updateDeployment(change.deployment), { ...change, stopped: [] })
+          : Effect.map(addRevision(change.deployment, change.revision), (stopped) => ({ ...change, stopped }))
+      })
+    )
   return {
     transaction,
 
-    deployment: (tenantId, id) => oneMap(deploymentByIdSql, [tenantId, id], toDeploymentRecord),
+    deployment: deploymentById,
     createDeployment: (deployment, revision, tracingProjectId) =>
       transaction(
         Effect.gen(function* () {
@@ -170,28 +240,8 @@ export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["S
           )
         })
       ),
-    updateDeployment: (d) =>
-      Effect.map(
-        execute(
-          `UPDATE deployments SET source_config = $3, source_revision_config = $4, secrets = $5, image_version = $6, status = $7,
-             latest_revision_id = $8, active_revision_id = $9, revision_seq = $10, updated_at = $11
-           WHERE tenant_id = $1 AND id = $2`,
-          [
-            d.tenant_id,
-            d.id,
-            JSON.stringify(d.source_config),
-            JSON.stringify(d.source_revision_config),
-            JSON.stringify(d.secrets),
-            d.image_version,
-            d.status,
-            d.latest_revision_id,
-            d.active_revision_id,
-            d.revision_seq,
-            d.updated_at
-          ]
-        ),
-        (n) => n > 0
-      ),
+    updateDeployment,
+    changeDeployment,
     setDeploymentState: (tenantId, id, status, activeRevisionId, now) =>
       Effect.map(
         execute("UPDATE deployments SET status = $1, active_revision_id = $2, updated_at = $3 WHERE tenant_id = $4 AND id = $5", [status, activeRevisionId, now, tenantId, id]),
@@ -269,19 +319,10 @@ export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["S
       }
       return queryMap(listRevisionsSql, [tenantId, deploymentId, statuses, page.limit, sqlOffset(page.offset)], toRevisionRecord)
     },
-    unfinishedRevisions: (tenantId, deploymentId) =>
-      query<{ id: string; status: RevisionStatus }>(
-        `SELECT id, status FROM revisions WHERE tenant_id = $1 AND deployment_id = $2 AND status NOT IN (${FINAL}) ORDER BY seq`,
-        [tenantId, deploymentId]
-      ),
-    setRevisionStatus: (tenantId, id, status, message, deployedAt, now) =>
-      Effect.map(
-        execute(
-          "UPDATE revisions SET status = $1, status_message = $2, deployed_at = coalesce(deployed_at, $3::timestamptz), updated_at = $4 WHERE tenant_id = $5 AND id = $6",
-          [status, message, deployedAt, now, tenantId, id]
-        ),
-        (n) => n > 0
-      ),
+    unfinishedRevisions,
+    setRevisionStatus,
+    addRevision,
+    supersedeUnfinished,
     advanceRevision: (tenantId, id, from, to, message, deployedAt, now) =>
       Effect.map(
         execute(

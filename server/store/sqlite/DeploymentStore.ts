@@ -1,11 +1,15 @@
 /** The SQLite backend of `DeploymentStore`: the repository's prepared statements, rows to records and back. */
-import { Effect, Layer } from "effect"
-import { Conflict, type RevisionStatus, type Secret } from "../../../core/index.ts"
+import { Effect, Layer, Result } from "effect"
+import { Conflict, type RevisionStatus, type Secret, supersededMessage, supersededStatus } from "../../../core/index.ts"
 import {
+  type ChangedDeployment,
+  type DeploymentChange,
+  type DeploymentRecord,
   DeploymentStore,
   type IntegrationRecord,
+  type NewRevision
 } from "../DeploymentStore.ts"
-import { type Db, sqliteTransactional } from "./database.ts"
+import { type Db, immediate, sqliteTransactional } from "./database.ts"
 import { toDeploymentRecord, toDeploymentRow, toListenerRecord, toListenerRow, toRevisionRecord, toRevisionRow } from "../rows.ts"
 import { makeDeploymentRepository } from "./deploymentRepository.ts"
 import type { StoreError } from "../StoreError.ts"
@@ -18,6 +22,40 @@ const jsonList = (values: ReadonlyArray<string> | null) => (values === null ? nu
 export const makeSqliteDeploymentStore = (db: Db): DeploymentStore["Service"] => {
   const repo = makeDeploymentRepository(db)
   const transaction = sqliteTransactional(db)
+  const inTransaction = immediate(db)
+  /** Synchronous work in one transaction, or in the caller's (joined, as `transaction` does). */
+  const atomically = <A>(work: () => A): A => (db.inTransaction ? work() : inTransaction(work))
+
+  const supersedeUnfinished = (tenantId: string, deploymentId: string, now: string): Array<string> => {
+    const stopped: Array<string> = []
+    for (const { id, status } of repo.unfinishedRevisions(tenantId, deploymentId)) {
+      repo.setRevisionStatus(tenantId, id, supersededStatus(status as RevisionStatus), supersededMessage, null, now)
+      stopped.push(id)
+    }
+    return stopped
+  }
+  const addRevision = (deployment: DeploymentRecord, revision: NewRevision): Array<string> => {
+    const stopped = supersedeUnfinished(revision.tenant_id, revision.deployment_id, revision.created_at)
+    repo.insertRevision(toRevisionRow(revision))
+    repo.updateDeployment(toDeploymentRow(deployment))
+    return stopped
+  }
+  const none: ReadonlyArray<string> = []
+  /** The whole read-decide-write in one synchronous transaction: no effect runs between its statements. */
+  const changeDeployment = <C extends DeploymentChange, E>(tenantId: string, id: string, decide: (current: DeploymentRecord) => Result.Result<C, E>) =>
+    atomically((): Result.Result<ChangedDeployment<C> | undefined, E> => {
+      const row = repo.deployment(tenantId, id)
+      if (row === undefined) return Result.succeed(undefined)
+      const decided = decide(toDeploymentRecord(row))
+      if (Result.isFailure(decided)) return Result.fail(decided.failure)
+      const change = decided.success
+      if (change.revision === undefined) {
+        repo.updateDeployment(toDeploymentRow(change.deployment))
+        return Result.succeed({ ...change, stopped: none })
+      }
+      return Result.succeed({ ...change, stopped: addRevision(change.deployment, change.revision) })
+    })
+
   return {
     transaction,
     deployment: (tenantId, id) =>
@@ -43,6 +81,16 @@ export const makeSqliteDeploymentStore = (db: Db): DeploymentStore["Service"] =>
         })
       ),
     updateDeployment: (deployment) => op(() => repo.updateDeployment(toDeploymentRow(deployment))),
+    changeDeployment: <C extends DeploymentChange, E>(tenantId: string, id: string, decide: (current: DeploymentRecord) => Result.Result<C, E>) =>
+      Effect.suspend((): Effect.Effect<ChangedDeployment<C> | undefined, E | StoreError> => {
+        let changed: Result.Result<ChangedDeployment<C> | undefined, E>
+        try {
+          changed = changeDeployment(tenantId, id, decide)
+        } catch (error) {
+          return Effect.fail(toStoreError(error))
+        }
+        return Effect.fromResult(changed)
+      }),
     setDeploymentState: (tenantId, id, status, activeRevisionId, now) => op(() => repo.setDeploymentState(tenantId, id, status, activeRevisionId, now)),
     setDeploymentStatus: (tenantId, id, status, now) => op(() => repo.setDeploymentStatus(tenantId, id, status, now)),
     deleteDeployment: (tenantId, id) => op(() => repo.deleteDeployment(tenantId, id)),
@@ -74,6 +122,8 @@ export const makeSqliteDeploymentStore = (db: Db): DeploymentStore["Service"] =>
         return row && toRevisionRecord(row)
       }),
     insertRevision: (revision) => op(() => repo.insertRevision(toRevisionRow(revision))),
+    addRevision: (deployment, revision) => op(() => atomically(() => addRevision(deployment, revision))),
+    supersedeUnfinished: (tenantId, deploymentId, now) => op(() => atomically(() => supersedeUnfinished(tenantId, deploymentId, now))),
     listRevisions: (tenantId, deploymentId, statuses, page) =>
       op(() => repo.listRevisions(tenantId, deploymentId, jsonList(statuses), page.limit, sqlPage(page).offset).map(toRevisionRecord)),
     unfinishedRevisions: (tenantId, deploymentId) =>
