@@ -24,11 +24,8 @@ const revisionViewColumns = "id, tenant_id, deployment_id, seq, source, status, 
 const listenerColumns = "id, tenant_id, compute_type, compute_id, version, compute_config, created_at, updated_at"
 const integrationColumns = "id, tenant_id, provider, owner, owner_key, webhook_secret, installed_at"
 
-const deploymentParams = (d: DeploymentRecord) => [
-  d.id,
-  d.tenant_id,
-  d.name,
-  d.source,
+/** What a change may write, in the order of `updateDeploymentSql`'s $3.. (after tenant_id and id). */
+const changeableParams = (d: DeploymentRecord) => [
   JSON.stringify(d.source_config),
   JSON.stringify(d.source_revision_config),
   JSON.stringify(d.secrets),
@@ -37,11 +34,15 @@ const deploymentParams = (d: DeploymentRecord) => [
   d.latest_revision_id,
   d.active_revision_id,
   d.revision_seq,
-  d.created_at,
   d.updated_at
 ]
 
-const insertDeploymentSql = `INSERT INTO deployments (${deploymentColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`
+const insertDeploymentSql = `INSERT INTO deployments (tenant_id, id, source_config, source_revision_config, secrets, image_version, status,
+    latest_revision_id, active_revision_id, revision_seq, updated_at, name, source, created_at)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`
+const updateDeploymentSql = `UPDATE deployments SET source_config = $3, source_revision_config = $4, secrets = $5, image_version = $6, status = $7,
+    latest_revision_id = $8, active_revision_id = $9, revision_seq = $10, updated_at = $11
+  WHERE tenant_id = $1 AND id = $2`
 const insertRevisionSql = `INSERT INTO revisions (id, tenant_id, deployment_id, seq, source, status, status_message, source_revision_config, secrets, deployed_at, created_at, updated_at)
   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
 
@@ -156,28 +157,7 @@ export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["S
       revision.created_at,
       revision.updated_at
     ])
-  const updateDeployment = (d: DeploymentRecord) =>
-    Effect.map(
-      execute(
-        `UPDATE deployments SET source_config = $3, source_revision_config = $4, secrets = $5, image_version = $6, status = $7,
-           latest_revision_id = $8, active_revision_id = $9, revision_seq = $10, updated_at = $11
-         WHERE tenant_id = $1 AND id = $2`,
-        [
-          d.tenant_id,
-          d.id,
-          JSON.stringify(d.source_config),
-          JSON.stringify(d.source_revision_config),
-          JSON.stringify(d.secrets),
-          d.image_version,
-          d.status,
-          d.latest_revision_id,
-          d.active_revision_id,
-          d.revision_seq,
-          d.updated_at
-        ]
-      ),
-      (n) => n > 0
-    )
+  const updateDeployment = (d: DeploymentRecord) => Effect.map(execute(updateDeploymentSql, [d.tenant_id, d.id, ...changeableParams(d)]), (n) => n > 0)
   const deploymentById = (tenantId: string, id: string) => oneMap(deploymentByIdSql, [tenantId, id], toDeploymentRecord)
   const setRevisionStatus = (tenantId: string, id: string, status: RevisionStatus, message: string | null, deployedAt: string | null, now: string) =>
     Effect.map(
@@ -231,7 +211,7 @@ export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["S
       transaction(
         Effect.gen(function* () {
           // UNIQUE (tenant_id, name) decides, also between replicas.
-          yield* executeNaming(insertDeploymentSql, deploymentParams(deployment), () => new Conflict({ message: `A deployment named '${deployment.name}' already exists` }))
+          yield* executeNaming(insertDeploymentSql, [deployment.tenant_id, deployment.id, ...changeableParams(deployment), deployment.name, deployment.source, deployment.created_at], () => new Conflict({ message: `A deployment named '${deployment.name}' already exists` }))
           yield* insertRevision(revision)
           yield* execute(
             `INSERT INTO tracing_projects (id, tenant_id, name, deployment_id, created_at) VALUES ($1, $2, $3, $4, $5)
