@@ -18,14 +18,31 @@ const tenant = Effect.gen(function* () {
   return id
 })
 
+/** A stored deployment with its first revision (CREATING), in a new tenant. */
+const storedDeployment = Effect.gen(function* () {
+  const store = yield* DeploymentStore
+  const tenantId = yield* tenant
+  const { deployment, revision } = deploymentWithRevision(tenantId)
+  yield* store.createDeployment(deployment, revision, randomUUID())
+  return { store, tenantId, deployment, revision }
+})
+
+/** Two more revisions of it: one in progress (DEPLOYING), one finished (DEPLOYED). */
+const laterRevisions = (deployment: DeploymentRecord) =>
+  Effect.gen(function* () {
+    const store = yield* DeploymentStore
+    const deploying = revisionFor(deployment, 2, { status: "DEPLOYING" })
+    const done = revisionFor(deployment, 3, { status: "DEPLOYED", deployed_at: at(3) })
+    yield* store.insertRevision(deploying)
+    yield* store.insertRevision(done)
+    return { deploying, done }
+  })
+
 export const deploymentStoreSuite = (backend: string, stores: Layer.Layer<DeploymentStore | KeyStore, unknown>) =>
   layer(stores, { timeout: "60 seconds" })(`DeploymentStore (${backend})`, (it) => {
     it.effect("stores a deployment, its first revision and its tracing project, and reads back the same domain values", () =>
       Effect.gen(function* () {
-        const store = yield* DeploymentStore
-        const tenantId = yield* tenant
-        const { deployment, revision } = deploymentWithRevision(tenantId)
-        yield* store.createDeployment(deployment, revision, randomUUID())
+        const { store, tenantId, deployment, revision } = yield* storedDeployment
         expect(yield* store.deployment(tenantId, deployment.id)).toEqual(deployment)
         const { secrets: _secrets, ...view } = revision
         expect(yield* store.revision(tenantId, deployment.id, revision.id)).toEqual(view)
@@ -68,10 +85,7 @@ export const deploymentStoreSuite = (backend: string, stores: Layer.Layer<Deploy
 
     it.effect("rolls back every write of a transaction that fails, and keeps those of one that succeeds", () =>
       Effect.gen(function* () {
-        const store = yield* DeploymentStore
-        const tenantId = yield* tenant
-        const { deployment, revision } = deploymentWithRevision(tenantId)
-        yield* store.createDeployment(deployment, revision, randomUUID())
+        const { store, tenantId, deployment } = yield* storedDeployment
         const second = revisionFor(deployment, 2)
         const failed = yield* Effect.flip(
           store.transaction(Effect.andThen(store.insertRevision(second), Effect.andThen(store.updateDeployment({ ...deployment, revision_seq: 2 }), Effect.fail("refused" as const))))
@@ -86,10 +100,7 @@ export const deploymentStoreSuite = (backend: string, stores: Layer.Layer<Deploy
 
     it.effect("moves a revision only from the state the caller saw, and records deployed_at once", () =>
       Effect.gen(function* () {
-        const store = yield* DeploymentStore
-        const tenantId = yield* tenant
-        const { deployment, revision } = deploymentWithRevision(tenantId)
-        yield* store.createDeployment(deployment, revision, randomUUID())
+        const { store, tenantId, deployment, revision } = yield* storedDeployment
         expect(yield* store.advanceRevision(tenantId, revision.id, "QUEUED", "AWAITING_DEPLOY", null, null, at(1))).toBe(false)
         expect(yield* store.advanceRevision(tenantId, revision.id, "CREATING", "QUEUED", null, null, at(1))).toBe(true)
         expect(yield* store.advanceRevision(tenantId, revision.id, "QUEUED", "DEPLOYED", "Deployed", at(2), at(2))).toBe(true)
@@ -101,14 +112,8 @@ export const deploymentStoreSuite = (backend: string, stores: Layer.Layer<Deploy
 
     it.effect("lists unfinished revisions per deployment and across tenants, and pending deletes", () =>
       Effect.gen(function* () {
-        const store = yield* DeploymentStore
-        const tenantId = yield* tenant
-        const { deployment, revision } = deploymentWithRevision(tenantId)
-        yield* store.createDeployment(deployment, revision, randomUUID())
-        const second = revisionFor(deployment, 2, { status: "DEPLOYING" })
-        const done = revisionFor(deployment, 3, { status: "DEPLOYED", deployed_at: at(3) })
-        yield* store.insertRevision(second)
-        yield* store.insertRevision(done)
+        const { store, tenantId, deployment, revision } = yield* storedDeployment
+        const { deploying: second, done } = yield* laterRevisions(deployment)
         const unfinished = yield* store.unfinishedRevisions(tenantId, deployment.id)
         expect(new Set(unfinished.map((item) => item.id))).toEqual(new Set([revision.id, second.id]))
         const everywhere = (yield* store.inProgressRevisions()).map((item) => item.id)
@@ -121,14 +126,8 @@ export const deploymentStoreSuite = (backend: string, stores: Layer.Layer<Deploy
 
     it.effect("supersedes unfinished revisions as the core says (pending: SKIPPED, in progress: INTERRUPTED), leaving finished ones", () =>
       Effect.gen(function* () {
-        const store = yield* DeploymentStore
-        const tenantId = yield* tenant
-        const { deployment, revision } = deploymentWithRevision(tenantId)
-        yield* store.createDeployment(deployment, revision, randomUUID())
-        const deploying = revisionFor(deployment, 2, { status: "DEPLOYING" })
-        const done = revisionFor(deployment, 3, { status: "DEPLOYED", deployed_at: at(3) })
-        yield* store.insertRevision(deploying)
-        yield* store.insertRevision(done)
+        const { store, tenantId, deployment, revision } = yield* storedDeployment
+        const { deploying, done } = yield* laterRevisions(deployment)
         // Another tenant cannot supersede them.
         expect(yield* store.supersedeUnfinished(yield* tenant, deployment.id, at(8))).toEqual([])
         const stopped = yield* store.supersedeUnfinished(tenantId, deployment.id, at(9))
@@ -143,10 +142,7 @@ export const deploymentStoreSuite = (backend: string, stores: Layer.Layer<Deploy
 
     it.effect("adds a revision: supersedes the unfinished ones, inserts it and stores the deployment pointing at it", () =>
       Effect.gen(function* () {
-        const store = yield* DeploymentStore
-        const tenantId = yield* tenant
-        const { deployment, revision } = deploymentWithRevision(tenantId)
-        yield* store.createDeployment(deployment, revision, randomUUID())
+        const { store, tenantId, deployment, revision } = yield* storedDeployment
         const second = revisionFor(deployment, 2, { source_revision_config: { image_uri: "ghcr.io/acme/agent:2" } })
         const pointing = { ...deployment, source_revision_config: second.source_revision_config, latest_revision_id: second.id, revision_seq: 2, updated_at: at(2) }
         expect(yield* store.addRevision(pointing, second)).toEqual([revision.id])
@@ -159,10 +155,7 @@ export const deploymentStoreSuite = (backend: string, stores: Layer.Layer<Deploy
 
     it.effect("changes a deployment by the caller's decision: absent, refused (nothing written), in place, or with a new revision", () =>
       Effect.gen(function* () {
-        const store = yield* DeploymentStore
-        const tenantId = yield* tenant
-        const { deployment, revision } = deploymentWithRevision(tenantId)
-        yield* store.createDeployment(deployment, revision, randomUUID())
+        const { store, tenantId, deployment, revision } = yield* storedDeployment
         const seen: Array<DeploymentRecord> = []
         const decide =
           <C extends DeploymentChange>(change: (current: DeploymentRecord) => C) =>
@@ -199,10 +192,7 @@ export const deploymentStoreSuite = (backend: string, stores: Layer.Layer<Deploy
 
     it.effect("rolls a change back with the transaction it joins", () =>
       Effect.gen(function* () {
-        const store = yield* DeploymentStore
-        const tenantId = yield* tenant
-        const { deployment, revision } = deploymentWithRevision(tenantId)
-        yield* store.createDeployment(deployment, revision, randomUUID())
+        const { store, tenantId, deployment, revision } = yield* storedDeployment
         const next = revisionFor(deployment, 2)
         const failed = yield* Effect.flip(
           store.transaction(
@@ -221,10 +211,7 @@ export const deploymentStoreSuite = (backend: string, stores: Layer.Layer<Deploy
 
     it.effect("answers a revision's sealed secrets and every deployment's active revision", () =>
       Effect.gen(function* () {
-        const store = yield* DeploymentStore
-        const tenantId = yield* tenant
-        const { deployment, revision } = deploymentWithRevision(tenantId)
-        yield* store.createDeployment(deployment, revision, randomUUID())
+        const { store, tenantId, deployment, revision } = yield* storedDeployment
         expect(yield* store.revisionSecrets(tenantId, revision.id)).toEqual(revision.secrets)
         expect(yield* store.revisionSecrets(tenantId, randomUUID())).toBeUndefined()
         const isActive = (items: ReadonlyArray<{ readonly deployment_id: string; readonly revision_id: string }>) =>
@@ -239,10 +226,7 @@ export const deploymentStoreSuite = (backend: string, stores: Layer.Layer<Deploy
 
     it.effect("lists revisions newest first, filtered by status, in pages", () =>
       Effect.gen(function* () {
-        const store = yield* DeploymentStore
-        const tenantId = yield* tenant
-        const { deployment, revision } = deploymentWithRevision(tenantId)
-        yield* store.createDeployment(deployment, revision, randomUUID())
+        const { store, tenantId, deployment } = yield* storedDeployment
         const more = [2, 3, 4].map((seq) => revisionFor(deployment, seq, { status: seq === 3 ? "DEPLOYED" : "SKIPPED" }))
         yield* Effect.forEach(more, (item) => store.insertRevision(item))
         const all = yield* store.listRevisions(tenantId, deployment.id, null, { limit: 10, offset: 0 })
@@ -398,10 +382,7 @@ export const deploymentStoreSuite = (backend: string, stores: Layer.Layer<Deploy
 
     it.effect("answers an empty page for any offset past the end, however large", () =>
       Effect.gen(function* () {
-        const store = yield* DeploymentStore
-        const tenantId = yield* tenant
-        const { deployment, revision } = deploymentWithRevision(tenantId)
-        yield* store.createDeployment(deployment, revision, randomUUID())
+        const { store, tenantId, deployment } = yield* storedDeployment
         const filter = { nameContains: null, statuses: null, imageVersion: null, deploymentType: null, ids: null }
         for (const offset of [5_000, 2 ** 53 + 2, 9.2e18, 2 ** 63, 2 ** 64, 1e300]) {
           const page = { limit: 10, offset }
