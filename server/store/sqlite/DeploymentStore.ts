@@ -81,16 +81,7 @@ export const makeSqliteDeploymentStore = (db: Db): DeploymentStore["Service"] =>
         })
       ),
     updateDeployment: (deployment) => op(() => repo.updateDeployment(toDeploymentRow(deployment))),
-    changeDeployment: <C extends DeploymentChange, E>(tenantId: string, id: string, decide: (current: DeploymentRecord) => Result.Result<C, E>) =>
-      Effect.suspend((): Effect.Effect<ChangedDeployment<C> | undefined, E | StoreError> => {
-        let changed: Result.Result<ChangedDeployment<C> | undefined, E>
-        try {
-          changed = changeDeployment(tenantId, id, decide)
-        } catch (error) {
-          return Effect.fail(toStoreError(error))
-        }
-        return Effect.fromResult(changed)
-      }),
+    changeDeployment: (tenantId, id, decide) => Effect.flatMap(op(() => changeDeployment(tenantId, id, decide)), Effect.fromResult),
     setDeploymentState: (tenantId, id, status, activeRevisionId, now) => op(() => repo.setDeploymentState(tenantId, id, status, activeRevisionId, now)),
     setDeploymentStatus: (tenantId, id, status, now) => op(() => repo.setDeploymentStatus(tenantId, id, status, now)),
     deleteDeployment: (tenantId, id) => op(() => repo.deleteDeployment(tenantId, id)),
