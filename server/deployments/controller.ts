@@ -256,8 +256,7 @@ export const makeDeploymentController = Effect.gen(function* () {
             (mine) => (mine ? (held.add(revision.id), driver.apply(workOf(deployment, revision, secrets))) : Effect.void)
           )
         : driver.apply(workOf(deployment, revision, secrets)),
-    revisionsStopped: (revisionIds) =>
-      revisionIds.length === 0 ? Effect.void : Effect.forEach(revisionIds, (id) => (held.delete(id), driver.stop(id)), { discard: true }),
+    revisionsStopped: (revisionIds) => Effect.forEach(revisionIds, (id) => (held.delete(id), driver.stop(id)), { discard: true }),
     revisionActivated: (tenantId, deploymentId, revisionId) =>
       storedWork(tenantId, deploymentId, revisionId).pipe(
         Effect.flatMap((work) => (work ? driver.serve([work], { restore: false }) : Effect.void)),
