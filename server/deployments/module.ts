@@ -2,7 +2,7 @@
 import { Effect, Layer } from "effect"
 import type { ServerModule } from "../module.ts"
 import { ServerEnv } from "../module.ts"
-import { LocalHostLive } from "../runtime/local/LocalHost.ts"
+import { LocalHostLive } from "../runtime/local/legacy.ts"
 import { chooseRuntime } from "../runtime/select.ts"
 import { DeploymentControllerLive } from "./controller.ts"
 import { LocalDeploymentDriver, localDeploymentOptionsFromEnv } from "./drivers/local.ts"

@@ -6,7 +6,7 @@
 import { join } from "node:path"
 import { Context, Effect, Layer } from "effect"
 import { ServerEnv } from "../../module.ts"
-import { runtimeRoot } from "../../runtime/local/LocalHost.ts"
+import { runtimeRoot } from "../../runtime/local/RuntimeRoot.ts"
 import { type LogStore, makeLogStore } from "./logs.ts"
 import { type DeploymentProxy, makeDeploymentProxy } from "./proxy.ts"
 
