@@ -12,7 +12,7 @@ import { DeploymentServingLive } from "../../server/deployments/local/services.t
 import { defaultConfig } from "../../server/config.ts"
 import { makeLogger } from "../../server/log.ts"
 import { ServerEnv } from "../../server/module.ts"
-import { LocalHostLive } from "../../server/runtime/local/LocalHost.ts"
+import { LocalHostLive } from "../../server/runtime/local/legacy.ts"
 import { deploymentDriverSuite } from "../runtime/deploymentDriver.suite.ts"
 import { pushTestImages, removeTestImages, type TestImageRefs } from "../support/images.ts"
 import { startRegistry, type TestRegistry } from "../support/registry.ts"

@@ -122,7 +122,7 @@ describe("ProcessRunner.spawn", () => {
 
   it.effect("fails to start a missing tool with CommandFailed", () =>
     Effect.gen(function* () {
-      const error = yield* Effect.scoped(failure(runner.spawn(["/nonexistent/tool"])))
+      const error = yield* Effect.scoped(Effect.flip(runner.spawn(["/nonexistent/tool"])))
       expect(error.kind).toBe("spawn")
       expect(error.errno).toBe("ENOENT")
     })
