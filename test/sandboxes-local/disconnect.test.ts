@@ -3,47 +3,33 @@
  * committed goes on: the box it created keeps provisioning in the controller (here: its image
  * pull, from a registry that never answers, is still running), and deleting the box ends that.
  */
-import { readdirSync, readFileSync } from "node:fs"
-import { createServer, type Server, type Socket } from "node:net"
 import { afterAll, beforeAll, expect, it } from "vitest"
 import { makeLogger } from "../../server/log.ts"
 import { startTestServer, type TestServer } from "../support/server.ts"
+import { processesMentioning, startSilentRegistry } from "../support/silent.ts"
 
-let silent: Server
-const sockets = new Set<Socket>()
+let silent: Awaited<ReturnType<typeof startSilentRegistry>>
 let host: string
 let t: TestServer
 const logs: Array<string> = []
 const saved = process.env.SLIPWAY_INSECURE_REGISTRIES
 
 beforeAll(async () => {
-  silent = createServer((socket) => {
-    sockets.add(socket)
-    socket.on("error", () => undefined)
-  })
-  await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve))
-  host = `127.0.0.1:${(silent.address() as { port: number }).port}`
+  silent = await startSilentRegistry()
+  host = silent.host
   process.env.SLIPWAY_INSECURE_REGISTRIES = host
   t = await startTestServer({ runtime: "local", logger: makeLogger("info", (line) => void logs.push(line)) })
 }, 120_000)
 
 afterAll(async () => {
   await t?.close()
-  for (const socket of sockets) socket.destroy()
-  await new Promise((resolve) => silent?.close(resolve))
+  await silent?.stop()
   if (saved === undefined) delete process.env.SLIPWAY_INSECURE_REGISTRIES
   else process.env.SLIPWAY_INSECURE_REGISTRIES = saved
 }, 60_000)
 
 /** Pids of skopeo processes talking to the silent registry. */
-const pulls = () =>
-  readdirSync("/proc").filter((pid) => {
-    try {
-      return /^\d+$/.test(pid) && readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(`${host}/team/`)
-    } catch {
-      return false
-    }
-  })
+const pulls = () => processesMentioning(`${host}/team/`)
 
 const eventually = async (check: () => boolean, ms = 10_000) => {
   for (const deadline = Date.now() + ms; !check() && Date.now() < deadline; ) await new Promise((resolve) => setTimeout(resolve, 25))

@@ -4,7 +4,7 @@
  */
 import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync as readdir, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { spawn } from "node:child_process"
-import { createServer, type Server, type Socket } from "node:net"
+import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { Effect, Fiber } from "effect"
@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type ImageStore, ImagePullError, makeImageStore as makeStore, type ImageStoreOptions } from "../../../server/runtime/local/ImageStore.ts"
 import { ProcessRunnerLive } from "../../../server/runtime/ProcessRunner.ts"
 import { authFileContent, startRegistry, type TestRegistry } from "../../support/registry.ts"
+import { processesMentioning, startSilentRegistry } from "../../support/silent.ts"
 import { pushTestImages, removeTestImages, type TestImageRefs } from "../../support/images.ts"
 
 let registry: TestRegistry
@@ -391,21 +392,9 @@ describe("errors", () => {
   })
 
   it("a pull two callers wait on goes on while one of them is interrupted, and ends when the last one is", async () => {
-    const sockets = new Set<Socket>()
-    const silent: Server = createServer((socket) => {
-      sockets.add(socket)
-      socket.on("error", () => undefined)
-    })
-    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve))
-    const host = `127.0.0.1:${(silent.address() as { port: number }).port}`
-    const skopeoFor = () =>
-      readdir("/proc").filter((pid) => {
-        try {
-          return /^\d+$/.test(pid) && readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(`${host}/team/shared`)
-        } catch {
-          return false
-        }
-      })
+    const silent = await startSilentRegistry()
+    const host = silent.host
+    const skopeoFor = () => processesMentioning(`${host}/team/shared`)
     try {
       const service = await Effect.runPromise(Effect.provide(makeStore({ root: newRoot(), insecureRegistries: [host] }), ProcessRunnerLive))
       const first = Effect.runFork(service.pull(`${host}/team/shared:1`))
@@ -419,19 +408,13 @@ describe("errors", () => {
       await Effect.runPromise(Fiber.interrupt(second))
       expect(skopeoFor()).toEqual([])
     } finally {
-      for (const s of sockets) s.destroy()
-      await new Promise((resolve) => silent.close(resolve))
+      await silent.stop()
     }
   })
 
   it("a registry that never answers times out", async () => {
-    const sockets = new Set<Socket>()
-    const silent: Server = createServer((socket) => {
-      sockets.add(socket)
-      socket.on("error", () => undefined)
-    })
-    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve))
-    const host = `127.0.0.1:${(silent.address() as { port: number }).port}`
+    const silent = await startSilentRegistry()
+    const host = silent.host
     try {
       const images = store({ insecureRegistries: [host], timeouts: { resolveMs: 1500 } })
       const started = Date.now()
@@ -440,8 +423,7 @@ describe("errors", () => {
       expect(error.message).toBe(`pull ${host}/team/app:1: resolving the tag timed out`)
       expect(Date.now() - started).toBeLessThan(10_000)
     } finally {
-      for (const s of sockets) s.destroy()
-      await new Promise((resolve) => silent.close(resolve))
+      await silent.stop()
     }
   })
 })
