@@ -158,7 +158,8 @@ describe("a revision runs, serves and logs", () => {
     const seen = await waitRevision(deployment.id, deployment.latest_revision_id)
     expect(seen.last.status, JSON.stringify(seen)).toBe("DEPLOYED")
     expect(seen.statuses).toContain("DEPLOYING")
-    expect(seen.messages.some((m) => m.startsWith("pulling image"))).toBe(true)
+    // The pull shows: the driver's "pulling image …", then the image store's own progress ("resolving …", "pulling …: layer n", "unpacking …").
+    expect(seen.messages.some((m) => /^(pulling|resolving) /.test(m))).toBe(true)
     expect(seen.messages).toContain("Deployed: 2 replicas healthy")
     app = { id: deployment.id, v1: deployment.latest_revision_id }
     // Served at once: the switch happens before DEPLOYED is reported.
