@@ -7,7 +7,8 @@
  */
 import type { Readable, Writable } from "node:stream"
 import { Context, Effect, Exit, Layer, Scope } from "effect"
-import { type ExecOptions, type ExitStatus, startNow } from "../BoxProcess.ts"
+import type { ExecOptions, ExitStatus } from "../BoxProcess.ts"
+import { startNow } from "../../sandboxes/dataplane/box.ts"
 import { type BoxExit, BoxRunner, type BoxSpec, type RunningBox } from "./BoxRunner.ts"
 import { Egress, type EgressTarget } from "./egress.ts"
 import { ImageStore, type PulledImage } from "./ImageStore.ts"

@@ -4,7 +4,8 @@
  * closes, its commands in scopes inside it (`startNow`, as the dataplane runs them).
  */
 import { Effect, Exit, Scope } from "effect"
-import { type ExecOptions, type ShellCommand, type StartedProcess, startNow } from "../../../server/runtime/BoxProcess.ts"
+import type { ExecOptions, ShellCommand } from "../../../server/runtime/BoxProcess.ts"
+import { type BoxCommand as StartedProcess, startNow } from "../../../server/sandboxes/dataplane/box.ts"
 import { type BoxExit, BoxRunner, type BoxRunnerOptions, type BoxSpec, type Forward, makeBoxRunner, type RunningBox } from "../../../server/runtime/local/BoxRunner.ts"
 import { makeVolumeStore, type VolumeStore } from "../../../server/runtime/local/VolumeStore.ts"
 import { ProcessRunnerLive } from "../../../server/runtime/ProcessRunner.ts"
