@@ -107,7 +107,7 @@ export const LocalHostLive = Layer.effect(
         onExit: (listener) => void exited.then(listener),
         exec: (argv, options) => startNow(box.exec(argv, options), scope),
         forward: (port, options) => inScope(scope, box.forward(port, options)).then(({ value, close }) => ({ ...value, close })),
-        expose: (targets, socketDir) => inScope(scope, egress.exposeToBox(box, targets, socketDir)).then(({ close }) => ({ close })),
+        expose: (targets) => inScope(scope, egress.exposeToBox(box, targets)).then(({ close }) => ({ close })),
         destroy: () => stop().then(() => Effect.runPromise(boxes.destroy(box.id)))
       }
       // A box whose init died is taken apart at once, as the old runner did.

@@ -8,7 +8,6 @@
 import { Effect, Layer } from "effect"
 import { ServerEnv } from "../../module.ts"
 import { startNow } from "./box.ts"
-import { ProcessRunner } from "../../runtime/ProcessRunner.ts"
 import { BoxRegistry, type RegisteredBox } from "../BoxRegistry.ts"
 import type { BoxExec } from "./box.ts"
 import { Dataplane } from "./Dataplane.ts"
@@ -31,7 +30,7 @@ export const LocalDataplane = Layer.effect(
     const registry = yield* BoxRegistry
     const protocol = makeDataplaneProtocol({ log: (message) => log.warn("dataplane", { message }) })
     yield* Effect.addFinalizer(() => Effect.promise(() => protocol.close()))
-    const relays = yield* makePortRelays(yield* ProcessRunner)
+    const relays = yield* makePortRelays
     /** The protocol's view of each registered box, made once per box. */
     const views = new WeakMap<RegisteredBox, BoxExec>()
     const viewOf = (entry: RegisteredBox) => {

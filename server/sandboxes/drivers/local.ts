@@ -1,6 +1,7 @@
 /**
  * The `local` sandbox driver: a box is a process tree under bubblewrap (its own user, pid, ipc,
- * uts and network namespaces), on its template image's root filesystem (pulled and cached by
+ * uts and network namespaces) or a gVisor sandbox (`SLIPWAY_SANDBOX_ISOLATION`, default gVisor
+ * where runsc can run: docs/runtime-isolation.md), on its template image's root filesystem (pulled and cached by
  * the shared image store) with a writable layer capped at the template's `storage`, memory, CPU
  * and process limits from its `resources`, and its volumes (loop-mounted btrfs of their size)
  * at their mount paths.
@@ -85,7 +86,8 @@ export const makeLocalSandboxDriver = Effect.gen(function* () {
         cpuMillis: Number(work.template.cpu_millicores),
         pids: DEFAULT_PIDS
       },
-      volumes: mounts
+      volumes: mounts,
+      isolation: boxes.isolationOf.sandboxes.isolation
     })
   })
 

@@ -1,16 +1,19 @@
 /**
- * Commands in a running box. Through the box's exec helper (started inside the box on the first
- * command, then one fork in the box per command), or, without it, a host spawn per command
- * (`nsenter --all` after joining the box's cgroups). Every command lives in the caller's scope:
- * it is killed when the scope closes. The helper lives in the box's scope.
+ * Commands and connections in a running box. Through the box's exec helper (started inside the
+ * box on the first command, or, under gVisor, the sandbox's pid 1; then one fork in the box per
+ * command, and connections to and from the box's loopback relayed over its channel), or, on a
+ * bwrap runner without it, a host spawn per command (`nsenter --all` after joining the box's
+ * cgroups) and bridges for ports. Every command lives in the caller's scope: it is killed when the
+ * scope closes. The helper lives in the box's scope.
  */
 import path from "node:path"
 import type { Duplex } from "node:stream"
 import { Effect, Scope } from "effect"
 import { BOX_HOME, BOX_TOOLS, type BoxProcess, type ExecOptions, type ShellCommand, shellLaunchArgv } from "../../BoxProcess.ts"
-import type { ProcessRunner } from "../../ProcessRunner.ts"
+import type { ChildHandle, ProcessRunner } from "../../ProcessRunner.ts"
 import type { LimitsMode } from "../cgroups.ts"
-import { EXEC_HELPER, type HelperChannel, makeHelperChannel } from "../execHelper.ts"
+import { type HelperChannel, makeHelperChannel } from "../execHelper.ts"
+import { makeBridges } from "./forward.ts"
 import { joinLimits } from "./init.ts"
 import { BoxError } from "./model.ts"
 import { DEFAULT_PATH, HOST_PATH } from "./spec.ts"
@@ -19,9 +22,61 @@ import type { BoxRecord } from "./state.ts"
 export interface BoxCommands {
   readonly exec: (argv: ReadonlyArray<string>, options?: ExecOptions) => Effect.Effect<BoxProcess, BoxError, Scope.Scope>
   readonly execShell: (command: ShellCommand, options?: ExecOptions) => Effect.Effect<BoxProcess, BoxError, Scope.Scope>
+  readonly connect: (port: number) => Effect.Effect<Duplex, BoxError>
+  readonly listen: (port: number, onConnection: (connection: Duplex) => void) => Effect.Effect<void, BoxError, Scope.Scope>
 }
 
 const envName = /^[^=\0]+$/
+
+/** Spawns `command` inside a bwrap box from the host: cgroups joined, then nsenter into every namespace and the root. */
+export const spawnInBox = (
+  options: { readonly runner: ProcessRunner["Service"]; readonly record: BoxRecord; readonly pid: number; readonly mode: LimitsMode; readonly procs: ReadonlyArray<string> },
+  command: ReadonlyArray<string>,
+  stdio: ReadonlyArray<"pipe" | "ignore">,
+  oomScoreAdj: boolean,
+  unref: boolean
+): Effect.Effect<ChildHandle, BoxError, Scope.Scope> =>
+  options.runner
+    .spawn(
+      [
+        // oom_score_adj 500: under the memory limit the kernel kills commands before the box's init.
+        ...joinLimits(options.procs, options.mode, options.record, oomScoreAdj ? "echo 500 > /proc/self/oom_score_adj" : ""),
+        "/usr/bin/nsenter",
+        "-t",
+        String(options.pid),
+        "--all",
+        "--root",
+        "--wd",
+        "--",
+        ...command
+      ],
+      { cleanEnv: true, env: { PATH: HOST_PATH }, stdio, killSignal: "SIGKILL", unref }
+    )
+    .pipe(Effect.mapError((error) => new BoxError({ message: `box ${options.record.spec.id}: ${error.message}` })))
+
+/**
+ * The helper's channel over `socket` (its end of a socketpair): closed when the scope closes; when
+ * it goes on its own, `stop` ends what is left of the helper's host side and it is logged.
+ */
+export const helperChannelOver = (options: {
+  readonly socket: Duplex
+  readonly id: string
+  readonly isRunning: () => boolean
+  readonly log: (event: string, detail?: Record<string, unknown>) => void
+  /** The end of what its host side wrote to stderr. */
+  readonly stderr: () => string
+  readonly stop: () => void
+}): Effect.Effect<HelperChannel, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    // The helper never keeps the server's event loop alive (the box's life is its scope's business).
+    ;(options.socket as unknown as { unref?: () => void }).unref?.()
+    const channel = makeHelperChannel(options.socket, (reason) => {
+      if (options.isRunning()) options.log("boxes.exec_helper_gone", { id: options.id, reason, stderr: options.stderr().trim() })
+      options.stop()
+    })
+    yield* Effect.addFinalizer(() => Effect.sync(() => channel.close()))
+    return channel
+  })
 
 export const makeBoxCommands = (options: {
   readonly runner: ProcessRunner["Service"]
@@ -31,57 +86,49 @@ export const makeBoxCommands = (options: {
   readonly mode: LimitsMode
   /** The `cgroup.procs` files a command joins (nsenter path). */
   readonly procs: ReadonlyArray<string>
-  /** The box has the exec helper bound (and the runner has one). */
-  readonly helper: boolean
+  /** Starts a helper in the box (in the scope given), or undefined: no helper (bwrap only: nsenter and bridges). */
+  readonly startHelper: Effect.Effect<HelperChannel, BoxError, Scope.Scope> | undefined
+  /** The helper already running (gVisor's pid 1, started with the box). */
+  readonly initialHelper?: HelperChannel | undefined
+  /** The box's `ports/` directory (root only): the bridges' sockets. */
+  readonly portsDir: string
   readonly isRunning: () => boolean
   /** The box's own scope: the helper lives in it. */
   readonly scope: Scope.Scope
   readonly log: (event: string, detail?: Record<string, unknown>) => void
 }): BoxCommands => {
-  const { runner, record, pid, isRunning } = options
+  const { record, isRunning } = options
   const id = record.spec.id
   const notRunning = () => new BoxError({ message: `box ${id} is not running` })
 
-  /** Spawns `command` inside the box from the host: cgroups joined, then nsenter into every namespace and the root. */
-  const spawnInBox = (command: ReadonlyArray<string>, stdio: ReadonlyArray<"pipe" | "ignore">, oomScoreAdj: boolean, unref: boolean) =>
-    runner
-      .spawn(
-        [
-          // oom_score_adj 500: under the memory limit the kernel kills commands before the box's init.
-          ...joinLimits(options.procs, options.mode, record, oomScoreAdj ? "echo 500 > /proc/self/oom_score_adj" : ""),
-          "/usr/bin/nsenter",
-          "-t",
-          String(pid),
-          "--all",
-          "--root",
-          "--wd",
-          "--",
-          ...command
-        ],
-        { cleanEnv: true, env: { PATH: HOST_PATH }, stdio, killSignal: "SIGKILL", unref }
-      )
-      .pipe(Effect.mapError((error) => new BoxError({ message: `box ${id}: ${error.message}` })))
-
-  // The exec helper: started inside the box on the first command, then every command is one fork in the box.
-  let helper: HelperChannel | undefined
-  const startHelper = Effect.gen(function* () {
-    const child = yield* spawnInBox([EXEC_HELPER], ["ignore", "ignore", "pipe", "pipe"], false, true)
-    let stderr = ""
-    child.stderr!.on("data", (d: Buffer) => (stderr = (stderr + d.toString()).slice(-2000)))
-    const channel = child.stdio[3] as Duplex
-    // The helper never keeps the server's event loop alive (the box's life is its scope's business).
-    ;(channel as unknown as { unref?: () => void }).unref?.()
-    const started = makeHelperChannel(channel, (reason) => {
-      if (isRunning()) options.log("boxes.exec_helper_gone", { id, reason, stderr: stderr.trim() })
-      child.kill("SIGKILL")
-    })
-    yield* Effect.addFinalizer(() => Effect.sync(() => started.close()))
-    helper = started
-    return started
-  })
+  // The exec helper: started inside the box on the first command (unless it came with the box), then every command is one fork in the box.
+  let helper: HelperChannel | undefined = options.initialHelper
+  const startHelper = options.startHelper
+  /** The box's ports served by `listen`: a new helper (the previous one was killed in the box) serves them again. */
+  const listens = new Set<{ readonly port: number; readonly onConnection: (connection: Duplex) => void; close: () => void }>()
+  const relisten = (started: HelperChannel) =>
+    Effect.forEach(
+      listens,
+      (entry) =>
+        started.listen(entry.port, entry.onConnection).pipe(
+          Effect.match({
+            onFailure: (error) => options.log("boxes.listen_lost", { id, port: entry.port, error: error.message }),
+            onSuccess: (listener) => void (entry.close = listener.close)
+          })
+        ),
+      { discard: true }
+    )
   const helperChannel: Effect.Effect<HelperChannel | undefined, BoxError> = Effect.suspend(() =>
-    !options.helper ? Effect.succeed(undefined) : helper?.alive() ? Effect.succeed(helper) : Scope.provide(startHelper, options.scope)
+    !startHelper
+      ? Effect.succeed(undefined)
+      : helper?.alive()
+        ? Effect.succeed(helper)
+        : Scope.provide(
+            Effect.tap(startHelper, (started) => Effect.andThen(Effect.sync(() => (helper = started)), relisten(started))),
+            options.scope
+          )
   )
+  const bridges = startHelper ? undefined : makeBridges({ runner: options.runner, id, pid: options.pid, portsDir: options.portsDir, scope: options.scope })
 
   /** The command's whole environment: the box's defaults, the spec's, the request's; checked. */
   const envFor = (execOptions: ExecOptions | undefined, extra?: Readonly<Record<string, string>>): Record<string, string> | BoxError => {
@@ -118,7 +165,7 @@ export const makeBoxCommands = (options: {
     const inner = [BOX_TOOLS, "env", "-i", ...Object.entries(env).map(([k, v]) => `${k}=${v}`)]
     const command =
       cwd === defaultCwd ? [...inner, ...argv] : [BOX_TOOLS, "sh", "-c", 'cd -- "$1" || exit 126; shift; exec "$@"', "sh", cwd, ...inner, ...argv]
-    const child = yield* spawnInBox(command, ["pipe", "pipe", "pipe"], true, false)
+    const child = yield* spawnInBox(options, command, ["pipe", "pipe", "pipe"], true, false)
     child.stdin!.on("error", () => undefined)
     return {
       pid: child.pid,
@@ -144,5 +191,28 @@ export const makeBoxCommands = (options: {
     return yield* scoped(() => viaHelper.execShell(command.shell, command.command, env, command.cwd))
   })
 
-  return { exec, execShell }
+  const connect: BoxCommands["connect"] = (port) =>
+    Effect.gen(function* () {
+      if (!isRunning()) return yield* notRunning()
+      const viaHelper = yield* helperChannel
+      return yield* viaHelper ? viaHelper.connect(port) : bridges!.connect(port)
+    })
+
+  const listen: BoxCommands["listen"] = (port, onConnection) =>
+    Effect.gen(function* () {
+      if (!isRunning()) return yield* notRunning()
+      const viaHelper = yield* helperChannel
+      if (!viaHelper) return yield* bridges!.listen(port, onConnection)
+      const listener = yield* viaHelper.listen(port, onConnection)
+      const entry = { port, onConnection, close: listener.close }
+      listens.add(entry)
+      yield* Effect.addFinalizer(() =>
+        Effect.sync(() => {
+          listens.delete(entry)
+          entry.close()
+        })
+      )
+    })
+
+  return { exec, execShell, connect, listen }
 }

@@ -8,7 +8,7 @@ import type { Readable, Writable } from "node:stream"
 import { Deferred, Effect, Schedule, type Scope } from "effect"
 import { BOX_TOOLS } from "../../BoxProcess.ts"
 import type { ChildHandle, ProcessRunner } from "../../ProcessRunner.ts"
-import { createCgroup, type LimitsMode, removeCgroup, rlimitArgs } from "../cgroups.ts"
+import { createCgroup, type LimitsMode, removeCgroup, type Resources, rlimitArgs } from "../cgroups.ts"
 import { processAlive, processStartTicks } from "../host.ts"
 import { BoxError, type BoxExit } from "./model.ts"
 import { HOST_PATH, shQuote } from "./spec.ts"
@@ -24,13 +24,13 @@ export interface BoxInit {
 }
 
 /** The box's cgroup with its limits written, removed when the scope closes; answers the `cgroup.procs` files to join. */
-export const acquireCgroup = (mode: LimitsMode, parent: string, record: BoxRecord): Effect.Effect<ReadonlyArray<string>, BoxError, Scope.Scope> =>
+export const acquireCgroup = (mode: LimitsMode, parent: string, id: string, resources: Resources): Effect.Effect<ReadonlyArray<string>, BoxError, Scope.Scope> =>
   Effect.acquireRelease(
     Effect.try({
-      try: () => createCgroup(mode, parent, record.spec.id, record.spec.resources ?? {}),
-      catch: (error) => new BoxError({ message: `box ${record.spec.id}: cgroup: ${(error as Error)?.message ?? String(error)}` })
+      try: () => createCgroup(mode, parent, id, resources),
+      catch: (error) => new BoxError({ message: `box ${id}: cgroup: ${(error as Error)?.message ?? String(error)}` })
     }),
-    () => removeCgroup(mode, parent, record.spec.id)
+    () => removeCgroup(mode, parent, id)
   )
 
 /** The command that joins the cgroups (or takes the rlimits) and then execs `"$@"`. */
@@ -41,10 +41,11 @@ export const joinLimits = (procs: ReadonlyArray<string>, mode: LimitsMode, recor
   return ["/bin/sh", "-c", script, "sh", ...limitsPrefix]
 }
 
-const waitDead = (pid: number, startTicks: string) =>
+export const waitDead = (pid: number, startTicks: string) =>
   Effect.sync(() => processAlive(pid, startTicks)).pipe(Effect.repeat({ schedule: Schedule.spaced("5 millis").pipe(Schedule.upTo({ duration: "5 seconds" })), while: (alive) => alive }))
 
-const killPid = (pid: number, startTicks: string) =>
+/** SIGKILL to `pid` if it is still the process that started at `startTicks`. */
+export const killPid = (pid: number, startTicks: string) =>
   Effect.sync(() => {
     if (!processAlive(pid, startTicks)) return
     try {
