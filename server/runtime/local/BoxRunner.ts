@@ -34,7 +34,7 @@ import { helperChannelOver, makeBoxCommands, spawnInBox } from "./boxes/exec.ts"
 import { BoxError, type BoxSpec, type Isolation, type LimitsMode, type RunningBox } from "./boxes/model.ts"
 import { bwrapArgs, ID, validateSpec } from "./boxes/spec.ts"
 import { type BoxRecord, makeBoxState } from "./boxes/state.ts"
-import { cgroupDirs, detectLimitsMode, listCgroups, removeCgroup } from "./cgroups.ts"
+import { cgroupDirs, detectLimitsMode, listCgroups, pruneForeignParents, removeCgroup } from "./cgroups.ts"
 import { EXEC_HELPER, buildExecHelper, type HelperChannel } from "./execHelper.ts"
 import { listensOn, missingTools, processAlive, unsearchableAncestor } from "./host.ts"
 import { type IsolationSetting, isolationSettingsFromEnv, type ResolvedIsolation, resolveIsolation } from "./isolation.ts"
@@ -330,6 +330,7 @@ export const makeBoxRunner = (options: BoxRunnerOptions): Effect.Effect<BoxRunne
       }
       // Cgroups of boxes whose state dir is gone.
       for (const id of listCgroups(mode, cgroupParent)) if (!claimed.has(id) && !existsSync(state.dirOf(id))) yield* removeCgroup(mode, cgroupParent, id)
+      if (claimed.size === 0) pruneForeignParents(mode, cgroupParent)
       log("boxes.recovered", { running: runningSpecs.length, stopped: stopped.length })
       return { running: runningSpecs, stopped }
     })

@@ -190,8 +190,10 @@ export const startSandbox = (options: {
   })
 
 /**
- * Another exec helper in a running sandbox (one a previous server process started): `runsc exec
- * --detach` of the helper with our socketpair as its stdin; it exits when its channel closes.
+ * Another exec helper in a running sandbox (one a previous server process started): `runsc exec`
+ * of the helper with our socketpair as its stdin (runsc waits for it on the host: `--detach` would
+ * leave a runsc of its own waiting instead); it exits when its channel closes, and runsc with it.
+ * Synchronous up to the spawn, like every exec.
  */
 export const execHelperIn = (options: {
   readonly runner: ProcessRunner["Service"]
@@ -204,19 +206,16 @@ export const execHelperIn = (options: {
   Effect.gen(function* () {
     const log = path.join(options.dir, "runsc.log")
     const child = yield* options.runner
-      .spawn(withChannel(log, [...runscArgv(options.gvisor), "exec", "--detach", options.id, EXEC_HELPER, "--stdio"]), {
+      .spawn(withChannel(log, [...runscArgv(options.gvisor), "exec", options.id, EXEC_HELPER, "--stdio"]), {
         cleanEnv: true,
         env: { PATH: HOST_PATH },
         stdio: ["ignore", "ignore", "ignore", "pipe"],
         killSignal: "SIGKILL"
       })
       .pipe(Effect.mapError((error) => new BoxError({ message: `box ${options.id}: ${error.message}` })))
-    const helper = yield* helperChannelOver({ socket: child.stdio[3] as Duplex, id: options.id, isRunning: options.isRunning, log: options.log, stderr: () => logTail(log), stop: () => undefined })
-    yield* helper.hello.pipe(
-      Effect.timeoutOrElse({ duration: "30 seconds", orElse: () => Effect.fail(new BoxError({ message: "no answer in 30 s" })) }),
-      Effect.mapError((error) => new BoxError({ message: `box ${options.id}: the exec helper did not start: ${logTail(log) || error.message}` }))
-    )
-    return helper
+    // Not waited for: the first frames wait in the socket (an exec starts synchronously, as under
+    // bwrap); a helper that cannot start closes the channel, and its commands report SIGKILL.
+    return yield* helperChannelOver({ socket: child.stdio[3] as Duplex, id: options.id, isRunning: options.isRunning, log: options.log, stderr: () => logTail(log), stop: () => undefined })
   })
 
 /** Whether runsc keeps state of sandbox `id` (a sandbox whose `runsc run` did not clean up after it). */
