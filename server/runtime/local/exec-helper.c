@@ -133,6 +133,8 @@ static void frame32(char type, uint32_t id, uint32_t v) {
 
 static void server_gone(void);
 
+static void do_nothing(int sig) { (void)sig; }
+
 static void flush_out(void) {
   while (ch >= 0 && outq.len > outq.off) {
     ssize_t n = write(ch, outq.buf + outq.off, outq.len - outq.off);
@@ -686,6 +688,20 @@ int main(int argc, char **argv) {
   signal(SIGHUP, SIG_IGN);
   signal(SIGINT, SIG_IGN);
   signal(SIGTERM, SIG_IGN);
+  if (init_mode) {
+    /* gVisor does not shield a sandbox's pid 1 from its own processes' signals as Linux does: every
+       other signal that would end (or core) the helper gets a handler that does nothing. A handler,
+       not an ignore: exec resets handlers to the default, so commands get every default back. Only
+       SIGKILL and SIGSTOP cannot be caught (box root may end or freeze its own box). */
+    struct sigaction nothing;
+    memset(&nothing, 0, sizeof nothing);
+    nothing.sa_handler = do_nothing;
+    nothing.sa_flags = SA_RESTART;
+    for (int sig = 1; sig < NSIG; sig++)
+      if (sig != SIGKILL && sig != SIGSTOP && sig != SIGCHLD && sig != SIGCONT && sig != SIGWINCH && sig != SIGURG && sig != SIGPIPE && sig != SIGHUP &&
+          sig != SIGINT && sig != SIGTERM)
+        sigaction(sig, &nothing, NULL);
+  }
   sigset_t chld;
   sigemptyset(&chld);
   sigaddset(&chld, SIGCHLD);
