@@ -28,7 +28,7 @@ import { BOX_TOOLS, type BoxProcess } from "../BoxProcess.ts"
 import { ProcessRunner } from "../ProcessRunner.ts"
 import { acquireFilesystem } from "./boxes/filesystem.ts"
 import { forwardPort } from "./boxes/forward.ts"
-import { DEFAULT_GVISOR, deleteSandbox, execHelperIn, type Gvisor, type GvisorSettings, gvisorLimitsProblem, gvisorResources, ociConfig, platformProblem, runscArgv, startSandbox } from "./boxes/gvisor.ts"
+import { DEFAULT_GVISOR, deleteSandbox, execHelperIn, type Gvisor, type GvisorSettings, gvisorLimitsProblem, gvisorResources, gvisorToolsDir, ociConfig, platformProblem, runscArgv, startSandbox } from "./boxes/gvisor.ts"
 import { acquireCgroup, adoptInit, type BoxInit, endInit, startInit } from "./boxes/init.ts"
 import { helperChannelOver, makeBoxCommands, spawnInBox } from "./boxes/exec.ts"
 import { BoxError, type BoxSpec, type Isolation, type LimitsMode, type RunningBox } from "./boxes/model.ts"
@@ -136,6 +136,9 @@ export const makeBoxRunner = (options: BoxRunnerOptions): Effect.Effect<BoxRunne
             (yield* platformProblem(runner, runsc, settings.platform)))
     const gvisor: Gvisor | undefined = gvisorProblem === undefined ? { ...settings, runsc, stateRoot: path.join(root, ".runsc") } : undefined
     if (gvisor) mkdirSync(gvisor.stateRoot, { recursive: true, mode: 0o700 })
+    // gVisor boxes bind the busybox and the helper from a directory of the runner's own (each box
+    // sees it through a read-only mount of its own): never a host file itself.
+    const gvisorTools = gvisor ? yield* Effect.try({ try: () => gvisorToolsDir(path.join(root, ".tools", "box"), busybox, execHelper!), catch: (error) => failure(`gVisor tools: ${(error as Error).message}`) }) : undefined
     const resolve = (variable: string, setting: IsolationSetting | undefined) => {
       const resolved = resolveIsolation(variable, setting ?? "bwrap", gvisorProblem)
       return "error" in resolved ? Effect.fail(failure(resolved.error)) : Effect.succeed(resolved)
@@ -272,7 +275,7 @@ export const makeBoxRunner = (options: BoxRunnerOptions): Effect.Effect<BoxRunne
         const before = previous ? (previous.isolation ?? "bwrap") : isolation
         const record: BoxRecord = { spec, hostUid, isolation }
         state.writeRecord({ ...record, isolation: before })
-        const fs = yield* acquireFilesystem({ host, dirOf: state.dirOf, execHelper, idmap, log }, record, { isolation, previous: before })
+        const fs = yield* acquireFilesystem({ host, dirOf: state.dirOf, execHelper, gvisorTools, idmap, log }, record, { isolation, previous: before })
         state.writeRecord(record)
         const procs = yield* acquireCgroup(mode, cgroupParent, id, isolation === "gvisor" ? gvisorResources(spec.resources ?? {}) : (spec.resources ?? {}))
         const tPrepared = performance.now()
@@ -285,7 +288,7 @@ export const makeBoxRunner = (options: BoxRunnerOptions): Effect.Effect<BoxRunne
                 gvisor: gvisor!,
                 spec,
                 dir,
-                config: ociConfig({ spec, merged: fs.merged, volumeSources: fs.volumeSources, busybox, execHelper: execHelper!, cgroupsPath: `/${cgroupParent}/${id}` }),
+                config: ociConfig({ spec, merged: fs.merged, volumeSources: fs.volumeSources, tools: fs.tools!, cgroupsPath: `/${cgroupParent}/${id}` }),
                 log
               })
             : {

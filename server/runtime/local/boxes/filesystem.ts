@@ -59,6 +59,8 @@ export interface FilesystemDeps {
   readonly host: HostCommands
   readonly dirOf: (id: string) => string
   readonly execHelper: string | undefined
+  /** The runner's copies of the busybox and the exec helper for gVisor boxes (`busybox`, `exec`), in one directory. */
+  readonly gvisorTools: string | undefined
   /** Whether id-mapped mounts work on this kernel (undefined until the first box tries). */
   readonly idmap: { works: boolean | undefined }
   readonly log: (event: string, detail?: Record<string, unknown>) => void
@@ -69,7 +71,18 @@ export interface BoxFilesystem {
   readonly merged: string
   /** Host directories bound at the volumes' mount paths, in order. */
   readonly volumeSources: ReadonlyArray<string>
+  /** gVisor: the directory (a read-only mount) holding the busybox and the exec helper bound into the box. */
+  readonly tools?: string
 }
+
+/**
+ * A read-only view of `source` at `target` (a bind mount the host's kernel keeps read-only),
+ * unmounted when the scope closes. gVisor boxes get their read-only files through these: gVisor
+ * marks its own mounts read-only, but its file proxy (the gofer, host root) must not be able to
+ * write what the box must not (a box that unmounted its read-only bind could write through it).
+ */
+const readOnlyView = (deps: FilesystemDeps, source: string, target: string) =>
+  mounted(deps, target, deps.host.run(["/usr/bin/mount", "--bind", "-o", "ro,nosuid,nodev", source, target]))
 
 /** Mounts `what` (`mount` argv after the options) at `dir`, unmounted when the scope closes. */
 const mounted = (deps: FilesystemDeps, dir: string, mount: Effect.Effect<unknown, { readonly message: string }>) =>
@@ -197,8 +210,20 @@ export const acquireFilesystem = (
         return yield* new BoxError({ message: `volume mountPath ${v.mountPath} crosses a symlink or a file in the box; refusing to mount there` })
 
     // The volumes: id-mapped views (or, without idmap, the volumes chowned to box root).
-    // Under gVisor the volumes as they are (root's files are box root's).
-    if (!idmapped) return { merged, volumeSources: (spec.volumes ?? []).map((v) => v.hostPath) }
+    // Under gVisor the volumes as they are (root's files are box root's), the read-only ones and the
+    // tools through read-only views.
+    if (!idmapped) {
+      const view = (name: string) => {
+        const target = path.join(dir, name)
+        mkdirSync(target, { recursive: true })
+        return target
+      }
+      const tools = deps.gvisorTools ? yield* Effect.as(readOnlyView(deps, deps.gvisorTools, view("tools")), path.join(dir, "tools")) : undefined
+      const volumeSources = yield* Effect.forEach(spec.volumes ?? [], (v, i) =>
+        v.readOnly ? Effect.as(readOnlyView(deps, v.hostPath, view(path.join("volumes", String(i)))), path.join(dir, "volumes", String(i))) : Effect.succeed(v.hostPath)
+      )
+      return { merged, volumeSources, ...(tools ? { tools } : {}) }
+    }
     const volumeSources = yield* Effect.forEach(spec.volumes ?? [], (v, i) => {
       if (deps.idmap.works) {
         const target = path.join(dir, "volumes", String(i))

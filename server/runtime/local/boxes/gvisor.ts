@@ -12,7 +12,7 @@
  * says hello, and every exec is one fork + exec inside the sandbox, never a `runsc exec`. A server
  * that adopts a running sandbox (after a restart) starts another helper with `runsc exec`.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs"
 import path from "node:path"
 import type { Duplex } from "node:stream"
 import { Deferred, Effect, type Scope } from "effect"
@@ -80,8 +80,8 @@ export const ociConfig = (options: {
   readonly spec: BoxSpec
   readonly merged: string
   readonly volumeSources: ReadonlyArray<string>
-  readonly busybox: string
-  readonly execHelper: string
+  /** The box's read-only view of the runner's tools directory (`gvisorToolsDir`). */
+  readonly tools: string
   /** The box's cgroup, relative to the hierarchies' root (`/<parent>/<id>`). */
   readonly cgroupsPath: string
 }) => {
@@ -109,8 +109,8 @@ export const ociConfig = (options: {
       { destination: "/sys", type: "sysfs", source: "sysfs", options: ["nosuid", "noexec", "nodev", "ro"] },
       // tmpfs pages are charged to the box's memory (the sentry's): capped like the bwrap box's /tmp.
       { destination: "/tmp", type: "tmpfs", source: "tmpfs", options: ["nosuid", "nodev", "mode=1777", `size=${tmpBytesOf(spec)}`] },
-      bind(options.busybox, BOX_TOOLS, true),
-      bind(options.execHelper, EXEC_HELPER, true),
+      bind(path.join(options.tools, "busybox"), BOX_TOOLS, true),
+      bind(path.join(options.tools, "exec"), EXEC_HELPER, true),
       ...(spec.volumes ?? []).map((v, i) => bind(options.volumeSources[i]!, v.mountPath, v.readOnly === true))
     ],
     linux: {
@@ -118,6 +118,24 @@ export const ociConfig = (options: {
       cgroupsPath: options.cgroupsPath
     }
   }
+}
+
+/**
+ * The runner's directory of the files every gVisor box gets read-only (`busybox`, `exec`): copies,
+ * replaced (by rename) when the originals change. Boxes see it through read-only mounts of their
+ * own, so no box can write a file of the host or of another box through gVisor's file proxy.
+ */
+export const gvisorToolsDir = (dir: string, busybox: string, execHelper: string): string => {
+  mkdirSync(dir, { recursive: true, mode: 0o755 })
+  for (const [name, source] of [["busybox", busybox], ["exec", execHelper]] as const) {
+    const target = path.join(dir, name)
+    const wanted = readFileSync(source)
+    if (existsSync(target) && readFileSync(target).equals(wanted)) continue
+    const tmp = `${target}.${process.pid}.tmp`
+    writeFileSync(tmp, wanted, { mode: 0o555 })
+    renameSync(tmp, target)
+  }
+  return dir
 }
 
 /** The tail of runsc's log for a message (runsc writes its errors there, the helper its own). */
