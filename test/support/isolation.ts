@@ -4,6 +4,7 @@
  * A missing `runsc` fails the gVisor suites, naming the Debian package; it never skips them.
  */
 import { existsSync } from "node:fs"
+import { afterAll, beforeAll } from "vitest"
 import type { Isolation } from "../../server/runtime/local/boxes/model.ts"
 
 const ALL: ReadonlyArray<Isolation> = ["bwrap", "gvisor"]
@@ -23,5 +24,20 @@ export const requireIsolation = (isolation: Isolation): void => {
   if (isolation === "gvisor" && !existsSync("/usr/bin/runsc")) throw new Error("/usr/bin/runsc is missing: apt-get install -y runsc (gVisor)")
 }
 
-/** The server's environment for sandboxes under `isolation`. */
-export const isolationEnv = (isolation: Isolation): Record<string, string> => ({ SLIPWAY_SANDBOX_ISOLATION: isolation })
+/**
+ * Runs the suite's servers (in this process: `startTestServer`) with their sandboxes under
+ * `isolation`: sets SLIPWAY_SANDBOX_ISOLATION before the suite's own hooks run (call it first in
+ * the describe block), restores it after. Fails when the isolation's tool is missing.
+ */
+export const useIsolation = (isolation: Isolation): void => {
+  let saved: string | undefined
+  beforeAll(() => {
+    requireIsolation(isolation)
+    saved = process.env.SLIPWAY_SANDBOX_ISOLATION
+    process.env.SLIPWAY_SANDBOX_ISOLATION = isolation
+  })
+  afterAll(() => {
+    if (saved === undefined) delete process.env.SLIPWAY_SANDBOX_ISOLATION
+    else process.env.SLIPWAY_SANDBOX_ISOLATION = saved
+  })
+}
