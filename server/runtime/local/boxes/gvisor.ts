@@ -13,6 +13,7 @@
  * that adopts a running sandbox (after a restart) starts another helper with `runsc exec`.
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs"
+import { createHash } from "node:crypto"
 import path from "node:path"
 import type { Duplex } from "node:stream"
 import { Deferred, Effect, type Scope } from "effect"
@@ -42,6 +43,14 @@ export interface Gvisor extends GvisorSettings {
   /** runsc's state directory (`--root`): one runsc per runtime root. */
   readonly stateRoot: string
 }
+
+/**
+ * The sandbox's name for runsc: runsc names its control socket after it in the host's abstract
+ * socket namespace, so it must be unique on the host (another runtime root, another server, may
+ * run a box of the same id): the box id behind a hash of runsc's state directory and the id.
+ */
+export const sandboxId = (gvisor: Gvisor, id: string): string =>
+  `sw-${createHash("sha256").update(`${gvisor.stateRoot}\0${id}`).digest("hex").slice(0, 12)}-${id}`.slice(0, 80)
 
 /** runsc and its global flags. */
 export const runscArgv = (gvisor: Gvisor): Array<string> => [
@@ -176,7 +185,7 @@ export const startSandbox = (options: {
     writeFileSync(log, "", { mode: 0o600 })
     rmSync(pidFile, { force: true })
     const child = yield* options.runner
-      .spawn(withChannel(log, [...runscArgv(options.gvisor), "run", "--bundle", bundle, "--pid-file", pidFile, id]), {
+      .spawn(withChannel(log, [...runscArgv(options.gvisor), "run", "--bundle", bundle, "--pid-file", pidFile, sandboxId(options.gvisor, id)]), {
         cleanEnv: true,
         env: { PATH: HOST_PATH },
         stdio: ["ignore", "ignore", "ignore", "pipe"],
@@ -224,7 +233,7 @@ export const execHelperIn = (options: {
   Effect.gen(function* () {
     const log = path.join(options.dir, "runsc.log")
     const child = yield* options.runner
-      .spawn(withChannel(log, [...runscArgv(options.gvisor), "exec", options.id, EXEC_HELPER, "--stdio"]), {
+      .spawn(withChannel(log, [...runscArgv(options.gvisor), "exec", sandboxId(options.gvisor, options.id), EXEC_HELPER, "--stdio"]), {
         cleanEnv: true,
         env: { PATH: HOST_PATH },
         stdio: ["ignore", "ignore", "ignore", "pipe"],
@@ -236,14 +245,15 @@ export const execHelperIn = (options: {
     return yield* helperChannelOver({ socket: child.stdio[3] as Duplex, id: options.id, isRunning: options.isRunning, log: options.log, stderr: () => logTail(log), stop: () => undefined })
   })
 
-/** Whether runsc keeps state of sandbox `id` (a sandbox whose `runsc run` did not clean up after it). */
-const hasState = (gvisor: Gvisor, id: string) => existsSync(gvisor.stateRoot) && readdirSync(gvisor.stateRoot).some((name) => name.startsWith(`${id}_sandbox:`))
+/** Whether runsc keeps state of box `id`'s sandbox (one whose `runsc run` did not clean up after it). */
+const hasState = (gvisor: Gvisor, id: string) =>
+  existsSync(gvisor.stateRoot) && readdirSync(gvisor.stateRoot).some((name) => name.startsWith(`${sandboxId(gvisor, id)}_sandbox:`))
 
 /** Forgets sandbox `id` in runsc's state (killing what is left of it): after a crash, before a start or a `destroy`. */
 export const deleteSandbox = (runner: ProcessRunner["Service"], gvisor: Gvisor, id: string): Effect.Effect<void> =>
   Effect.suspend(() =>
     hasState(gvisor, id)
-      ? runner.run([...runscArgv(gvisor), "delete", "--force", id], { cleanEnv: true, env: { PATH: HOST_PATH }, timeout: "30 seconds" }).pipe(Effect.ignore)
+      ? runner.run([...runscArgv(gvisor), "delete", "--force", sandboxId(gvisor, id)], { cleanEnv: true, env: { PATH: HOST_PATH }, timeout: "30 seconds" }).pipe(Effect.ignore)
       : Effect.void
   )
 
