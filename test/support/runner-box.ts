@@ -51,7 +51,8 @@ export const makeRunnerBox = async (options: { readonly isolation: Isolation; re
     running: () => live.size,
     dispose: async () => {
       await box.destroy()
-      removeCgroupParent(cgroupParent)
+      // runsc may still be removing the sandbox's cgroups in the other hierarchies.
+      for (let i = 0; i < 50 && !removeCgroupParent(cgroupParent); i++) await new Promise((resolve) => setTimeout(resolve, 40))
       rmSync(base, { recursive: true, force: true })
     }
   }
