@@ -18,7 +18,7 @@
  *   go on, pushes are refused), collected, and restarted writable.
  */
 import { randomBytes } from "node:crypto"
-import { rmdirSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, rmdirSync, rmSync, writeFileSync } from "node:fs"
 import { mkdir } from "node:fs/promises"
 import { createServer } from "node:net"
 import { join } from "node:path"
@@ -256,8 +256,8 @@ export const makeRegistry = (options: RegistryOptions): Effect.Effect<Registry["
           const child = yield* spawnChild([binary!, "serve", configPath], { env: { PATH: process.env.PATH ?? "/usr/bin:/bin" }, cwd: storage, graceMs: (DRAIN_SECONDS + 5) * 1000 })
           yield* awaitReady(child)
           failures = 0
-          yield* Deferred.succeed(started, undefined)
           log.info("registry serving", { addr: settings.addr, host, readOnly })
+          yield* Deferred.succeed(started, undefined)
           const exit = yield* child.exited
           return yield* new RegistryError({ message: `docker-registry stopped unexpectedly (${describeExit(exit)}): ${lastLines(child.output())}` })
         })
@@ -444,6 +444,10 @@ export const makeRegistry = (options: RegistryOptions): Effect.Effect<Registry["
     const garbageCollect: Effect.Effect<GcReport, RegistryError> = managed
       ? maintenance.withPermits(1)(
           Effect.gen(function* () {
+            const v2 = join(storage, "data", "docker", "registry", "v2")
+            // Nothing was ever pushed: nothing to collect (and garbage-collect fails on a registry without blobs).
+            if (!existsSync(join(v2, "blobs"))) return { blobsMarked: 0, blobsDeleted: 0 }
+            mkdirSync(join(v2, "repositories"), { recursive: true })
             log.info("registry garbage collection: read-only window starts")
             yield* start(true)
             const result = yield* Effect.tryPromise({

@@ -47,6 +47,9 @@ let layout: string
 let realmServer: Server
 let scope: Scope.Closeable
 let registry: Registry["Service"]
+let realm: string
+/** Registries by their token `service`: the realm server answers for each (one is the default). */
+const registries = new Map<string, Registry["Service"]>()
 
 /** `skopeo copy` of the test busybox image to `target`, as `docker push` with the token would; resolves to its output or the failure. */
 const push = async (target: string, password: string, image = "busybox"): Promise<{ readonly ok: boolean; readonly output: string }> => {
@@ -92,12 +95,13 @@ beforeAll(async () => {
       response.writeHead(404).end()
       return
     }
-    void run(registry.handleTokenRequest({ method: request.method ?? "GET", headers: request.headers, query: url.searchParams })).then((answer) => {
+    const target = registries.get(url.searchParams.get("service") ?? "") ?? registry
+    void run(target.handleTokenRequest({ method: request.method ?? "GET", headers: request.headers, query: url.searchParams })).then((answer) => {
       response.writeHead(answer.status, answer.headers).end(JSON.stringify(answer.body))
     })
   })
   await new Promise<void>((resolve) => realmServer.listen(0, "127.0.0.1", resolve))
-  const realm = `http://127.0.0.1:${(realmServer.address() as AddressInfo).port}${REGISTRY_TOKEN_PATH}`
+  realm = `http://127.0.0.1:${(realmServer.address() as AddressInfo).port}${REGISTRY_TOKEN_PATH}`
   const port = await freePort()
   scope = await run(Scope.make())
   registry = await run(
@@ -238,6 +242,53 @@ describe("registry", () => {
     const image = await makeImageStore({ root: join(dir, "images-4"), insecureRegistries: [registry.host] }).pull(`${registry.host}/${TENANT_A}/${DEPLOYMENT_1}/agent:1`, { auth: kept })
     expect(image.digest).toMatch(/^sha256:/)
   }, 240_000)
+
+  it("runs garbage collection on its schedule, in a read-only window, and keeps what is in use", async () => {
+    const lines: Array<{ readonly msg: string; readonly readOnly?: boolean }> = []
+    const log = makeLogger("info", (line) => lines.push(JSON.parse(line)))
+    const options = {
+      databasePath: join(dir, "second", "slipway.db"),
+      secretsKey: "0".repeat(64),
+      realm,
+      service: "second-registry",
+      log
+    }
+    const addr = `127.0.0.1:${await freePort()}`
+    // First without a schedule: push an image; then started again (same key, same storage) collecting every 2 s.
+    const first = await run(Scope.make())
+    let token: { readonly token: string; readonly registry_url: string }
+    try {
+      const other = await run(makeRegistry({ ...options, settings: { ...defaultRegistrySettings, mode: "on", addr, gcSchedule: undefined } }).pipe(Scope.provide(first)))
+      registries.set("second-registry", other)
+      token = await run(other.pushToken(TENANT_A, DEPLOYMENT_1))
+      expect((await push(`${token.registry_url}/agent:1`, token.token)).ok).toBe(true)
+    } finally {
+      await run(Scope.close(first, Exit.void))
+    }
+    const second = await run(Scope.make())
+    try {
+      const other = await run(makeRegistry({ ...options, settings: { ...defaultRegistrySettings, mode: "on", addr, gcSchedule: "*/2 * * * * *" } }).pipe(Scope.provide(second)))
+      registries.set("second-registry", other)
+      const deadline = Date.now() + 30_000
+      while (!lines.some((line) => line.msg === "registry garbage collection: read-only window ends") && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100))
+      const messages = lines.map((line) => `${line.msg}${line.readOnly === undefined ? "" : ` readOnly=${line.readOnly}`}`)
+      const window = messages.indexOf("registry garbage collection: read-only window starts")
+      expect(window).toBeGreaterThanOrEqual(0)
+      expect(messages.slice(window, window + 4)).toEqual([
+        "registry garbage collection: read-only window starts",
+        "registry serving readOnly=true",
+        "registry serving readOnly=false",
+        "registry garbage collection: read-only window ends"
+      ])
+      // The token issued before the restart still works (same key), and the image survived the collection.
+      const auth = await run(other.pullCredentials(TENANT_A, DEPLOYMENT_1))
+      const image = await makeImageStore({ root: join(dir, "images-5"), insecureRegistries: [other.host] }).pull(`${token.registry_url}/agent:1`, { auth })
+      expect(image.digest).toMatch(/^sha256:/)
+    } finally {
+      registries.delete("second-registry")
+      await run(Scope.close(second, Exit.void))
+    }
+  }, 90_000)
 
   it("refuses ids that cannot name a repository", async () => {
     const exit = await Effect.runPromiseExit(registry.pushToken("Tenant With Spaces", DEPLOYMENT_1))
