@@ -150,7 +150,7 @@ const checkFree = (hostname: string, port: number): Effect.Effect<void, Registry
     server.once("error", (error: NodeJS.ErrnoException) =>
       resume(Effect.fail(new RegistryError({ message: `the registry cannot listen on ${hostname}:${port}: ${error.code === "EADDRINUSE" ? "the address is in use (set SLIPWAY_REGISTRY_ADDR)" : error.message}` })))
     )
-    server.listen(port, hostname.replace(/^\[|\]$/g, ""), () => server.close(() => resume(Effect.void)))
+    server.listen(port, hostname === "" ? undefined : hostname.replace(/^\[|\]$/g, ""), () => server.close(() => resume(Effect.void)))
   })
 
 export const makeRegistry = (options: RegistryOptions): Effect.Effect<Registry["Service"], RegistryError, Scope.Scope> =>
