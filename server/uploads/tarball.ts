@@ -18,6 +18,7 @@
  */
 import { createReadStream } from "node:fs"
 import { mkdir, open, rm } from "node:fs/promises"
+import { dirname } from "node:path"
 import { createGunzip } from "node:zlib"
 import { Data, Effect } from "effect"
 import { Parser, type ReadEntry, Unpack } from "tar"
@@ -256,7 +257,10 @@ export const extractTarball = (file: string, directory: string, limits: TarballL
   Effect.gen(function* () {
     yield* checkGzip(file)
     yield* Effect.tryPromise({
-      try: () => mkdir(directory, { recursive: false, mode: 0o755 }),
+      try: async () => {
+        await mkdir(dirname(directory), { recursive: true })
+        await mkdir(directory, { mode: 0o755 })
+      },
       catch: (error) => new TarballRefused({ message: `cannot unpack into ${directory}: ${(error as NodeJS.ErrnoException).code === "EEXIST" ? "it exists already" : String(error)}` })
     })
     return yield* pass(
