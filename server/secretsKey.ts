@@ -15,6 +15,7 @@
 import { randomBytes } from "node:crypto"
 import { chmodSync, existsSync, linkSync, mkdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from "node:fs"
 import { dirname } from "node:path"
+import { isFileDatabase } from "./dataDir.ts"
 
 export interface SecretsKeys {
   /** The key new values are sealed with. */
@@ -28,8 +29,6 @@ export interface SecretsKeys {
   readonly created: boolean
 }
 
-const isFileDatabase = (databasePath: string) => databasePath !== ":memory:" && databasePath !== "" && !databasePath.startsWith("file:")
-
 export const secretsKeyPath = (databasePath: string): string => `${databasePath}.secrets-key`
 
 export const newSecretsKey = (): string => randomBytes(32).toString("hex")
@@ -41,7 +40,7 @@ const readKey = (path: string): string => {
 }
 
 /** Writes `key` to `path` with mode 0600, only if `path` does not exist yet (atomic: link of a complete temporary file). */
-const createExclusive = (path: string, key: string): boolean => {
+export const createExclusive = (path: string, key: string): boolean => {
   const temporary = `${path}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`
   writeFileSync(temporary, `${key}\n`, { mode: 0o600, flag: "wx" })
   try {
