@@ -31,9 +31,9 @@ const numberText = (value: number): string => {
   return Number.isInteger(value) ? BigInt(value).toString() : floatRepr(value)
 }
 
-/** `json.dumps` of a string with `ensure_ascii`: JSON's escapes, then every non-ASCII UTF-16 unit as `\uXXXX`. */
+/** `json.dumps` of a string with `ensure_ascii`: JSON's escapes, then DEL and every non-ASCII UTF-16 unit as `\uXXXX`. */
 const stringText = (value: string): string =>
-  JSON.stringify(value).replace(/[\u0080-\uffff]/g, (unit) => `\\u${unit.charCodeAt(0).toString(16).padStart(4, "0")}`)
+  JSON.stringify(value).replace(/[\u007f-\uffff]/g, (unit) => `\\u${unit.charCodeAt(0).toString(16).padStart(4, "0")}`)
 
 /**
  * Python's `json.dumps(value)` for a value parsed from JSON: `{"a": 1, "b": [true, null]}`.
