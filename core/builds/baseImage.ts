@@ -12,8 +12,9 @@
  * (the CLI appends a second tag, `langchain/langgraph-api:0.2.47:3.11`, which no registry can
  * serve), and `api_version` next to such a `base_image` is refused. docs/builds.md.
  */
+import type { Result } from "effect"
 import { API_VERSION_RANGE_PATTERN, DEFAULT_IMAGE_DISTRO, type LanggraphConfig, pythonRepr } from "./config.ts"
-import { refuse } from "./errors.ts"
+import { attempt, type LanggraphConfigError, refuse } from "./errors.ts"
 
 /** A config whose graphs are all JavaScript: built on the Node.js image, by the Node.js Dockerfile. */
 export const isNodeOnly = (config: Pick<LanggraphConfig, "node_version" | "python_version">): boolean => !!config.node_version && !config.python_version
@@ -113,8 +114,8 @@ export interface BaseImageOptions {
 
 type TagConfig = Pick<LanggraphConfig, "base_image" | "node_version" | "python_version" | "image_distro" | "api_version" | "_INTERNAL_docker_tag">
 
-/** `docker_tag`: the reference of the image the Dockerfile builds `FROM`. */
-export const dockerTag = (config: TagConfig, options: BaseImageOptions = {}): string => {
+/** `docker_tag`: the reference of the image the Dockerfile builds `FROM` (refuses through `refuse`). */
+export const imageReference = (config: TagConfig, options: BaseImageOptions = {}): string => {
   const apiVersion = options.apiVersion || config.api_version
   const base = options.baseImage || defaultBaseImage(config)
   const distroTag = config.image_distro === DEFAULT_IMAGE_DISTRO ? "" : `-${config.image_distro}`
@@ -131,6 +132,9 @@ export const dockerTag = (config: TagConfig, options: BaseImageOptions = {}): st
   if (hasTagOrDigest(base)) return base
   return `${base}:${versionDistroTag}`
 }
+
+/** `docker_tag` of a validated config: the image the Dockerfile builds `FROM`, or why there is none (an api_version range that cannot be resolved, a tagged base_image with api_version). */
+export const dockerTag = (config: TagConfig, options: BaseImageOptions = {}): Result.Result<string, LanggraphConfigError> => attempt(() => imageReference(config, options))
 
 /** Base images whose version tag predates uv (`_image_supports_uv`): `langchain/langgraph-trial`, or a `:X.Y.Z` tag below 0.2.47. */
 export const imageSupportsUv = (baseImage: string): boolean => {

@@ -11,7 +11,7 @@
  * unescaped single quotes in the `ENV` JSON, graph paths of same-named packages).
  */
 import type { Result } from "effect"
-import { dockerTag, defaultBaseImage, type BaseImageOptions, imageSupportsUv, isNodeOnly } from "./baseImage.ts"
+import { type BaseImageOptions, defaultBaseImage, imageReference, imageSupportsUv, isNodeOnly } from "./baseImage.ts"
 import { buildCommandProblem } from "./commands.ts"
 import {
   type BuildTool,
@@ -97,7 +97,7 @@ const packageManagerName = (dir: string, index: TreeIndex): string | undefined =
 }
 
 /** The install command for a JavaScript project in `dir`: by lock file, else by package.json's `packageManager` / `devEngines`, else `npm i`. */
-export const packageManagerInstallCommand = (dir: string, index: TreeIndex): string => {
+const packageManagerInstallCommand = (dir: string, index: TreeIndex): string => {
   const has = (file: string) => index.isFile(joinPath(dir, file))
   if (has("yarn.lock")) return "yarn install --frozen-lockfile"
   if (has("pnpm-lock.yaml")) return "pnpm i --frozen-lockfile"
@@ -172,7 +172,7 @@ const nodeDockerfile = (config: LanggraphConfig, request: DockerfileRequest, ind
   const containerRoot = `/deps/${nameOf(buildContext, request.rootName)}`
   const relativeWorkdir = relativeTo(configDir, buildContext)
   const workdir = relativeWorkdir ? `${containerRoot}/${relativeWorkdir}` : containerRoot
-  const image = dockerTag(config, request)
+  const image = imageReference(config, request)
   const dockerfile = [
     `FROM ${image}`,
     "",
@@ -239,7 +239,10 @@ const assembleLocalDeps = (config: LanggraphConfig, configDir: string, rootName:
     if (reserved.has(name)) refuse(`Package name '${name}' used in local dep '${ref}' is reserved. Rename the directory.`)
     reserved.add(name)
   }
-  const deps: LocalDeps = { requirements: [], real: new Map(), faux: new Map(), workingDir: undefined, outside: [] }
+  const requirements: LocalDeps["requirements"] = []
+  const real: LocalDeps["real"] = new Map()
+  const faux: LocalDeps["faux"] = new Map()
+  const outside: LocalDeps["outside"] = []
   let workingDir: string | undefined
   for (const ref of config.dependencies) {
     if (!ref.startsWith(".")) continue
@@ -248,7 +251,7 @@ const assembleLocalDeps = (config: LanggraphConfig, configDir: string, rootName:
     const path = dir!
     if (!index.exists(path)) refuse(`Could not find local dependency: ${shown(path)}`)
     if (!index.isDirectory(path)) refuse(`Local dependency must be a directory: ${shown(path)}`)
-    if (path !== configDir && !isWithin(path, configDir)) deps.outside.push(path)
+    if (path !== configDir && !isWithin(path, configDir)) outside.push(path)
 
     const name = nameOf(path, rootName)
     const files = index.list(path)
@@ -257,7 +260,7 @@ const assembleLocalDeps = (config: LanggraphConfig, configDir: string, rootName:
       let containerName = name
       for (let n = 1; containerNames.has(containerName); n++) containerName = `${name}_${n}`
       containerNames.add(containerName)
-      deps.real.set(path, { ref, name: containerName })
+      real.set(path, { ref, name: containerName })
       if (ref === ".") workingDir = `/deps/${containerName}`
       continue
     }
@@ -277,16 +280,16 @@ const assembleLocalDeps = (config: LanggraphConfig, configDir: string, rootName:
       }
     }
     // Two different folders of the same name would share /deps/outer-<name> and its pyproject.toml (a broken install in the CLI).
-    for (const [other, { ref: otherRef }] of deps.faux) {
+    for (const [other, { ref: otherRef }] of faux) {
       if (other !== path && nameOf(other, rootName) === name) {
         refuse(`Local dependencies '${otherRef}' and '${ref}' are both folders named '${name}', which would share /deps/outer-${name}. Rename one of them.`)
       }
     }
-    deps.faux.set(path, { ref, dest })
+    faux.set(path, { ref, dest })
     if (ref === ".") workingDir = dest
-    if (files.includes("requirements.txt")) deps.requirements.push({ dir: path, dest: `${dest}/requirements.txt` })
+    if (files.includes("requirements.txt")) requirements.push({ dir: path, dest: `${dest}/requirements.txt` })
   }
-  return { ...deps, workingDir }
+  return { requirements, real, faux, workingDir, outside }
 }
 
 /** A file's path inside the image: under the first real package holding it, else the first faux one (`_update_graph_paths`). */
@@ -386,7 +389,7 @@ const buildToolsToUninstall = (keep: LanggraphConfig["keep_pkg_tools"]): Readonl
 }
 
 /** The end of every Python Dockerfile (`_get_pip_cleanup_lines`): langgraph-api reinstalled, build tools removed. */
-export const pipCleanupLines = (installCommand: string, toUninstall: ReadonlyArray<BuildTool>, installer: "uv" | "pip"): string => {
+const pipCleanupLines = (installCommand: string, toUninstall: ReadonlyArray<BuildTool>, installer: "uv" | "pip"): string => {
   const commands = [
     `# -- Ensure user deps didn't inadvertently overwrite langgraph-api
 RUN mkdir -p /api/langgraph_api /api/langgraph_runtime /api/langgraph_license && touch /api/langgraph_api/__init__.py /api/langgraph_runtime/__init__.py /api/langgraph_license/__init__.py
@@ -505,7 +508,7 @@ RUN ${pipInstall} ${deps.requirements.map(({ dest }) => `-r ${dest}`).join(" ")}
         "# -- End of JS dependencies install --"
       ].join("\n")
     : ""
-  const image = dockerTag(config, request)
+  const image = imageReference(config, request)
   const installEach = `RUN for dep in /deps/*; do             echo "Installing $dep";             if [ -d "$dep" ]; then                 echo "Installing $dep";                 (cd "$dep" && ${pipInstall} -e .);             fi;         done`
 
   const dockerfile = [

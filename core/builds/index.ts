@@ -3,7 +3,7 @@
  * validation, and the install/build command rules. No I/O: the repository is described by data
  * (`SourceTree`). docs/builds.md.
  */
-export { dockerTag, defaultBaseImage, hasTagOrDigest, imageSupportsUv, isNodeOnly, resolveApiVersion, type BaseImageOptions } from "./baseImage.ts"
+export { type BaseImageOptions, defaultBaseImage, dockerTag, hasTagOrDigest, isNodeOnly } from "./baseImage.ts"
 export { buildCommandProblem, disallowedCommandCharacters, hasDisallowedCommandContent } from "./commands.ts"
 export {
   buildTools,
@@ -27,6 +27,6 @@ export {
   validateConfig,
   validateConfigFile
 } from "./config.ts"
-export { type BuildContext, type DockerBuild, type DockerfileRequest, filesToRead, langgraphDockerfile, packageManagerInstallCommand, pipCleanupLines } from "./dockerfile.ts"
+export { type BuildContext, type DockerBuild, type DockerfileRequest, filesToRead, langgraphDockerfile } from "./dockerfile.ts"
 export { LanggraphConfigError } from "./errors.ts"
-export { type SourceTree, TreeIndex } from "./sourceTree.ts"
+export type { SourceTree } from "./sourceTree.ts"

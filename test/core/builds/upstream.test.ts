@@ -516,15 +516,7 @@ describe("docker_tag (test_docker_tag_*, test_default_base_image_*)", () => {
     if (Result.isFailure(result)) throw new Error(result.failure.message)
     return result.success
   }
-  const attemptTag = (config: LanggraphConfig, options: Parameters<typeof dockerTag>[1]) =>
-    langgraphDockerfile({
-      config: { ...config, base_image: options?.baseImage ?? config.base_image },
-      configPath: "langgraph.json",
-      rootName: "p",
-      tree: { files: ["langgraph.json", "agent.py", "pyproject.toml", "agent.js"] },
-      apiVersion: options?.apiVersion,
-      langgraphApiReleases: options?.langgraphApiReleases
-    }).pipe(Result.map((built) => built.baseImage))
+  const attemptTag = (config: LanggraphConfig, options: Parameters<typeof dockerTag>[1]) => dockerTag(config, options)
 
   it("image_distro: a suffix for every distro but debian", () => {
     expect(tag(python())).toBe("langchain/langgraph-api:3.11")
