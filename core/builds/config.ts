@@ -7,7 +7,7 @@
 import type { Result } from "effect"
 import { attempt, type LanggraphConfigError, refuse } from "./errors.ts"
 import { closestMatch, truthy } from "./python.ts"
-import { joinPath, parentOf, type SourceTree, TreeIndex } from "./sourceTree.ts"
+import { parentOf, type SourceTree, TreeIndex } from "./sourceTree.ts"
 
 export const MIN_PYTHON_VERSION = "3.11"
 export const DEFAULT_PYTHON_VERSION = "3.11"
@@ -360,16 +360,10 @@ export const validateConfig = (raw: unknown): Result.Result<LanggraphConfig, Lan
 /** The CLI's `package.json` check when the project has Node.js graphs: its `engines` may only name `node`, by a major version ≥ 20. */
 export const checkPackageJson = (config: LanggraphConfig, configPath: string, index: TreeIndex): void => {
   if (!config.node_version) return
-  const path = joinPath(parentOf(configPath), "package.json")
-  if (!index.isFile(path)) return
-  const text = index.read(path)
-  if (text === undefined) throw new Error(`The text of ${path} was not supplied (filesToRead names it)`)
-  let pkg: unknown
-  try {
-    pkg = JSON.parse(text)
-  } catch {
-    return refuse(`Invalid package.json found in langgraph config directory ${path}: file is not valid JSON`)
-  }
+  const packageJson = index.packageJson(parentOf(configPath))
+  if (packageJson.state === "absent") return
+  if (packageJson.state === "invalid") return refuse(`Invalid package.json found in langgraph config directory ${packageJson.path}: file is not valid JSON`)
+  const pkg = packageJson.value
   if (!isObject(pkg) || !isObject(pkg.engines)) return
   const engines = Object.keys(pkg.engines)
   if (engines.some((engine) => engine !== "node")) {

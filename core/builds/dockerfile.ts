@@ -78,17 +78,10 @@ const shown = (path: string): string => (path === "" ? "." : path)
 // ---------------------------------------------------------------------------------------------
 // Node.js package manager (`_get_node_pm_install_cmd`)
 
+/** package.json's `packageManager` (`pnpm@9` → pnpm) or `devEngines.packageManager.name`; nothing when absent or not JSON. */
 const packageManagerName = (dir: string, index: TreeIndex): string | undefined => {
-  const path = joinPath(dir, "package.json")
-  if (!index.isFile(path)) return undefined
-  const text = index.read(path)
-  if (text === undefined) throw new Error(`The text of ${path} was not supplied (filesToRead names it)`)
-  let pkg: unknown
-  try {
-    pkg = JSON.parse(text)
-  } catch {
-    return undefined
-  }
+  const packageJson = index.packageJson(dir)
+  const pkg = packageJson.state === "parsed" ? packageJson.value : undefined
   if (!isObject(pkg)) return undefined
   if (typeof pkg.packageManager === "string" && pkg.packageManager !== "") return pkg.packageManager.replace(/^\^+/, "").split("@")[0]
   const devEngines = pkg.devEngines

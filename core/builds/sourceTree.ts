@@ -99,8 +99,24 @@ export class TreeIndex {
     return [...(this.entries.get(path) ?? [])].sort()
   }
 
-  /** A file's text when the caller supplied it. */
-  read(path: string): string | undefined {
-    return this.isFile(path) ? this.contents[path] : undefined
+  /**
+   * The `package.json` of a directory: absent, not JSON, or parsed. A listed file whose text the
+   * caller did not supply is the caller's bug (`filesToRead` names the files) and throws.
+   */
+  packageJson(dir: string): PackageJson {
+    const path = joinPath(dir, "package.json")
+    if (!this.isFile(path)) return { state: "absent", path }
+    const text = this.contents[path]
+    if (text === undefined) throw new Error(`The text of ${path} was not supplied (filesToRead names it)`)
+    try {
+      return { state: "parsed", path, value: JSON.parse(text) as unknown }
+    } catch {
+      return { state: "invalid", path }
+    }
   }
 }
+
+export type PackageJson =
+  | { readonly state: "absent"; readonly path: string }
+  | { readonly state: "invalid"; readonly path: string }
+  | { readonly state: "parsed"; readonly path: string; readonly value: unknown }
