@@ -239,9 +239,7 @@ const assembleLocalDeps = (config: LanggraphConfig, configDir: string, rootName:
   let workingDir: string | undefined
   for (const ref of config.dependencies) {
     if (!ref.startsWith(".")) continue
-    const dir = resolveIn(configDir, ref)
-    if (dir === undefined) refuse(`Local dependency '${ref}' is outside the repository: a build sees only the repository's files.`)
-    const path = dir!
+    const path = resolveIn(configDir, ref) ?? refuse(`Local dependency '${ref}' is outside the repository: a build sees only the repository's files.`)
     if (!index.exists(path)) refuse(`Could not find local dependency: ${shown(path)}`)
     if (!index.isDirectory(path)) refuse(`Local dependency must be a directory: ${shown(path)}`)
     if (path !== configDir && !isWithin(path, configDir)) outside.push(path)
@@ -323,8 +321,8 @@ const imageGraphs = (config: LanggraphConfig, configDir: string, deps: LocalDeps
     let path = importString
     if (module.includes("/") || module.includes("\\")) {
       const file = moduleFile(configDir, module, index, "Could not find local module", "Local module must be a file")
-      const inImage = containerPathOf(file, deps, false)
-      if (inImage === undefined) refuse(`Module '${importString}' not found in 'dependencies' list. Add its containing package to 'dependencies' list.`)
+      const inImage =
+        containerPathOf(file, deps, false) ?? refuse(`Module '${importString}' not found in 'dependencies' list. Add its containing package to 'dependencies' list.`)
       path = `${inImage}:${attribute}`
     }
     graphs[id] = typeof spec === "string" ? path : { ...spec, path }
@@ -348,15 +346,14 @@ const imageSectionPath = (
   // The CLI keeps '..' segments here (unlike graph paths), which maps a file outside the
   // config's folder to a path that does not exist; Slipway normalises it as for graphs.
   const file = resolveIn(configDir, module)
-  if (file === undefined || !index.exists(file)) refuse(`${what} file not found: ${file === undefined ? module : shown(file)} (from ${pathString})`)
-  if (!index.isFile(file!)) refuse(`${what} path must be a file: ${shown(file!)}`)
-  const inImage = containerPathOf(file!, deps, true)
-  if (inImage === undefined) {
+  if (file === undefined || !index.exists(file)) return refuse(`${what} file not found: ${file === undefined ? module : shown(file)} (from ${pathString})`)
+  if (!index.isFile(file)) refuse(`${what} path must be a file: ${shown(file)}`)
+  const inImage =
+    containerPathOf(file, deps, true) ??
     refuse(
-      `${what} file '${shown(file!)}' not covered by dependencies.\nAdd its parent directory to the 'dependencies' array in your config.\n` +
+      `${what} file '${shown(file)}' not covered by dependencies.\nAdd its parent directory to the 'dependencies' array in your config.\n` +
         `Current dependencies: [${config.dependencies.map(pythonRepr).join(", ")}]`
     )
-  }
   return { ...section, path: `${inImage}:${attribute}` }
 }
 
@@ -369,8 +366,7 @@ const imageHttp = (config: LanggraphConfig, configDir: string, deps: LocalDeps, 
   if (!module || !attribute) refuse(`Import string "${app}" must be in format "<module>:<attribute>".`)
   if (!module.includes("/") && !module.includes("\\")) return http
   const file = moduleFile(configDir, module, index, "Could not find HTTP app module", "HTTP app module must be a file")
-  const inImage = containerPathOf(file, deps, false)
-  if (inImage === undefined) refuse(`HTTP app module '${app}' not found in 'dependencies' list. Add its containing package to 'dependencies' list.`)
+  const inImage = containerPathOf(file, deps, false) ?? refuse(`HTTP app module '${app}' not found in 'dependencies' list. Add its containing package to 'dependencies' list.`)
   return { ...http, app: `${inImage}:${attribute}` }
 }
 
@@ -541,8 +537,7 @@ RUN ${pipInstall} ${deps.requirements.map(({ dest }) => `-r ${dest}`).join(" ")}
  */
 export const langgraphDockerfile = (request: DockerfileRequest): Result.Result<DockerBuild, LanggraphConfigError> =>
   attempt(() => {
-    const configPath = resolveIn("", request.configPath)
-    if (configPath === undefined || configPath === "") refuse(`The config path ${request.configPath} must name a file inside the repository.`)
+    const configPath = resolveIn("", request.configPath) || refuse(`The config path ${request.configPath} must name a file inside the repository.`)
     for (const [field, command] of [
       ["install_command", request.installCommand],
       ["build_command", request.buildCommand]
@@ -551,10 +546,10 @@ export const langgraphDockerfile = (request: DockerfileRequest): Result.Result<D
       if (problem) refuse(problem)
     }
     const index = new TreeIndex(request.tree)
-    if (!index.isFile(configPath!)) refuse(`Could not find the config file ${request.configPath} in the repository.`)
+    if (!index.isFile(configPath)) refuse(`Could not find the config file ${request.configPath} in the repository.`)
     const config = orRefuse(validateConfig(request.config))
-    checkPackageJson(config, configPath!, index)
-    const normalized = { ...request, configPath: configPath! }
+    checkPackageJson(config, configPath, index)
+    const normalized = { ...request, configPath }
     const nodeOnly = isNodeOnly(config)
     const rendered = nodeOnly ? nodeDockerfile(config, normalized, index) : pythonDockerfile(config, normalized, index)
     const warnings = [
