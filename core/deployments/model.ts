@@ -112,9 +112,10 @@ const grammar = (problem: (value: string) => string | undefined) => ruleOf((valu
 const grammarString = (problem: (value: string) => string | undefined, description: string, examples: ReadonlyArray<string>) =>
   Schema.String.annotate({ description, examples }).check(nonEmpty, grammar(problem))
 
+/** The grammar only: whether an http:// URL's host is allowed is the server's setting, checked by `planCreate`. */
 export const RepoUrl = grammarString(
-  repoUrlProblem,
-  "A git repository URL: https://host/owner/repo, ssh://git@host/owner/repo or git@host:owner/repo; no credentials",
+  (url) => repoUrlProblem(url, { insecureHosts: "any" }),
+  "A git repository URL: https://host/owner/repo, ssh://git@host/owner/repo or git@host:owner/repo (http://host:port/owner/repo only for hosts the server lists in SLIPWAY_INSECURE_GIT_HOSTS); no credentials",
   ["https://github.com/acme/agent"]
 )
 export const RepoRef = grammarString(gitRefProblem, "A branch by its bare name (main) or as refs/heads/main, or a tag as refs/tags/v1; a valid git ref name", [
