@@ -13,8 +13,9 @@
  * the next rotation finishes the job.
  */
 import { randomBytes } from "node:crypto"
-import { chmodSync, existsSync, linkSync, mkdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from "node:fs"
+import { chmodSync, existsSync, linkSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from "node:fs"
 import { dirname } from "node:path"
+import { makeDirectory } from "./directories.ts"
 
 export interface SecretsKeys {
   /** The key new values are sealed with. */
@@ -28,7 +29,8 @@ export interface SecretsKeys {
   readonly created: boolean
 }
 
-const isFileDatabase = (databasePath: string) => databasePath !== ":memory:" && databasePath !== "" && !databasePath.startsWith("file:")
+/** A database in a file of its own (not `:memory:`, not a `file:` URI). */
+export const isFileDatabase = (databasePath: string) => databasePath !== ":memory:" && databasePath !== "" && !databasePath.startsWith("file:")
 
 export const secretsKeyPath = (databasePath: string): string => `${databasePath}.secrets-key`
 
@@ -66,7 +68,7 @@ export const resolveSecretsKeys = (options: { readonly databasePath: string; rea
   if (options.secretsKey) return { key: options.secretsKey, previous: [], source: "env", path: undefined, created: false }
   if (!isFileDatabase(options.databasePath)) return { key: newSecretsKey(), previous: [], source: "memory", path: undefined, created: false }
   const path = secretsKeyPath(options.databasePath)
-  mkdirSync(dirname(path), { recursive: true })
+  makeDirectory(dirname(path))
   const created = existsSync(path) ? false : createExclusive(path, newSecretsKey())
   const mode = statSync(path).mode & 0o777
   if (mode & 0o077) chmodSync(path, 0o600)
