@@ -3,8 +3,8 @@
  * the GitHub Action (core/deploy), talks to the API through the core's typed client
  * (core/client), and to a box's dataplane for `sandbox exec` and `sandbox cp`.
  *
- * Run it as `node cli/main.ts …` in a checkout, or through the package's `slipway` bin
- * (bin/slipway.js). Exit codes: see cli/errors.ts and docs/cli.md.
+ * Run it as `npx slipway …` (the package's bin, bin/slipway.js), or `npm run slipway -- …` in a
+ * checkout. Exit codes: see cli/errors.ts and docs/cli.md.
  *
  * Arguments are parsed by commander (well kept, no dependencies, typed; subcommands, variadic
  * arguments after `--`, help generated from the definitions): see docs/cli.md.
@@ -64,6 +64,16 @@ export const makeProgram = (done: (code: number) => void): Command => {
     .option("--secrets-file <path>", "secrets as NAME=value lines from a file")
     .option("--no-wait", "return once the revision is created, without waiting")
     .action(action(async ({ settings, output }, options) => deployments.runDeploy(settings(), output, deployments.deployInputs(settings(), options))))
+
+  program
+    .command("list")
+    .alias("ls")
+    .description("deployments with their status and URL")
+    .option("--name-contains <text>", "only deployments whose name contains this")
+    .option("--status <status>", "only deployments in this status (e.g. READY)")
+    .option("--limit <n>", "at most this many", "50")
+    .option("--offset <n>", "skip this many", "0")
+    .action(action(async ({ settings, output }, options) => deployments.list(settings(), output, options)))
 
   program
     .command("status")

@@ -16,7 +16,7 @@ const version = JSON.parse(execFileSync(process.execPath, ["-p", "JSON.stringify
 
 /** PATH with the system's directories first: `node` and `npm` are Debian's, as on a newcomer's machine. */
 const oldPath = `/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:${process.env.PATH}`
-const oldEnv = { ...process.env, PATH: oldPath, npm_config_update_notifier: "false", npm_config_audit: "false", npm_config_fund: "false" }
+const oldEnv: NodeJS.ProcessEnv = { ...process.env, PATH: oldPath, npm_config_update_notifier: "false", npm_config_audit: "false", npm_config_fund: "false" }
 for (const name of Object.keys(oldEnv)) if (name.startsWith("npm_") && !name.startsWith("npm_config_")) delete oldEnv[name]
 
 let oldVersion: string
