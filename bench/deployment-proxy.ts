@@ -21,8 +21,12 @@
  * throughput does. From those the bench computes the best ratio ANY proxy of that CPU cost could
  * reach on this machine (`bound`; docs/deployments-local.md explains the arithmetic).
  *
- * Verdict per scenario (targets of issue 14): throughput ≥ 0.8x direct (the median of the
- * same-round ratios) and p99 ≤ direct p99 / 0.8 (median of the same-round p99 ratios).
+ * Verdict per scenario (targets of issue 14, the medians of the same-round ratios): for `io5ms`
+ * and `cpu1ms`, throughput ≥ 0.8x direct and p99 ≤ direct p99 / 0.8. For `fast`, where the
+ * proxy's own cost is all there is to see, against the cheapest HTTP proxy (`http-floor`) measured
+ * in the same rounds: throughput ≥ 0.9x its and p99 ≤ its p99 / 0.9. No proxy reaches 0.8x direct
+ * for `fast` on two shared cores (HAProxy 0.42–0.55x, a bare TCP pipe 0.75–0.78x, measured): the
+ * load generator and the replica already take most of the CPU a request has (issue 30).
  *
  * Last, the cost the proxy puts on Slipway's own API requests: `handle` on an API path (it
  * answers false) with 10 and with 10 000 deployment routes.
@@ -44,8 +48,10 @@ import { makeDeploymentProxy } from "../server/deployments/local/proxy.ts"
 import { collectLatencies, percentile } from "./load.ts"
 import { cpuMicros, freePort, probe } from "./procs.ts"
 
-/** Targets of issue 14: throughput and p99 through the deployment URL against direct. */
+/** Targets of issue 14: throughput and p99 through the deployment URL against direct (`io5ms`, `cpu1ms`). */
 export const PROXY_RATIO = 0.8
+/** The target of `fast` (issue 30): throughput and p99 against the cheapest HTTP proxy in the same rounds. */
+export const HTTP_FLOOR_RATIO = 0.9
 
 export type ProxyScenarioName = "fast" | "io5ms" | "cpu1ms"
 /**
@@ -109,6 +115,10 @@ export interface ProxyScenarioResult {
   readonly bound: Partial<Record<ProxyFront, ProxyRange>>
   /** Median voluntary context switches of each front's process per request. */
   readonly wakeups: Partial<Record<ProxyFront, number>>
+  /** What Slipway is measured against, and the ratio it must reach. */
+  readonly target: { readonly against: "direct" | "http-floor"; readonly ratio: number }
+  /** Slipway's same-round ratios against `target.against` (req/s over its req/s; its p99 over Slipway's p99). */
+  readonly versus: { readonly throughput: ProxyRange; readonly p99: ProxyRange }
   readonly verdict: { readonly pass: boolean; readonly throughput: boolean; readonly p99: boolean }
 }
 
@@ -340,6 +350,10 @@ const SCENARIOS: ReadonlyArray<readonly [ProxyScenarioName, number, number]> = [
   ["cpu1ms", 0, 1]
 ]
 
+/** What each scenario's verdict compares Slipway with (see the header). */
+const targetOf = (name: ProxyScenarioName): ProxyScenarioResult["target"] =>
+  name === "fast" ? { against: "http-floor", ratio: HTTP_FLOOR_RATIO } : { against: "direct", ratio: PROXY_RATIO }
+
 /** The node arguments of a front written in Node (every front but `haproxy`). */
 const nodeFrontArgs = (front: Exclude<ProxyFront, "haproxy">, port: number, target: number, cpuProfileDir: string | undefined): Array<string> =>
   front === "slipway"
@@ -356,13 +370,16 @@ export const runDeploymentProxyBench = async (options: DeploymentProxyBenchOptio
   const rounds = Math.max(1, options.rounds ?? 3)
   const log = options.log ?? ((line: string) => console.log(line))
   const wanted = new Set(options.scenarios ?? SCENARIOS.map(([name]) => name))
-  const fronts: ReadonlyArray<ProxyFront> = ["slipway", ...(options.fronts ?? ["floor", "http-floor"]).filter((f) => f !== "slipway")]
+  const chosen: ReadonlyArray<ProxyFront> = ["slipway", ...(options.fronts ?? ["floor", "http-floor"]).filter((f) => f !== "slipway")]
   const cores = (await import("node:os")).availableParallelism()
   const loadBefore = loadavg()[0]!
   const results: ProxyScenarioResult[] = []
 
   for (const [name, waitMs, cpuPerRequest] of SCENARIOS) {
     if (!wanted.has(name)) continue
+    const target = targetOf(name)
+    // The front the verdict compares with is always measured.
+    const fronts: ReadonlyArray<ProxyFront> = target.against === "direct" || chosen.includes(target.against) ? chosen : [...chosen, target.against]
     const replicaPort = await freePort()
     const replica = await start(["-e", replicaSource(replicaPort, waitMs, cpuPerRequest)], `http://127.0.0.1:${replicaPort}/`)
     const started: Array<[ProxyFront, ChildProcess, string]> = []
@@ -410,9 +427,30 @@ export const runDeploymentProxyBench = async (options: DeploymentProxyBenchOptio
         bound[front] = rangeOf(measured.map((r) => boundRatio(cores, r.direct, r[front]!.cpuUs.proxy)))
         wakeupsPer[front] = median(runs.map((r) => r.proxyWakeups))
       }
-      const throughputPass = throughput.slipway!.median >= PROXY_RATIO
-      const p99Pass = p99.slipway!.median >= PROXY_RATIO
-      results.push({ name, rounds: measured, throughput, p99, cpuUs, bound, wakeups: wakeupsPer, verdict: { pass: throughputPass && p99Pass, throughput: throughputPass, p99: p99Pass } })
+      // Against direct: the same-round ratios above. Against another front: Slipway's req/s over
+      // that front's, and that front's p99 over Slipway's, round by round.
+      const against = target.against
+      const versus =
+        against === "direct"
+          ? { throughput: throughput.slipway!, p99: p99.slipway! }
+          : {
+              throughput: rangeOf(measured.map((r) => r.slipway!.rps / r[against]!.rps)),
+              p99: rangeOf(measured.map((r) => r[against]!.p99Ms / r.slipway!.p99Ms))
+            }
+      const throughputPass = versus.throughput.median >= target.ratio
+      const p99Pass = versus.p99.median >= target.ratio
+      results.push({
+        name,
+        rounds: measured,
+        throughput,
+        p99,
+        cpuUs,
+        bound,
+        wakeups: wakeupsPer,
+        target,
+        versus,
+        verdict: { pass: throughputPass && p99Pass, throughput: throughputPass, p99: p99Pass }
+      })
     } finally {
       await Promise.all([stop(replica), ...started.map(([, child]) => stop(child))])
     }
@@ -467,15 +505,20 @@ export const runDeploymentProxyBench = async (options: DeploymentProxyBenchOptio
         ? ""
         : `; cheapest HTTP proxy ${show(s.throughput["http-floor"])}x at ${spread(s.rounds.map((r) => r["http-floor"]!.cpuUs.proxy))} µs CPU/req`) +
       `; Slipway's CPU allows at most ${show(s.bound.slipway!)}x`
+    const against = s.target.against === "direct" ? "direct" : "the cheapest HTTP proxy"
+    const reference = s.target.against === "direct" ? direct : s.rounds.map((r) => r[s.target.against as ProxyFront]!)
     verdicts.push({
-      target: `deployment proxy ${s.name}: throughput >= ${PROXY_RATIO}x direct`,
+      target: `deployment proxy ${s.name}: throughput >= ${s.target.ratio}x ${against}`,
       pass: s.verdict.throughput,
-      detail: `median ${s.throughput.slipway!.median.toFixed(2)}x (rounds ${show(s.throughput.slipway!)}x); Slipway ${spread(s.rounds.map((r) => r.slipway!.cpuUs.proxy))} µs CPU/req${floor}`
+      detail:
+        `median ${s.versus.throughput.median.toFixed(2)}x (rounds ${show(s.versus.throughput)}x)` +
+        (s.target.against === "direct" ? "" : `; ${show(s.throughput.slipway!)}x direct`) +
+        `; Slipway ${spread(s.rounds.map((r) => r.slipway!.cpuUs.proxy))} µs CPU/req${floor}`
     })
     verdicts.push({
-      target: `deployment proxy ${s.name}: p99 <= direct p99 / ${PROXY_RATIO}`,
+      target: `deployment proxy ${s.name}: p99 <= ${against} p99 / ${s.target.ratio}`,
       pass: s.verdict.p99,
-      detail: `direct/proxied p99 median ${s.p99.slipway!.median.toFixed(2)}x (rounds ${show(s.p99.slipway!)}x); p99 direct ${spread(direct.map((r) => r.p99Ms), 2)} ms, proxied ${spread(s.rounds.map((r) => r.slipway!.p99Ms), 2)} ms`
+      detail: `${s.target.against}/Slipway p99 median ${s.versus.p99.median.toFixed(2)}x (rounds ${show(s.versus.p99)}x); p99 ${s.target.against} ${spread(reference.map((r) => r.p99Ms), 2)} ms, Slipway ${spread(s.rounds.map((r) => r.slipway!.p99Ms), 2)} ms`
     })
   }
   for (const [count, ns] of Object.entries(routingNs)) lines.push(`deployment-proxy routing: routes=${count} ns_per_api_request=${ns}`)

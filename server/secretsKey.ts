@@ -13,9 +13,10 @@
  * the next rotation finishes the job.
  */
 import { randomBytes } from "node:crypto"
-import { chmodSync, existsSync, linkSync, mkdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from "node:fs"
+import { chmodSync, existsSync, linkSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from "node:fs"
 import { dirname } from "node:path"
 import { isFileDatabase } from "./dataDir.ts"
+import { makeDirectory } from "./directories.ts"
 
 export interface SecretsKeys {
   /** The key new values are sealed with. */
@@ -65,7 +66,7 @@ export const resolveSecretsKeys = (options: { readonly databasePath: string; rea
   if (options.secretsKey) return { key: options.secretsKey, previous: [], source: "env", path: undefined, created: false }
   if (!isFileDatabase(options.databasePath)) return { key: newSecretsKey(), previous: [], source: "memory", path: undefined, created: false }
   const path = secretsKeyPath(options.databasePath)
-  mkdirSync(dirname(path), { recursive: true })
+  makeDirectory(dirname(path))
   const created = existsSync(path) ? false : createExclusive(path, newSecretsKey())
   const mode = statSync(path).mode & 0o777
   if (mode & 0o077) chmodSync(path, 0o600)

@@ -1,8 +1,8 @@
 /** Opens the SQLite file with the pragmas the server relies on and applies pending migrations. */
 import Database from "better-sqlite3"
-import { mkdirSync } from "node:fs"
 import { dirname } from "node:path"
 import { Effect, Exit } from "effect"
+import { makeDirectory } from "../../directories.ts"
 import type { StoreError, Transactional } from "../StoreError.ts"
 import { toStoreError } from "./errors.ts"
 import type { Migration } from "./migrations.ts"
@@ -13,11 +13,11 @@ export type Db = Database.Database
  * WAL with synchronous=NORMAL: every committed transaction is in the WAL before the call
  * returns, so a killed process (SIGKILL, crash) loses nothing it acknowledged; only a power loss
  * of the host can drop the last commits. FULL would fsync on every commit, which on this class of
- * disk costs an order of magnitude in write throughput (see bench/). SLIPWAY_SYNCHRONOUS=FULL
- * trades that speed for power-loss durability.
+ * disk costs an order of magnitude in write throughput (see bench/). `synchronous: "FULL"` (for
+ * an embedder; no setting of `npm start` sets it) trades that speed for power-loss durability.
  */
 export const openDatabase = (path: string, migrations: ReadonlyArray<Migration>, synchronous: "NORMAL" | "FULL" = "NORMAL"): Db => {
-  if (path !== ":memory:" && !path.startsWith("file:")) mkdirSync(dirname(path), { recursive: true })
+  if (path !== ":memory:" && !path.startsWith("file:")) makeDirectory(dirname(path))
   const db = new Database(path)
   applyPragmas(db, synchronous)
   migrate(db, migrations)
