@@ -12,10 +12,13 @@
  * of them is found wrong only at the first pull or the first deployment.
  */
 import { existsSync, readFileSync, statSync } from "node:fs"
+import { insecureGitHostProblem } from "../core/index.ts"
 import { postgresUrlProblem } from "./config.ts"
 import { localDeploymentOptionsFromEnv } from "./deployments/drivers/local.ts"
 import { imageStoreOptionsFromEnv } from "./runtime/local/images.ts"
 import { parseReference } from "./runtime/local/reference.ts"
+import { registrySettingsFromEnv } from "./registry/settings.ts"
+import { uploadSettingsFromEnv } from "./uploads/SourceUploads.ts"
 
 /** Who reads a variable. */
 export type SettingReader = "server" | "key tool" | "cli" | "host setup" | "tests"
@@ -48,6 +51,9 @@ const oneOf = (name: string, values: ReadonlyArray<string>) => (value: string) =
 
 const imageSetting = (name: string) => throwing(name, (value) => imageStoreOptionsFromEnv({ [name]: value }))
 const deploymentSetting = (name: string) => throwing(name, (value) => localDeploymentOptionsFromEnv({ [name]: value }, 0))
+
+const registrySetting = (name: string) => throwing(name, (value) => registrySettingsFromEnv({ [name]: value }))
+const uploadSetting = (name: string) => throwing(name, (value) => uploadSettingsFromEnv({ [name]: value }))
 
 const readableJsonFile = (name: string) => (value: string) => {
   if (!existsSync(value) || !statSync(value).isFile()) return `${name}: ${value} is not a file`
@@ -96,6 +102,17 @@ export const knownSettings: ReadonlyArray<Setting> = [
   { name: "SLIPWAY_INSECURE_REGISTRIES", readBy: server, check: imageSetting("SLIPWAY_INSECURE_REGISTRIES") },
   { name: "SLIPWAY_REGISTRY_AUTH_FILE", readBy: server, check: readableJsonFile("SLIPWAY_REGISTRY_AUTH_FILE") },
   { name: "SLIPWAY_IMAGE_PULL_TIMEOUT_S", readBy: server, check: imageSetting("SLIPWAY_IMAGE_PULL_TIMEOUT_S") },
+  {
+    name: "SLIPWAY_INSECURE_GIT_HOSTS",
+    readBy: server,
+    check: (value) => {
+      for (const entry of value.split(",").map((part) => part.trim()).filter((part) => part !== "")) {
+        const problem = insecureGitHostProblem(entry)
+        if (problem !== undefined) return `SLIPWAY_INSECURE_GIT_HOSTS: ${problem}`
+      }
+      return undefined
+    }
+  },
   // deployments of the local runtime (docs/deployments-local.md)
   { name: "SLIPWAY_DEPLOY_HEALTH_CHECK", readBy: server, check: deploymentSetting("SLIPWAY_DEPLOY_HEALTH_CHECK") },
   { name: "SLIPWAY_DEPLOY_HEALTH_PATH", readBy: server, check: deploymentSetting("SLIPWAY_DEPLOY_HEALTH_PATH") },
@@ -106,6 +123,13 @@ export const knownSettings: ReadonlyArray<Setting> = [
     readBy: server,
     check: (value) => postgresUrlProblem("SLIPWAY_DEPLOYMENT_POSTGRES_URL", value)
   },
+  // the registry Slipway fronts and source uploads (docs/registry.md)
+  ...["SLIPWAY_REGISTRY", "SLIPWAY_REGISTRY_ADDR", "SLIPWAY_REGISTRY_HOST", "SLIPWAY_REGISTRY_URL", "SLIPWAY_REGISTRY_TOKEN_TTL", "SLIPWAY_REGISTRY_GC"].map(
+    (name): Setting => ({ name, readBy: server, check: registrySetting(name) })
+  ),
+  ...["SLIPWAY_UPLOAD_URL_TTL", "SLIPWAY_UPLOAD_MAX_BYTES", "SLIPWAY_UPLOAD_MAX_UNPACKED", "SLIPWAY_UPLOAD_MAX_FILES"].map(
+    (name): Setting => ({ name, readBy: server, check: uploadSetting(name) })
+  ),
   // the key tool: `secrets rotate` with SLIPWAY_SECRETS_KEY set takes the new key from here
   { name: "SLIPWAY_NEW_SECRETS_KEY", readBy: ["key tool"] },
   // the CLI (docs/cli.md)
