@@ -1,9 +1,9 @@
-/** Extra commands of the key tool contributed by server areas (e.g. the storage quota). */
+/**
+ * What an extra command of the key tool (server/keys.ts) is: server areas contribute them
+ * (e.g. the storage quota), the key tool lists them.
+ */
 import type { Effect } from "effect"
 import type { ServerConfig } from "./config.ts"
-import { integrationCommand } from "./deployments/admin.ts"
-import { secretsCommand } from "./deployments/secretsAdmin.ts"
-import { quotaCommand } from "./sandboxes/admin.ts"
 import type { DeploymentStore } from "./store/DeploymentStore.ts"
 import type { KeyStore } from "./store/KeyStore.ts"
 import type { SecretsKeys } from "./secretsKey.ts"
@@ -28,5 +28,3 @@ export interface AdminCommand {
   readonly usage: string
   readonly run: (input: AdminInput) => Promise<void>
 }
-
-export const adminCommands: ReadonlyArray<AdminCommand> = [quotaCommand, integrationCommand, secretsCommand]

@@ -6,7 +6,7 @@ import { randomUUID } from "node:crypto"
 import { existsSync } from "node:fs"
 import { parseArgs } from "node:util"
 import { Effect, Exit, Layer, Scope } from "effect"
-import { adminCommands } from "./admin.ts"
+import type { AdminCommand } from "./admin.ts"
 import { ConfigError, configFromEnv, type ServerConfig } from "./config.ts"
 import { DeploymentStore } from "./store/DeploymentStore.ts"
 import { KeyStore } from "./store/KeyStore.ts"
@@ -14,6 +14,12 @@ import { SandboxStore } from "./store/SandboxStore.ts"
 import { storesFor } from "./store/index.ts"
 import { requireUuid } from "./cli.ts"
 import { resolveSecretsKeys } from "./secretsKey.ts"
+import { integrationCommand } from "./deployments/admin.ts"
+import { secretsCommand } from "./deployments/secretsAdmin.ts"
+import { quotaCommand } from "./sandboxes/admin.ts"
+
+/** The commands server areas contribute. */
+const adminCommands: ReadonlyArray<AdminCommand> = [quotaCommand, integrationCommand, secretsCommand]
 
 const usage = `Usage: npm run keys -- <command> [options]
 

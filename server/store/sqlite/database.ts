@@ -5,7 +5,6 @@ import { dirname } from "node:path"
 import { Effect, Exit } from "effect"
 import type { StoreError, Transactional } from "../StoreError.ts"
 import { toStoreError } from "./errors.ts"
-import type { Migration } from "./migrations.ts"
 
 export type Db = Database.Database
 
@@ -16,6 +15,12 @@ export type Db = Database.Database
  * disk costs an order of magnitude in write throughput (see bench/). SLIPWAY_SYNCHRONOUS=FULL
  * trades that speed for power-loss durability.
  */
+/** A schema change, applied once (by id) in its own transaction. */
+export interface Migration {
+  readonly id: string
+  readonly sql: string
+}
+
 export const openDatabase = (path: string, migrations: ReadonlyArray<Migration>, synchronous: "NORMAL" | "FULL" = "NORMAL"): Db => {
   if (path !== ":memory:" && !path.startsWith("file:")) mkdirSync(dirname(path), { recursive: true })
   const db = new Database(path)
