@@ -73,6 +73,3 @@ export const now = (): string => {
 
 /** The milliseconds of an ISO 8601 time; the text `now()` gave last is not parsed again (a new revision's `since` usually is). */
 export const millisOf = (iso: string): number => (iso === lastIso ? lastMs : Date.parse(iso))
-
-/** Routes built from services: `routes(Effect.gen(function* () { const store = yield* Store; return [...] }))`. */
-export const routes = <R>(build: Effect.Effect<ReadonlyArray<Route>, never, R>) => build
