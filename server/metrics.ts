@@ -19,11 +19,11 @@
  * sends `Authorization: Bearer <token>`. API keys are not used: a scraper is not a tenant.
  */
 import { timingSafeEqual, createHash } from "node:crypto"
-import { Context, Effect, Option } from "effect"
+import { Context, Effect } from "effect"
 import { collectDefaultMetrics, Counter, Gauge, Registry } from "prom-client"
 import { endpoint, type Endpoint } from "../core/index.ts"
 import { RawResponse, type Route } from "./http/app.ts"
-import { implement, ServerEnv, type ServerModule } from "./module.ts"
+import { implement, ServerEnv } from "./module.ts"
 import { DeploymentStore } from "./store/DeploymentStore.ts"
 import { SandboxStore } from "./store/SandboxStore.ts"
 
@@ -200,8 +200,7 @@ const plain = (status: number, text: string, headers: Record<string, string> = {
 
 /** `GET /metrics` for the server's registry, with the store-read gauges; `token` from SLIPWAY_METRICS_TOKEN. */
 export const metricsRoutes = Effect.gen(function* () {
-  const metrics = Option.getOrUndefined(yield* Effect.serviceOption(Metrics))
-  if (!metrics) return [] as ReadonlyArray<Route>
+  const metrics = yield* Metrics
   const { config, log } = yield* ServerEnv
   const deployments = yield* DeploymentStore
   const sandboxes = yield* SandboxStore
@@ -243,4 +242,4 @@ export const metricsRoutes = Effect.gen(function* () {
 })
 
 /** The /metrics route as a server area (server/modules.ts). */
-export const metricsModule: ServerModule = { name: "metrics", routes: metricsRoutes }
+export const metricsModule = { name: "metrics", routes: metricsRoutes }

@@ -16,8 +16,8 @@ export type Stores = DeploymentStore | SandboxStore | KeyStore
 /** The stores; on PostgreSQL also `RevisionLeases` (read with `Effect.serviceOption`). */
 export const storesFor = (config: Pick<ServerConfig, "databasePath" | "databaseUrl"> & Partial<Pick<ServerConfig, "leaseMs">>): Layer.Layer<Stores, StoreError> =>
   config.databaseUrl !== undefined
-    ? (PostgresStores({ url: config.databaseUrl, ...(config.leaseMs === undefined ? {} : { leaseMs: config.leaseMs }) }) as Layer.Layer<Stores, StoreError>)
-    : (SqliteStores({ path: config.databasePath }) as Layer.Layer<Stores, StoreError>)
+    ? PostgresStores({ url: config.databaseUrl, ...(config.leaseMs === undefined ? {} : { leaseMs: config.leaseMs }) })
+    : SqliteStores({ path: config.databasePath })
 
 /** Where the data lives, for logs (a URL without its password). */
 export const describeDatabase = (config: Pick<ServerConfig, "databasePath" | "databaseUrl">): string =>

@@ -20,6 +20,7 @@ import {
 import { implement, now, ServerEnv } from "../../module.ts"
 import { chooseRuntime } from "../../runtime/select.ts"
 import type { DeploymentChange, DeploymentRecord, NewRevision } from "../../store/DeploymentStore.ts"
+import type { StoreError } from "../../store/StoreError.ts"
 import { integrationIssues } from "../integrationBinding.ts"
 import { deploymentNotFound, type DeploymentWrites, toDeployment, toListener } from "../shared.ts"
 
@@ -31,7 +32,7 @@ export const deploymentRoutes = (writes: DeploymentWrites) =>
     const servesUrls = (yield* chooseRuntime).name === "local"
     const { store, controller, sealSecrets, storedOf, mustGetDeployment, deletingConflict, newRevision, announce, maxScaleOf } = writes
 
-    const listenerOf = (tenantId: string, id: string | null | undefined): Effect.Effect<Listener | undefined, any> =>
+    const listenerOf = (tenantId: string, id: string | null | undefined): Effect.Effect<Listener | undefined, StoreError> =>
       id ? Effect.map(store.listener(tenantId, id), (record) => record && toListener(record)) : Effect.succeed(undefined)
 
     /** PATCH, decided on the stored deployment: a new revision when the revision's config or secrets change, else the deployment alone. */

@@ -55,7 +55,7 @@ export const realApiRoutes = ({ store }: DeploymentWrites, spec: ReadonlyArray<R
         for (const id of ids) {
           const outcome = deleteOne.handler({ params: { deployment_id: id }, query: { delete_tracing_project: query.delete_tracing_project }, body: undefined }, context)
           // Deleted meanwhile by another request: it is gone either way.
-          yield* Effect.catchTag(outcome as Effect.Effect<unknown, any>, "NotFound", () => Effect.void)
+          yield* Effect.catchTag(outcome, "NotFound", () => Effect.void)
         }
         return { deleted: ids }
       }))

@@ -4,13 +4,12 @@
  * dataplane, in the same server context); adds no Layer.
  */
 import { Effect } from "effect"
-import type { ServerModule } from "../../module.ts"
 import { accessRoutes } from "../routes/access.ts"
 import { registryRoutes } from "../routes/registries.ts"
 import { accessHttp } from "./http.ts"
 import { makeAccessShared } from "./shared.ts"
 
-export const sandboxAccessModule: ServerModule = {
+export const sandboxAccessModule = {
   name: "sandbox-access",
   routes: Effect.map(makeAccessShared, (shared) => [...registryRoutes(shared), ...accessRoutes(shared)]),
   http: accessHttp
