@@ -62,13 +62,6 @@ export const found = <A>(kind: string, name: string) => (record: A | undefined) 
   record === undefined ? Effect.fail(notFound(kind, name)) : Effect.succeed(record)
 
 /**
- * Test hook: holds every quota decision open this long between reading the usage and writing,
- * so the concurrency tests can show that the transaction, not luck, keeps the quota. Never set
- * it in production: it blocks the process for that long on each volume create or resize.
- */
-const quotaRaceDelayMs = Number(process.env.SLIPWAY_TEST_QUOTA_DELAY_MS ?? 0) || 0
-
-/**
  * The image of a box created with neither a template nor a snapshot (the real API's "default
  * snapshot"): `SLIPWAY_DEFAULT_SANDBOX_IMAGE`, default `python:3.12-slim`, pulled like any image.
  */
@@ -114,7 +107,6 @@ export const makeSandboxShared = Effect.gen(function* () {
   const storage = Effect.fnUntraced(function* (organizationId: string) {
     const quota = effectiveQuota(yield* store.organizationQuota(organizationId), config.storageQuota)
     const usage = fromBytes(yield* store.organizationUsage(organizationId))
-    if (quotaRaceDelayMs > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, quotaRaceDelayMs)
     return { usage, quota: quota.quantity }
   })
 
