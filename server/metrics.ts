@@ -25,6 +25,7 @@ import { endpoint, type Endpoint } from "../core/index.ts"
 import { RawResponse, type Route } from "./http/app.ts"
 import { implement, ServerEnv } from "./module.ts"
 import { DeploymentStore } from "./store/DeploymentStore.ts"
+import { RevisionStore } from "./store/RevisionStore.ts"
 import { SandboxStore } from "./store/SandboxStore.ts"
 
 /** Seconds: from sub-millisecond reads to slow waits (`wait_for_ready`, up to an hour). */
@@ -203,6 +204,7 @@ export const metricsRoutes = Effect.gen(function* () {
   const metrics = yield* Metrics
   const { config, log } = yield* ServerEnv
   const deployments = yield* DeploymentStore
+  const revisions = yield* RevisionStore
   const sandboxes = yield* SandboxStore
   registerStoreGauges(metrics.registry, () =>
     Effect.runPromise(
@@ -210,11 +212,11 @@ export const metricsRoutes = Effect.gen(function* () {
         const boxes = yield* sandboxes.allSandboxes()
         const byStatus: Record<string, number> = { provisioning: 0, ready: 0, failed: 0, stopped: 0, deleting: 0 }
         for (const box of boxes) byStatus[box.status] = (byStatus[box.status] ?? 0) + 1
-        const revisions = yield* deployments.inProgressRevisions()
+        const unfinished = yield* revisions.inProgressRevisions()
         const deletes = yield* deployments.pendingDeletes()
         return {
           sandboxes: byStatus,
-          queues: { revisions: revisions.length, deployment_deletes: deletes.length, sandboxes: byStatus.provisioning! + byStatus.deleting! }
+          queues: { revisions: unfinished.length, deployment_deletes: deletes.length, sandboxes: byStatus.provisioning! + byStatus.deleting! }
         }
       })
     ).catch((error) => {

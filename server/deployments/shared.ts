@@ -18,8 +18,12 @@ import {
   type StoredDeployment
 } from "../../core/index.ts"
 import { now, ServerEnv } from "../module.ts"
-import { type ChangedDeployment, DeploymentStore, type DeploymentRecord, type ListenerRecord, type NewRevision, type RevisionRecord } from "../store/DeploymentStore.ts"
+import { type ChangedDeployment, DeploymentStore, type DeploymentRecord } from "../store/DeploymentStore.ts"
+import { IntegrationStore } from "../store/IntegrationStore.ts"
+import { type ListenerRecord, ListenerStore } from "../store/ListenerStore.ts"
+import { type NewRevision, type RevisionRecord, RevisionStore } from "../store/RevisionStore.ts"
 import type { StoreError } from "../store/StoreError.ts"
+import { Transactions } from "../store/Transactions.ts"
 import { DeploymentController } from "./controller.ts"
 import { makeSecretBox } from "./secrets.ts"
 
@@ -73,14 +77,18 @@ export interface NewRevisionWrite {
   readonly imageVersion: string | null
 }
 
-/** A new revision and the deployment pointing at it, as `store.addRevision` and `store.changeDeployment` write them. */
+/** A new revision and the deployment pointing at it, as `DeploymentStore.addRevision` and `changeDeployment` write them. */
 export interface NewRevisionChange {
   readonly deployment: DeploymentRecord
   readonly revision: NewRevision
 }
 
 export const makeDeploymentWrites = Effect.gen(function* () {
-  const store = yield* DeploymentStore
+  const { transaction } = yield* Transactions
+  const deploymentStore = yield* DeploymentStore
+  const revisionStore = yield* RevisionStore
+  const listenerStore = yield* ListenerStore
+  const integrationStore = yield* IntegrationStore
   const controller = yield* DeploymentController
   const { config } = yield* ServerEnv
   const box = makeSecretBox(config.secretsKey, config.previousSecretsKeys)
@@ -102,7 +110,7 @@ export const makeDeploymentWrites = Effect.gen(function* () {
   })
 
   const mustGetDeployment = (tenantId: string, id: string) =>
-    Effect.flatMap(store.deployment(tenantId, id), (record) => (record ? Effect.succeed(record) : Effect.fail(deploymentNotFound(id))))
+    Effect.flatMap(deploymentStore.deployment(tenantId, id), (record) => (record ? Effect.succeed(record) : Effect.fail(deploymentNotFound(id))))
 
   /** A deployment being deleted takes no change (409). */
   const deletingConflict = (record: DeploymentRecord): Conflict | undefined =>
@@ -142,7 +150,7 @@ export const makeDeploymentWrites = Effect.gen(function* () {
   /** Inside a transaction: supersedes unfinished revisions, adds the next one and points the deployment at it. */
   const writeNewRevision = (write: NewRevisionWrite): Effect.Effect<ChangedDeployment<NewRevisionChange>, StoreError> => {
     const change = newRevision(write)
-    return Effect.map(store.addRevision(change.deployment, change.revision), (stopped) => ({ ...change, stopped }))
+    return Effect.map(deploymentStore.addRevision(change.deployment, change.revision), (stopped) => ({ ...change, stopped }))
   }
 
   /** After the commit: the controller stops what a new revision superseded and rolls it out. */
@@ -151,7 +159,7 @@ export const makeDeploymentWrites = Effect.gen(function* () {
       ? controller.revisionsStopped(written.stopped)
       : Effect.andThen(controller.revisionsStopped(written.stopped), controller.revisionCreated(written.deployment, written.revision, written.revision.secrets))
 
-  return { store, controller, box, sealSecrets, storedOf, mustGetDeployment, deletingConflict, newRevision, writeNewRevision, announce, maxScaleOf }
+  return { transaction, deploymentStore, revisionStore, listenerStore, integrationStore, controller, box, sealSecrets, storedOf, mustGetDeployment, deletingConflict, newRevision, writeNewRevision, announce, maxScaleOf }
 })
 
 export type DeploymentWrites = Effect.Success<typeof makeDeploymentWrites>

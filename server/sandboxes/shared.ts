@@ -15,7 +15,14 @@ import {
   type Volume
 } from "../../core/index.ts"
 import { ServerEnv } from "../module.ts"
-import { SandboxStore, type PoolRecord, type SandboxRecord, type TemplateView, type VolumeRecord } from "../store/SandboxStore.ts"
+import type { PoolRecord } from "../store/PoolStore.ts"
+import { PoolStore } from "../store/PoolStore.ts"
+import { QuotaStore } from "../store/QuotaStore.ts"
+import { type SandboxRecord, SandboxStore } from "../store/SandboxStore.ts"
+import { SnapshotStore } from "../store/SnapshotStore.ts"
+import { TemplateStore, type TemplateView } from "../store/TemplateStore.ts"
+import { Transactions } from "../store/Transactions.ts"
+import { VolumeStore, type VolumeRecord } from "../store/VolumeStore.ts"
 import { SandboxController } from "./controller.ts"
 import { Dataplane } from "./Dataplane.ts"
 import { SandboxDriver } from "./Driver.ts"
@@ -71,7 +78,13 @@ const defaultSandboxImage = process.env.SLIPWAY_DEFAULT_SANDBOX_IMAGE || "python
 const nameAttempts = 16
 
 export const makeSandboxShared = Effect.gen(function* () {
-  const store = yield* SandboxStore
+  const { transaction } = yield* Transactions
+  const sandboxStore = yield* SandboxStore
+  const volumeStore = yield* VolumeStore
+  const templateStore = yield* TemplateStore
+  const poolStore = yield* PoolStore
+  const snapshotStore = yield* SnapshotStore
+  const quotaStore = yield* QuotaStore
   const controller = yield* SandboxController
   const dataplane = yield* Dataplane
   const driver = yield* SandboxDriver
@@ -105,8 +118,8 @@ export const makeSandboxShared = Effect.gen(function* () {
 
   /** Organization usage and quota, read inside the caller's transaction. */
   const storage = Effect.fnUntraced(function* (organizationId: string) {
-    const quota = effectiveQuota(yield* store.organizationQuota(organizationId), config.storageQuota)
-    const usage = fromBytes(yield* store.organizationUsage(organizationId))
+    const quota = effectiveQuota(yield* quotaStore.organizationQuota(organizationId), config.storageQuota)
+    const usage = fromBytes(yield* quotaStore.organizationUsage(organizationId))
     return { usage, quota: quota.quantity }
   })
 
@@ -114,7 +127,7 @@ export const makeSandboxShared = Effect.gen(function* () {
   const freeSandboxName = Effect.fnUntraced(function* (tenantId: string, prefix: string) {
     for (let attempt = 0; attempt < nameAttempts; attempt++) {
       const candidate = generateSandboxName(prefix, Math.random)
-      if (!(yield* store.sandboxNameTaken(tenantId, candidate))) return candidate
+      if (!(yield* sandboxStore.sandboxNameTaken(tenantId, candidate))) return candidate
     }
     return yield* Effect.die(new Error(`no free sandbox name for prefix ${prefix} after ${nameAttempts} attempts`))
   })
@@ -128,7 +141,7 @@ export const makeSandboxShared = Effect.gen(function* () {
     )
   })
 
-  return { store, controller, driver, config, sandboxJson, storage, freeSandboxName, launch, defaultSandboxImage }
+  return { transaction, sandboxStore, volumeStore, templateStore, poolStore, snapshotStore, controller, driver, config, sandboxJson, storage, freeSandboxName, launch, defaultSandboxImage }
 })
 
 export type SandboxShared = Effect.Success<typeof makeSandboxShared>

@@ -18,7 +18,7 @@ import { Effect, Layer } from "effect"
 import type { RevisionStatus, Source, SourceRevisionConfig } from "../../core/index.ts"
 import { DeploymentDriver, type Observation } from "../../server/deployments/Driver.ts"
 import { ImageError, SandboxDriver } from "../../server/sandboxes/Driver.ts"
-import { SandboxStore } from "../../server/store/SandboxStore.ts"
+import { QuotaStore } from "../../server/store/QuotaStore.ts"
 
 interface Failure {
   readonly marker: string
@@ -99,15 +99,15 @@ export const markedSandboxFailures = Layer.effect(
 export const markedFailures = Layer.mergeAll(markedDeploymentFailures, markedSandboxFailures)
 
 /**
- * The server's sandbox store, except that reading an organization's usage then blocks the
+ * The server's quota store, except that reading an organization's usage then blocks the
  * process `ms`, between the quota check's read and its write. It blocks rather than sleeps: the SQLite store's transaction relies on the work
  * inside it running within one turn of the event loop (as the server's own store calls do).
  */
 export const heldQuotaDecisions = (ms: number) =>
   Layer.effect(
-    SandboxStore,
-    Effect.map(SandboxStore, (store) =>
-      SandboxStore.of({
+    QuotaStore,
+    Effect.map(QuotaStore, (store) =>
+      QuotaStore.of({
         ...store,
         organizationUsage: (organizationId) =>
           Effect.tap(store.organizationUsage(organizationId), () => Effect.sync(() => void Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms)))

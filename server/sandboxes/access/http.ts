@@ -102,11 +102,11 @@ const forwardedHeaders = (request: IncomingMessage, prefix: string, keepUpgrade:
 const fail = (status: number, type: string, message: string, headers?: Record<string, string>) => Effect.fail(new DataplaneError(status, type, message, headers))
 
 export const makeAccessHttp = (shared: AccessShared): RawHttp => {
-  const { store, controller, dataplane, tokens, log, secure } = shared
+  const { sandboxStore, grantStore, controller, dataplane, tokens, log, secure } = shared
 
   /** The box of the token's tenant, started (and awaited) when it is stopped. */
   const runningBox = Effect.fnUntraced(function* (tenantId: string, sandboxId: string) {
-    let box = yield* store.sandboxById(tenantId, sandboxId)
+    let box = yield* sandboxStore.sandboxById(tenantId, sandboxId)
     if (!box) return yield* fail(404, "NotFound", "the sandbox of this link no longer exists")
     if (box.status === "stopped" || box.status === "failed") box = yield* controller.request(box, { _tag: "Start" })
     if (box.status !== "ready") box = (yield* controller.awaitSettled(tenantId, sandboxId, WAKE_MS)) ?? box
@@ -121,7 +121,7 @@ export const makeAccessHttp = (shared: AccessShared): RawHttp => {
     if (!claims || claims.k !== "s") return yield* fail(401, "Unauthorized", "invalid service token")
     if (claims.b !== sandboxId || claims.p !== port) return yield* fail(403, "Forbidden", "this service token is for another sandbox or port")
     if (!unexpired(claims.e)) return yield* fail(401, "Unauthorized", "the service token has expired: mint a new service URL")
-    const grant = yield* store.serviceGrantById(claims.g)
+    const grant = yield* grantStore.serviceGrantById(claims.g)
     if (!grant || grant.sandbox_id !== claims.b || grant.port !== claims.p || grant.tenant_id !== claims.t) {
       return yield* fail(401, "Unauthorized", "this port is no longer shared: mint a new service URL")
     }

@@ -2,7 +2,10 @@
 import { Effect } from "effect"
 import { makeSecretBox } from "../../deployments/secrets.ts"
 import { ServerEnv } from "../../module.ts"
+import { RegistryStore } from "../../store/RegistryStore.ts"
 import { SandboxStore } from "../../store/SandboxStore.ts"
+import { ServiceGrantStore } from "../../store/ServiceGrantStore.ts"
+import { Transactions } from "../../store/Transactions.ts"
 import { SandboxController } from "../controller.ts"
 import { Dataplane } from "../Dataplane.ts"
 import { makeAccessTokens } from "./tokens.ts"
@@ -18,13 +21,19 @@ export const SERVICE_COOKIE = "slipway_sandbox_service"
 
 export const makeAccessShared = Effect.gen(function* () {
   const { config, publicUrl, log } = yield* ServerEnv
-  const store = yield* SandboxStore
+  const { transaction } = yield* Transactions
+  const sandboxStore = yield* SandboxStore
+  const registryStore = yield* RegistryStore
+  const grantStore = yield* ServiceGrantStore
   const controller = yield* SandboxController
   const dataplane = yield* Dataplane
   // startServer always resolves a key (SLIPWAY_SECRETS_KEY or the key file); a bare test setup may not.
   const secretsKey = config.secretsKey ?? (yield* Effect.die(new Error("the sandbox access features need the secrets key")))
   return {
-    store,
+    transaction,
+    sandboxStore,
+    registryStore,
+    grantStore,
     controller,
     dataplane,
     log,

@@ -4,7 +4,7 @@
  * error, a 500. No table holds 2^53 rows, so any larger offset reads the same empty page as
  * 2^53 - 1 does.
  */
-import type { Page } from "../DeploymentStore.ts"
+import type { Page } from "../../../core/index.ts"
 
 export const MAX_SQL_OFFSET = Number.MAX_SAFE_INTEGER
 
