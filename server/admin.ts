@@ -4,7 +4,7 @@
  */
 import type { Effect } from "effect"
 import type { ServerConfig } from "./config.ts"
-import type { SecretsKeys } from "./secretsKey.ts"
+import type { SecretsKeys } from "./secrets/secretsKey.ts"
 import type { Stores } from "./store/index.ts"
 
 export interface AdminInput {

@@ -11,9 +11,9 @@ import { ConfigError, configFromEnv, type ServerConfig } from "./config.ts"
 import { KeyStore } from "./store/KeyStore.ts"
 import { type Stores, storesFor } from "./store/index.ts"
 import { requireUuid } from "./cli.ts"
-import { resolveSecretsKeys } from "./secretsKey.ts"
+import { resolveSecretsKeys } from "./secrets/secretsKey.ts"
 import { integrationCommand } from "./deployments/admin.ts"
-import { secretsCommand } from "./deployments/secretsAdmin.ts"
+import { secretsCommand } from "./secrets/admin.ts"
 import { quotaCommand } from "./sandboxes/admin.ts"
 
 /** The commands server areas contribute. */

@@ -10,7 +10,7 @@ import { isUuid } from "../../core/index.ts"
 import { requireUuid } from "../cli.ts"
 import { IntegrationStore } from "../store/IntegrationStore.ts"
 import { KeyStore } from "../store/KeyStore.ts"
-import { makeSecretBox } from "./secrets.ts"
+import { makeSecretBox } from "../secrets/secrets.ts"
 
 const ownerPattern = /^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,98}[A-Za-z0-9_])?$/
 export const PROVIDERS = ["github"] as const

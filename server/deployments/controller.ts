@@ -16,7 +16,7 @@ import { RevisionLeases } from "../store/RevisionLeases.ts"
 import type { StoreError } from "../store/StoreError.ts"
 import { Transactions } from "../store/Transactions.ts"
 import { type DatabaseObservation, DeploymentDriver, type Observation, type RevisionWork } from "./Driver.ts"
-import { makeSecretBox } from "./secrets.ts"
+import { makeSecretBox } from "../secrets/secrets.ts"
 import { Metrics } from "../metrics.ts"
 
 export class DeploymentController extends Context.Service<

@@ -25,7 +25,7 @@ import { type NewRevision, type RevisionRecord, RevisionStore } from "../store/R
 import type { StoreError } from "../store/StoreError.ts"
 import { Transactions } from "../store/Transactions.ts"
 import { DeploymentController } from "./controller.ts"
-import { makeSecretBox } from "./secrets.ts"
+import { makeSecretBox } from "../secrets/secrets.ts"
 
 export const deploymentNotFound = (id: string) => new NotFound({ message: `Deployment ${id} not found` })
 

@@ -13,7 +13,7 @@
  */
 import { Context, Deferred, Effect, Layer } from "effect"
 import { type BoxEvent, formatQuantity, fromBytes, nextBoxState, wantsRunning } from "../../core/index.ts"
-import { makeSecretBox } from "../deployments/secrets.ts"
+import { makeSecretBox } from "../secrets/secrets.ts"
 import { ServerEnv } from "../module.ts"
 import { RegistryStore } from "../store/RegistryStore.ts"
 import { type SandboxRecord, SandboxStore } from "../store/SandboxStore.ts"

@@ -5,7 +5,7 @@
  */
 import { Effect } from "effect"
 import { registryFor } from "../../../core/index.ts"
-import type { SecretBox } from "../../deployments/secrets.ts"
+import type { SecretBox } from "../../secrets/secrets.ts"
 import { parseReference } from "../../runtime/local/reference.ts"
 import type { RegistryStore } from "../../store/RegistryStore.ts"
 

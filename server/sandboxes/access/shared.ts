@@ -1,6 +1,6 @@
 /** What the registry, service URL and download URL handlers and their HTTP hook share. */
 import { Effect } from "effect"
-import { makeSecretBox } from "../../deployments/secrets.ts"
+import { makeSecretBox } from "../../secrets/secrets.ts"
 import { ServerEnv } from "../../module.ts"
 import { RegistryStore } from "../../store/RegistryStore.ts"
 import { SandboxStore } from "../../store/SandboxStore.ts"

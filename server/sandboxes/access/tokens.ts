@@ -6,7 +6,7 @@
  * time; a token that does not verify tells nothing about why.
  */
 import { createHmac, timingSafeEqual } from "node:crypto"
-import { deriveKey } from "../../deployments/secrets.ts"
+import { deriveKey } from "../../secrets/secrets.ts"
 
 /** A service token: one port of one box, under a grant that can be withdrawn. */
 export interface ServiceClaims {

@@ -1,6 +1,6 @@
 /**
  * `/v2/sandboxes/registries`: credentials for private image registries. The password is sealed
- * with the server's secrets key before it is stored (server/deployments/secrets.ts, as deployment
+ * with the server's secrets key before it is stored (server/secrets/secrets.ts, as deployment
  * secrets are) and no answer, log line or error carries it, nor the username. A box whose
  * template image's host matches a registry pulls with it (server/sandboxes/access/registries.ts).
  */

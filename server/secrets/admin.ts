@@ -16,7 +16,7 @@ import { DeploymentStore } from "../store/DeploymentStore.ts"
 import { IntegrationStore } from "../store/IntegrationStore.ts"
 import { RegistryStore } from "../store/RegistryStore.ts"
 import { Transactions } from "../store/Transactions.ts"
-import { newSecretsKey, promoteNextKey, writeKeyFile } from "../secretsKey.ts"
+import { newSecretsKey, promoteNextKey, writeKeyFile } from "./secretsKey.ts"
 import { makeSecretBox } from "./secrets.ts"
 
 export const secretsCommand: AdminCommand = {
