@@ -16,7 +16,7 @@ import { listenerRoutes } from "./routes/listeners.ts"
 import { logRoutes } from "./routes/logs.ts"
 import { realApiRoutes } from "./routes/realApi.ts"
 import { revisionRoutes } from "./routes/revisions.ts"
-import { makeDeploymentWrites } from "./shared.ts"
+import { makeDeploymentWrites } from "./writes.ts"
 
 /** The driver `SLIPWAY_RUNTIME` selects: `local` runs external_container images under bubblewrap (gitrepo stays simulated). */
 const DriverLive = Layer.unwrap(

@@ -13,7 +13,7 @@ import { poolRoutes } from "./routes/pools.ts"
 import { snapshotRoutes } from "./routes/snapshots.ts"
 import { templateRoutes } from "./routes/templates.ts"
 import { volumeRoutes } from "./routes/volumes.ts"
-import { makeSandboxShared } from "./shared.ts"
+import { makeSandboxRouteContext } from "./routeContext.ts"
 
 const local = Layer.mergeAll(LocalSandboxDriver, LocalDataplane).pipe(Layer.provide(LocalHostLive))
 const simulated = Layer.mergeAll(SimulatedSandboxDriver, UnavailableDataplane)
@@ -26,6 +26,6 @@ export const sandboxController = SandboxControllerLive
 
 export const sandboxModule = {
   name: "sandboxes",
-  routes: Effect.map(makeSandboxShared, (shared) => [...templateRoutes(shared), ...volumeRoutes(shared), ...poolRoutes(shared), ...boxRoutes(shared), ...snapshotRoutes(shared)]),
+  routes: Effect.map(makeSandboxRouteContext, (context) => [...templateRoutes(context), ...volumeRoutes(context), ...poolRoutes(context), ...boxRoutes(context), ...snapshotRoutes(context)]),
   http: dataplaneHttp
 }

@@ -23,7 +23,8 @@ import type { DeploymentChange, DeploymentRecord } from "../../store/DeploymentS
 import type { NewRevision } from "../../store/RevisionStore.ts"
 import type { StoreError } from "../../store/StoreError.ts"
 import { integrationIssues } from "../integrationBinding.ts"
-import { deploymentNotFound, type DeploymentWrites, toDeployment, toListener } from "../shared.ts"
+import { deploymentNotFound, toDeployment, toListener } from "../wire.ts"
+import type { DeploymentWrites } from "../writes.ts"
 
 export const deploymentRoutes = (writes: DeploymentWrites) =>
   Effect.gen(function* () {

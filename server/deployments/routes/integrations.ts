@@ -3,7 +3,7 @@ import { Effect, Result } from "effect"
 import { Api, Conflict, decodeWithIssues, PushEvent, revisionForPush, type StoredDeployment, Unauthorized, ValidationError } from "../../../core/index.ts"
 import { implement, now, ServerEnv } from "../../module.ts"
 import { ownerKey } from "../admin.ts"
-import type { DeploymentWrites } from "../shared.ts"
+import type { DeploymentWrites } from "../writes.ts"
 import { verifySignature } from "../webhook.ts"
 
 /** How long a delivery id is remembered (GitHub lets a delivery be redelivered for a few days). */

@@ -4,7 +4,8 @@ import { Effect } from "effect"
 import { Api, Conflict, controlPage, NotFound, Pagination } from "../../../core/index.ts"
 import { implement, now } from "../../module.ts"
 import type { ListenerRecord } from "../../store/ListenerStore.ts"
-import { type DeploymentWrites, toListener } from "../shared.ts"
+import { toListener } from "../wire.ts"
+import type { DeploymentWrites } from "../writes.ts"
 
 const listenerNotFound = (id: string) => new NotFound({ message: `Listener ${id} not found` })
 

@@ -8,7 +8,8 @@ import { Api, NotFound, ValidationError } from "../../../core/index.ts"
 import { implement } from "../../module.ts"
 import { buildLogs, deployLogs, LogStoreError } from "../local/logs.ts"
 import { DeploymentServing } from "../local/services.ts"
-import { deploymentNotFound, type DeploymentWrites } from "../shared.ts"
+import { deploymentNotFound } from "../wire.ts"
+import type { DeploymentWrites } from "../writes.ts"
 
 export const logRoutes = ({ deploymentStore, revisionStore }: DeploymentWrites) =>
   Effect.gen(function* () {

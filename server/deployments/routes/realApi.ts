@@ -8,7 +8,7 @@ import { Effect } from "effect"
 import { Api, NotFound, normalizeRepo, numericIdOf } from "../../../core/index.ts"
 import type { Route } from "../../http/app.ts"
 import { implement } from "../../module.ts"
-import type { DeploymentWrites } from "../shared.ts"
+import type { DeploymentWrites } from "../writes.ts"
 
 /** A stable positive integer (below 2^48) naming a repository, for the real API's integer repository id. */
 const repositoryNumber = (normalized: string): number => Number.parseInt(createHash("sha256").update(normalized).digest("hex").slice(0, 12), 16)

@@ -2,7 +2,8 @@
 import { Effect, Result } from "effect"
 import { Api, type ApiError, checkRedeploy, controlPage, databaseReadyOf, deploymentStatus, NotFound, Pagination, planRevision } from "../../../core/index.ts"
 import { implement, now } from "../../module.ts"
-import { deploymentNotFound, type DeploymentWrites, type NewRevisionChange, toDeployment, toRevision } from "../shared.ts"
+import { deploymentNotFound, toDeployment, toRevision } from "../wire.ts"
+import type { DeploymentWrites, NewRevisionChange } from "../writes.ts"
 
 export const revisionRoutes = (writes: DeploymentWrites) =>
   Effect.sync(() => {

@@ -25,15 +25,15 @@ import { Effect } from "effect"
 import type { RawHttp } from "../../module.ts"
 import { DataplaneError, rejectUpgrade, sendError } from "../dataplane/index.ts"
 import {
-  type AccessShared,
+  type AccessContext,
   DOWNLOAD_PREFIX,
-  makeAccessShared,
+  makeAccessContext,
   SERVICE_COOKIE,
   SERVICE_LOGIN_PATH,
   SERVICE_PREFIX,
   SERVICE_TOKEN_HEADER,
   servicePath
-} from "./shared.ts"
+} from "./context.ts"
 import { type DownloadClaims, type ServiceClaims, unexpired } from "./tokens.ts"
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
@@ -101,8 +101,8 @@ const forwardedHeaders = (request: IncomingMessage, prefix: string, keepUpgrade:
 
 const fail = (status: number, type: string, message: string, headers?: Record<string, string>) => Effect.fail(new DataplaneError(status, type, message, headers))
 
-export const makeAccessHttp = (shared: AccessShared): RawHttp => {
-  const { sandboxStore, grantStore, controller, dataplane, tokens, log, secure } = shared
+export const makeAccessHttp = (context: AccessContext): RawHttp => {
+  const { sandboxStore, grantStore, controller, dataplane, tokens, log, secure } = context
 
   /** The box of the token's tenant, started (and awaited) when it is stopped. */
   const runningBox = Effect.fnUntraced(function* (tenantId: string, sandboxId: string) {
@@ -305,4 +305,4 @@ const overrideDownloadHeaders = (response: ServerResponse, claims: DownloadClaim
   }
 }
 
-export const accessHttp = Effect.map(makeAccessShared, makeAccessHttp)
+export const accessHttp = Effect.map(makeAccessContext, makeAccessHttp)

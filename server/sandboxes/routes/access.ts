@@ -11,11 +11,11 @@ import { randomUUID } from "node:crypto"
 import { Effect } from "effect"
 import { Api, defaultServiceUrlSeconds, SandboxValidationError } from "../../../core/index.ts"
 import { implement } from "../../module.ts"
-import { type AccessShared, DOWNLOAD_PREFIX, SERVICE_LOGIN_PATH, servicePath } from "../access/shared.ts"
+import { type AccessContext, DOWNLOAD_PREFIX, SERVICE_LOGIN_PATH, servicePath } from "../access/context.ts"
 import type { DownloadClaims } from "../access/tokens.ts"
-import { found } from "../shared.ts"
+import { found } from "../wire.ts"
 
-export const accessRoutes = ({ transaction, sandboxStore, grantStore, tokens, publicUrl }: AccessShared) => {
+export const accessRoutes = ({ transaction, sandboxStore, grantStore, tokens, publicUrl }: AccessContext) => {
   const mustGetBox = (tenantId: string, name: string) => sandboxStore.sandboxByName(tenantId, name).pipe(Effect.flatMap(found("sandbox", name)))
 
   return [

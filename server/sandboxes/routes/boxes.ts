@@ -21,7 +21,8 @@ import {
 import { implement, now } from "../../module.ts"
 import type { BoxRetention, SandboxRecord } from "../../store/SandboxStore.ts"
 import type { SnapshotRecord } from "../../store/SnapshotStore.ts"
-import { found, notFound, type SandboxShared, taken } from "../shared.ts"
+import { found, notFound, taken } from "../wire.ts"
+import type { SandboxRouteContext } from "../routeContext.ts"
 
 /** Writable layer of a box made from the default image when no `fs_capacity_bytes` is sent. */
 export const defaultFsCapacityBytes = 1024 ** 3
@@ -35,7 +36,7 @@ const retentionOf = (body: { readonly ttl_seconds?: number | null; readonly idle
 
 const invalid = (message: string) => new SandboxValidationError({ message })
 
-export const boxRoutes = ({ transaction, sandboxStore, volumeStore, templateStore, poolStore, snapshotStore, controller, sandboxJson, freeSandboxName, launch, defaultSandboxImage }: SandboxShared) => {
+export const boxRoutes = ({ transaction, sandboxStore, volumeStore, templateStore, poolStore, snapshotStore, controller, sandboxJson, freeSandboxName, launch, defaultSandboxImage }: SandboxRouteContext) => {
   const mustGetBox = (tenantId: string, name: string) => sandboxStore.sandboxByName(tenantId, name).pipe(Effect.flatMap(found("sandbox", name)))
 
   /** The snapshot a create names (by id or name reference), ready; 404 when there is none. */

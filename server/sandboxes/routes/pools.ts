@@ -4,9 +4,10 @@ import { Effect } from "effect"
 import { Api, checkPoolTemplate, Pagination, planPoolDeletion, planPoolScale, sandboxPage } from "../../../core/index.ts"
 import { implement, now } from "../../module.ts"
 import type { SandboxRecord } from "../../store/SandboxStore.ts"
-import { found, poolJson, type SandboxShared, taken } from "../shared.ts"
+import { found, poolJson, taken } from "../wire.ts"
+import type { SandboxRouteContext } from "../routeContext.ts"
 
-export const poolRoutes = ({ transaction, sandboxStore, templateStore, poolStore, controller, freeSandboxName, launch }: SandboxShared) => {
+export const poolRoutes = ({ transaction, sandboxStore, templateStore, poolStore, controller, freeSandboxName, launch }: SandboxRouteContext) => {
   /** Inside the transaction: `count` new boxes of the pool, in `provisioning`. */
   const addBoxes = Effect.fnUntraced(function* (tenantId: string, prefix: string, templateId: string, poolId: string, count: number, at: string) {
     const created: Array<SandboxRecord> = []

@@ -9,8 +9,8 @@ import { Effect } from "effect"
 import { Api, parseRegistryUrl, registryProvider, type Registry, SandboxValidationError } from "../../../core/index.ts"
 import { implement, now } from "../../module.ts"
 import type { RegistryRecord } from "../../store/RegistryStore.ts"
-import type { AccessShared } from "../access/shared.ts"
-import { found, taken } from "../shared.ts"
+import type { AccessContext } from "../access/context.ts"
+import { found, taken } from "../wire.ts"
 
 export const registryJson = (record: RegistryRecord): typeof Registry.Encoded => {
   const location = parseRegistryUrl(record.url)
@@ -42,7 +42,7 @@ const decodeCursor = (cursor: string): number | undefined => {
   }
 }
 
-export const registryRoutes = ({ transaction, registryStore, secrets }: AccessShared) => {
+export const registryRoutes = ({ transaction, registryStore, secrets }: AccessContext) => {
   const mustGet = (tenantId: string, name: string) => registryStore.registryByName(tenantId, name).pipe(Effect.flatMap(found("registry", name)))
 
   return [

@@ -20,7 +20,8 @@ import {
 } from "../../../core/index.ts"
 import { implement, now } from "../../module.ts"
 import type { SnapshotRecord } from "../../store/SnapshotStore.ts"
-import { found, notFound, type SandboxShared, taken } from "../shared.ts"
+import { found, notFound, taken } from "../wire.ts"
+import type { SandboxRouteContext } from "../routeContext.ts"
 import { defaultFsCapacityBytes } from "./boxes.ts"
 
 export const snapshotJson = (record: SnapshotRecord): typeof Snapshot.Encoded => ({
@@ -36,7 +37,7 @@ export const snapshotJson = (record: SnapshotRecord): typeof Snapshot.Encoded =>
   updated_at: record.updated_at
 })
 
-export const snapshotRoutes = ({ transaction, sandboxStore, templateStore, snapshotStore, controller, driver }: SandboxShared) => {
+export const snapshotRoutes = ({ transaction, sandboxStore, templateStore, snapshotStore, controller, driver }: SandboxRouteContext) => {
   /** By id (a uuid), else by name (a bare name also finds `name:latest`). */
   const snapshotOf = Effect.fnUntraced(function* (tenantId: string, reference: string) {
     if (isUuid(reference)) {

@@ -3,9 +3,10 @@ import { randomUUID } from "node:crypto"
 import { Effect, Result } from "effect"
 import { Api, checkTemplateDeletable, checkTemplateVolumes, formatQuantity, Pagination, sandboxPage, toMillis } from "../../../core/index.ts"
 import { implement, now } from "../../module.ts"
-import { exactBytes, found, type SandboxShared, taken, templateJson } from "../shared.ts"
+import { exactBytes, found, taken, templateJson } from "../wire.ts"
+import type { SandboxRouteContext } from "../routeContext.ts"
 
-export const templateRoutes = ({ transaction, templateStore, volumeStore }: SandboxShared) => [
+export const templateRoutes = ({ transaction, templateStore, volumeStore }: SandboxRouteContext) => [
   implement(Api.createTemplate, ({ body }, { auth }) =>
     transaction(
       Effect.gen(function* () {

@@ -6,12 +6,13 @@ import { implement, now } from "../../module.ts"
 import type { AuthContext } from "../../store/KeyStore.ts"
 import type { VolumeRecord } from "../../store/VolumeStore.ts"
 import type { VolumeError } from "../Driver.ts"
-import { exactBytes, found, type SandboxShared, storedQuantity, taken, volumeJson } from "../shared.ts"
+import { exactBytes, found, storedQuantity, taken, volumeJson } from "../wire.ts"
+import type { SandboxRouteContext } from "../routeContext.ts"
 
 /** The runtime could not make or grow the storage: the row is put back and the caller told why. */
 const storageFailed = (error: VolumeError) => new ServerError({ status: 503, message: `Volume storage unavailable: ${error.message}` })
 
-export const volumeRoutes = ({ transaction, volumeStore, driver, config, storage }: SandboxShared) => {
+export const volumeRoutes = ({ transaction, volumeStore, driver, config, storage }: SandboxRouteContext) => {
   /** PATCH, inside its transaction: the volume before and after (the same record when nothing changes). */
   const updateInTransaction = Effect.fnUntraced(function* (auth: AuthContext, name: string, body: PatchVolume) {
     const volume = yield* volumeStore.volumeByName(auth.tenantId, name).pipe(Effect.flatMap(found("volume", name)))

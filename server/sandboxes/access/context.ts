@@ -1,4 +1,8 @@
-/** What the registry, service URL and download URL handlers and their HTTP hook share. */
+/**
+ * What the registry, service URL and download URL handlers and their HTTP hook are built from:
+ * the stores, the controller and the dataplane, the secret box and the link tokens; and where
+ * the links are served.
+ */
 import { Effect } from "effect"
 import { makeSecretBox } from "../../secrets/secrets.ts"
 import { ServerEnv } from "../../module.ts"
@@ -19,7 +23,7 @@ export const SERVICE_TOKEN_HEADER = "x-langsmith-sandbox-service-token"
 /** The cookie `browser_url` sets (HttpOnly, scoped to the service's path). */
 export const SERVICE_COOKIE = "slipway_sandbox_service"
 
-export const makeAccessShared = Effect.gen(function* () {
+export const makeAccessContext = Effect.gen(function* () {
   const { config, publicUrl, log } = yield* ServerEnv
   const { transaction } = yield* Transactions
   const sandboxStore = yield* SandboxStore
@@ -44,7 +48,7 @@ export const makeAccessShared = Effect.gen(function* () {
   }
 })
 
-export type AccessShared = Effect.Success<typeof makeAccessShared>
+export type AccessContext = Effect.Success<typeof makeAccessContext>
 
 /** The path of a box port's service, with its trailing slash. */
 export const servicePath = (sandboxId: string, port: number) => `${SERVICE_PREFIX}${sandboxId}/${port}/`

@@ -1,7 +1,6 @@
 /**
- * What the deployment handlers share: records to wire shapes, the revision write that PATCH,
- * new revisions and pushes have in common, and the secret box. Built once per server from the
- * store and the controller.
+ * What the deployment handlers write with: the stores and the controller, the secret box, and
+ * the revision write that PATCH, new revisions and pushes have in common. Built once per server.
  */
 import { randomUUID } from "node:crypto"
 import { Effect } from "effect"
@@ -9,9 +8,6 @@ import {
   Conflict,
   databaseReadyOf,
   deploymentStatus,
-  type Listener,
-  NotFound,
-  secretMask,
   type Secret,
   type SourceConfig,
   type SourceRevisionConfig,
@@ -20,51 +16,13 @@ import {
 import { now, ServerEnv } from "../module.ts"
 import { type ChangedDeployment, DeploymentStore, type DeploymentRecord } from "../store/DeploymentStore.ts"
 import { IntegrationStore } from "../store/IntegrationStore.ts"
-import { type ListenerRecord, ListenerStore } from "../store/ListenerStore.ts"
-import { type NewRevision, type RevisionRecord, RevisionStore } from "../store/RevisionStore.ts"
+import { ListenerStore } from "../store/ListenerStore.ts"
+import { type NewRevision, RevisionStore } from "../store/RevisionStore.ts"
 import type { StoreError } from "../store/StoreError.ts"
 import { Transactions } from "../store/Transactions.ts"
 import { DeploymentController } from "./controller.ts"
 import { makeSecretBox } from "../secrets/secrets.ts"
-
-export const deploymentNotFound = (id: string) => new NotFound({ message: `Deployment ${id} not found` })
-
-export const toDeployment = (record: DeploymentRecord) => ({
-  name: record.name,
-  source: record.source,
-  source_config: record.source_config,
-  source_revision_config: record.source_revision_config,
-  secrets: record.secrets.map(({ name }) => ({ name, value: secretMask })),
-  id: record.id,
-  tenant_id: record.tenant_id,
-  created_at: record.created_at,
-  updated_at: record.updated_at,
-  status: record.status,
-  latest_revision_id: record.latest_revision_id,
-  active_revision_id: record.active_revision_id,
-  image_version: record.image_version
-})
-
-export const toRevision = (record: RevisionRecord) => ({
-  id: record.id,
-  created_at: record.created_at,
-  updated_at: record.updated_at,
-  status: record.status,
-  source: record.source,
-  source_revision_config: record.source_revision_config,
-  deployment_id: record.deployment_id,
-  status_message: record.status_message
-})
-
-export const toListener = (record: ListenerRecord): Listener => ({
-  id: record.id,
-  compute_type: record.compute_type,
-  compute_id: record.compute_id,
-  version: record.version,
-  compute_config: record.compute_config,
-  created_at: record.created_at,
-  updated_at: record.updated_at
-})
+import { deploymentNotFound } from "./wire.ts"
 
 const maxScaleOf = (config: SourceConfig): number | null | undefined => config.resource_spec?.max_scale
 
