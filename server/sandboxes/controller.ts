@@ -22,7 +22,7 @@ import { type SnapshotRecord, SnapshotStore } from "../store/SnapshotStore.ts"
 import type { StoreError } from "../store/StoreError.ts"
 import { type TemplateRecord, TemplateStore } from "../store/TemplateStore.ts"
 import { Transactions } from "../store/Transactions.ts"
-import { VolumeStore } from "../store/VolumeStore.ts"
+import { SandboxVolumeStore } from "../store/SandboxVolumeStore.ts"
 import { makeRegistryCredentials } from "./access/registries.ts"
 import { Dataplane } from "./Dataplane.ts"
 import { type BoxWork, SandboxDriver } from "./Driver.ts"
@@ -82,7 +82,7 @@ const settled = (box: SandboxRecord | undefined) => box === undefined || (box.st
 export const makeSandboxController = Effect.gen(function* () {
   const { transaction } = yield* Transactions
   const sandboxStore = yield* SandboxStore
-  const volumeStore = yield* VolumeStore
+  const volumeStore = yield* SandboxVolumeStore
   const templateStore = yield* TemplateStore
   const snapshotStore = yield* SnapshotStore
   const grantStore = yield* ServiceGrantStore

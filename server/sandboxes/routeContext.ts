@@ -12,7 +12,7 @@ import { type SandboxRecord, SandboxStore } from "../store/SandboxStore.ts"
 import { SnapshotStore } from "../store/SnapshotStore.ts"
 import { TemplateStore } from "../store/TemplateStore.ts"
 import { Transactions } from "../store/Transactions.ts"
-import { VolumeStore } from "../store/VolumeStore.ts"
+import { SandboxVolumeStore } from "../store/SandboxVolumeStore.ts"
 import { SandboxController } from "./controller.ts"
 import { Dataplane } from "./Dataplane.ts"
 import { SandboxDriver } from "./Driver.ts"
@@ -30,7 +30,7 @@ const nameAttempts = 16
 export const makeSandboxRouteContext = Effect.gen(function* () {
   const { transaction } = yield* Transactions
   const sandboxStore = yield* SandboxStore
-  const volumeStore = yield* VolumeStore
+  const volumeStore = yield* SandboxVolumeStore
   const templateStore = yield* TemplateStore
   const poolStore = yield* PoolStore
   const snapshotStore = yield* SnapshotStore

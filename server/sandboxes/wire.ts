@@ -13,7 +13,7 @@ import {
 } from "../../core/index.ts"
 import type { PoolRecord } from "../store/PoolStore.ts"
 import type { TemplateView } from "../store/TemplateStore.ts"
-import type { VolumeRecord } from "../store/VolumeStore.ts"
+import type { VolumeRecord } from "../store/SandboxVolumeStore.ts"
 
 export const volumeJson = (record: VolumeRecord): typeof Volume.Encoded => ({
   id: record.id,

@@ -21,12 +21,12 @@ import { SqliteStores } from "./sqlite/index.ts"
 import type { StoreError } from "./StoreError.ts"
 import type { TemplateStore } from "./TemplateStore.ts"
 import type { Transactions } from "./Transactions.ts"
-import type { VolumeStore } from "./VolumeStore.ts"
+import type { SandboxVolumeStore } from "./SandboxVolumeStore.ts"
 
 /** The deployment area's stores. */
 export type DeploymentStores = DeploymentStore | RevisionStore | ListenerStore | IntegrationStore
 /** The sandbox area's stores. */
-export type SandboxStores = SandboxStore | VolumeStore | TemplateStore | PoolStore | SnapshotStore | QuotaStore | RegistryStore | ServiceGrantStore
+export type SandboxStores = SandboxStore | SandboxVolumeStore | TemplateStore | PoolStore | SnapshotStore | QuotaStore | RegistryStore | ServiceGrantStore
 /** Every store a backend provides, and its transactions. */
 export type Stores = Transactions | KeyStore | DeploymentStores | SandboxStores
 

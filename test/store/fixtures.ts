@@ -14,7 +14,7 @@ import { ServiceGrantStore } from "../../server/store/ServiceGrantStore.ts"
 import { SnapshotStore } from "../../server/store/SnapshotStore.ts"
 import { TemplateStore } from "../../server/store/TemplateStore.ts"
 import { Transactions } from "../../server/store/Transactions.ts"
-import { VolumeStore } from "../../server/store/VolumeStore.ts"
+import { SandboxVolumeStore } from "../../server/store/SandboxVolumeStore.ts"
 
 /** Every store of a backend (and its transaction combinator), by the names the suites use. */
 export const allStores = Effect.all({
@@ -25,7 +25,7 @@ export const allStores = Effect.all({
   listenerStore: ListenerStore,
   integrationStore: IntegrationStore,
   sandboxStore: SandboxStore,
-  volumeStore: VolumeStore,
+  volumeStore: SandboxVolumeStore,
   templateStore: TemplateStore,
   poolStore: PoolStore,
   snapshotStore: SnapshotStore,

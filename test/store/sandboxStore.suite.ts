@@ -5,7 +5,7 @@ import { Effect, type Layer } from "effect"
 import type { Stores } from "../../server/store/index.ts"
 import { KeyStore } from "../../server/store/KeyStore.ts"
 import type { SnapshotRecord } from "../../server/store/SnapshotStore.ts"
-import type { VolumeRecord } from "../../server/store/VolumeStore.ts"
+import type { VolumeRecord } from "../../server/store/SandboxVolumeStore.ts"
 import { allStores, at, unique } from "./fixtures.ts"
 
 const GiB = 1024n ** 3n

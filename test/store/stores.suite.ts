@@ -10,7 +10,7 @@ import type { DeploymentFilter, DeploymentRecord } from "../../server/store/Depl
 import type { Stores } from "../../server/store/index.ts"
 import { KeyStore } from "../../server/store/KeyStore.ts"
 import type { NewRevision } from "../../server/store/RevisionStore.ts"
-import type { VolumeRecord } from "../../server/store/VolumeStore.ts"
+import type { VolumeRecord } from "../../server/store/SandboxVolumeStore.ts"
 import { allStores } from "./fixtures.ts"
 
 export interface Backend {

@@ -12,7 +12,7 @@ import {
   PostgresServiceGrantStore,
   PostgresSnapshotStore,
   PostgresTemplateStore,
-  PostgresVolumeStore
+  PostgresSandboxVolumeStore
 } from "./sandboxStores.ts"
 
 export { isPostgresUrl } from "./client.ts"
@@ -28,7 +28,7 @@ export const PostgresStores = ({ leaseMs, ...options }: PostgresOptions & LeaseO
     PostgresListenerStore,
     PostgresIntegrationStore,
     PostgresSandboxStore,
-    PostgresVolumeStore,
+    PostgresSandboxVolumeStore,
     PostgresTemplateStore,
     PostgresPoolStore,
     PostgresSnapshotStore,

@@ -1,5 +1,5 @@
 /**
- * The PostgreSQL backends of the sandbox area's stores (`SandboxStore`, `VolumeStore`,
+ * The PostgreSQL backends of the sandbox area's stores (`SandboxStore`, `SandboxVolumeStore`,
  * `TemplateStore`, `PoolStore`, `SnapshotStore`, `QuotaStore`, `RegistryStore`,
  * `ServiceGrantStore`). Quantities come back as exact `bigint`s. Deep list pages start from
  * checkpoints (pages.ts), not an OFFSET walk. The quota holds across replicas because the routes
@@ -31,7 +31,7 @@ import { type ServiceGrantRecord, ServiceGrantStore } from "../ServiceGrantStore
 import { SnapshotStore } from "../SnapshotStore.ts"
 import type { StoreError } from "../StoreError.ts"
 import { TemplateStore } from "../TemplateStore.ts"
-import { type VolumeRecord, VolumeStore } from "../VolumeStore.ts"
+import { type VolumeRecord, SandboxVolumeStore } from "../SandboxVolumeStore.ts"
 import type { Sql } from "./client.ts"
 import { isShallow, makePager, pageWhere, type SeqTable } from "./pages.ts"
 import { CurrentTransaction, onPostgres, type PgStoreKit, toStoreError } from "./PostgresDatabase.ts"
@@ -175,7 +175,7 @@ export const makePostgresSandboxStore = (kit: PgStoreKit): SandboxStore["Service
   }
 }
 
-export const makePostgresVolumeStore = (kit: PgStoreKit): VolumeStore["Service"] => {
+export const makePostgresSandboxVolumeStore = (kit: PgStoreKit): SandboxVolumeStore["Service"] => {
   const { query, one, execute, executeNaming } = kit
   const list = makeLister(kit)
   return {
@@ -428,7 +428,7 @@ export const makePostgresServiceGrantStore = ({ query, one, execute }: PgStoreKi
 }
 
 export const PostgresSandboxStore = Layer.effect(SandboxStore, onPostgres(makePostgresSandboxStore))
-export const PostgresVolumeStore = Layer.effect(VolumeStore, onPostgres(makePostgresVolumeStore))
+export const PostgresSandboxVolumeStore = Layer.effect(SandboxVolumeStore, onPostgres(makePostgresSandboxVolumeStore))
 export const PostgresTemplateStore = Layer.effect(TemplateStore, onPostgres(makePostgresTemplateStore))
 export const PostgresPoolStore = Layer.effect(PoolStore, onPostgres(makePostgresPoolStore))
 export const PostgresSnapshotStore = Layer.effect(SnapshotStore, onPostgres(makePostgresSnapshotStore))

@@ -10,7 +10,7 @@ import {
   SqliteServiceGrantStore,
   SqliteSnapshotStore,
   SqliteTemplateStore,
-  SqliteVolumeStore
+  SqliteSandboxVolumeStore
 } from "./sandboxStores.ts"
 import { SqliteDatabaseLive, type SqliteOptions, SqliteTransactions } from "./SqliteDatabase.ts"
 
@@ -25,7 +25,7 @@ export const SqliteStores = (options: SqliteOptions) =>
     SqliteListenerStore,
     SqliteIntegrationStore,
     SqliteSandboxStore,
-    SqliteVolumeStore,
+    SqliteSandboxVolumeStore,
     SqliteTemplateStore,
     SqlitePoolStore,
     SqliteSnapshotStore,

@@ -12,7 +12,7 @@ import { columns, poolFrom, type SandboxRow, sandboxFrom, type SnapshotRow, type
 import type { BoxRetention, SandboxAccess, SandboxFilter } from "../SandboxStore.ts"
 import type { SnapshotPage, SnapshotStatus } from "../SnapshotStore.ts"
 import type { TemplateMount } from "../TemplateStore.ts"
-import type { VolumeRecord } from "../VolumeStore.ts"
+import type { VolumeRecord } from "../SandboxVolumeStore.ts"
 import { type Db, deferred, immediate, perDatabase } from "./database.ts"
 import { isShallow, makeOffsetIndex } from "./offsets.ts"
 

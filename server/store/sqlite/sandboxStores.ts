@@ -1,5 +1,5 @@
 /**
- * The SQLite backends of the sandbox area's stores (`SandboxStore`, `VolumeStore`,
+ * The SQLite backends of the sandbox area's stores (`SandboxStore`, `SandboxVolumeStore`,
  * `TemplateStore`, `PoolStore`, `SnapshotStore`, `QuotaStore`, `RegistryStore`,
  * `ServiceGrantStore`): the repositories' prepared statements, rows to records. Every call is
  * synchronous SQLite work (it completes within its fiber's first poll).
@@ -14,7 +14,7 @@ import { SandboxStore } from "../SandboxStore.ts"
 import { ServiceGrantStore } from "../ServiceGrantStore.ts"
 import { SnapshotStore } from "../SnapshotStore.ts"
 import { TemplateStore } from "../TemplateStore.ts"
-import { VolumeStore } from "../VolumeStore.ts"
+import { SandboxVolumeStore } from "../SandboxVolumeStore.ts"
 import type { Db } from "./database.ts"
 import { op, opNaming } from "./errors.ts"
 import { sqlPage } from "./page.ts"
@@ -56,7 +56,7 @@ export const makeSqliteSandboxStore = (db: Db): SandboxStore["Service"] => {
   }
 }
 
-export const makeSqliteVolumeStore = (db: Db): VolumeStore["Service"] => {
+export const makeSqliteSandboxVolumeStore = (db: Db): SandboxVolumeStore["Service"] => {
   const repo = sandboxRepositoryOf(db)
   return {
     volumeByName: (tenantId, name) => op(() => repo.volumeByName(tenantId, name)),
@@ -159,7 +159,7 @@ export const makeSqliteServiceGrantStore = (db: Db): ServiceGrantStore["Service"
 }
 
 export const SqliteSandboxStore = Layer.effect(SandboxStore, onSqlite(makeSqliteSandboxStore))
-export const SqliteVolumeStore = Layer.effect(VolumeStore, onSqlite(makeSqliteVolumeStore))
+export const SqliteSandboxVolumeStore = Layer.effect(SandboxVolumeStore, onSqlite(makeSqliteSandboxVolumeStore))
 export const SqliteTemplateStore = Layer.effect(TemplateStore, onSqlite(makeSqliteTemplateStore))
 export const SqlitePoolStore = Layer.effect(PoolStore, onSqlite(makeSqlitePoolStore))
 export const SqliteSnapshotStore = Layer.effect(SnapshotStore, onSqlite(makeSqliteSnapshotStore))

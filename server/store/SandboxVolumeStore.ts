@@ -19,8 +19,8 @@ export interface VolumeRecord {
   readonly updated_at: string
 }
 
-export class VolumeStore extends Context.Service<
-  VolumeStore,
+export class SandboxVolumeStore extends Context.Service<
+  SandboxVolumeStore,
   {
     readonly volumeByName: (tenantId: string, name: string) => Op<VolumeRecord | undefined>
     readonly listVolumes: (tenantId: string, page: Page) => Op<ReadonlyArray<VolumeRecord>>
@@ -33,4 +33,4 @@ export class VolumeStore extends Context.Service<
     /** The sandboxes (of any template) that mount any of these volumes, oldest first: a volume attaches to one sandbox. */
     readonly volumesAttached: (volumeIds: ReadonlyArray<string>) => Op<ReadonlyArray<{ readonly volume_name: string; readonly sandbox_name: string }>>
   }
->()("slipway/VolumeStore") {}
+>()("slipway/SandboxVolumeStore") {}
