@@ -22,6 +22,7 @@ import {
   toRevisionRecord,
   toRevisionRow
 } from "../rows.ts"
+import { sqlPage } from "../page.ts"
 import { StoreError } from "../StoreError.ts"
 import type { PgError, Sql } from "./client.ts"
 import { inSnapshot, isShallow, makeKeyCheckpoints, STRIDE } from "./pages.ts"
@@ -104,14 +105,6 @@ export const deepListSql = {
   deploymentsVersioned: deepDeploymentsVersionedSql,
   revisionsVersioned: deepRevisionsVersionedSql
 }
-
-/**
- * The OFFSET a statement is given: OFFSET is a bigint and a JavaScript number past 2^53 is not
- * exact, so an offset the API accepted (any size) would fail the statement. No table holds 2^53
- * rows: any larger offset reads the same empty page as 2^53 - 1 (as SQLite's `sqlPage`).
- */
-const sqlOffset = (offset: number): number =>
-  Number.isFinite(offset) ? Math.min(Math.max(0, Math.trunc(offset)), Number.MAX_SAFE_INTEGER) : Number.MAX_SAFE_INTEGER
 
 /**
  * A deep page. Warm (checkpoints known that deep, outside a transaction): one statement that
@@ -237,7 +230,7 @@ export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["S
     listDeployments: (tenantId, filter, page) => {
       const unfiltered = filter.nameContains === null && filter.statuses === null && filter.imageVersion === null && filter.deploymentType === null && filter.ids === null
       if (unfiltered && !isShallow(page.offset)) {
-        const offset = sqlOffset(page.offset)
+        const offset = sqlPage(page).offset
         const known = deploymentPages.known(tenantId, "deployments", offset)
         const warm = known?.start.from && {
           version: known.version,
@@ -260,7 +253,7 @@ export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["S
           filter.deploymentType,
           filter.ids,
           page.limit,
-          sqlOffset(page.offset)
+          sqlPage(page).offset
         ], toDeploymentRecord)
     },
     pushTargets: (tenantId, integrationId, ref, branch) =>
@@ -278,7 +271,7 @@ export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["S
       query<TracingProjectRecord>(
         `SELECT id, tenant_id, name, deployment_id, created_at FROM tracing_projects
          WHERE tenant_id = $1 AND ($2::text IS NULL OR name = $2::text) ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4`,
-        [tenantId, name, page.limit, sqlOffset(page.offset)]
+        [tenantId, name, page.limit, sqlPage(page).offset]
       ),
     deleteTracingProjects: (tenantId, deploymentId) =>
       execute("DELETE FROM tracing_projects WHERE tenant_id = $1 AND deployment_id = $2", [tenantId, deploymentId]),
@@ -318,7 +311,7 @@ export const makePostgresRevisionStore = (kit: PgStoreKit): RevisionStore["Servi
       oneMap(revisionByIdSql, [tenantId, deploymentId, id], (row: RevisionRow) => toRevisionRecord(row)),
     listRevisions: (tenantId, deploymentId, statuses, page) => {
       if (statuses === null && !isShallow(page.offset)) {
-        const offset = sqlOffset(page.offset)
+        const offset = sqlPage(page).offset
         const known = revisionPages.known(tenantId, `revisions:${deploymentId}`, offset)
         const warm = known?.start.from !== undefined ? { version: known.version, sql: deepRevisionsVersionedSql, params: [tenantId, deploymentId, known.start.from, page.limit, known.start.skip] } : undefined
         return deepPage(kit, warm, toRevisionRecord, (sql) =>
@@ -329,7 +322,7 @@ export const makePostgresRevisionStore = (kit: PgStoreKit): RevisionStore["Servi
           )
         )
       }
-      return queryMap(listRevisionsSql, [tenantId, deploymentId, statuses, page.limit, sqlOffset(page.offset)], toRevisionRecord)
+      return queryMap(listRevisionsSql, [tenantId, deploymentId, statuses, page.limit, sqlPage(page).offset], toRevisionRecord)
     },
     supersedeUnfinished: (tenantId, deploymentId, now) => supersedeUnfinished(kit, tenantId, deploymentId, now),
     advanceRevision: (tenantId, id, from, to, message, deployedAt, now) =>
@@ -398,7 +391,7 @@ export const makePostgresListenerStore = ({ query, one, execute, executeNaming }
     deleteListener: (tenantId, id) => Effect.map(execute("DELETE FROM listeners WHERE tenant_id = $1 AND id = $2", [tenantId, id]), (n) => n > 0),
     listListeners: (tenantId, page) =>
       Effect.map(
-        query<ListenerRow>(`SELECT ${listenerColumns} FROM listeners WHERE tenant_id = $1 ORDER BY created_at, id LIMIT $2 OFFSET $3`, [tenantId, page.limit, sqlOffset(page.offset)]),
+        query<ListenerRow>(`SELECT ${listenerColumns} FROM listeners WHERE tenant_id = $1 ORDER BY created_at, id LIMIT $2 OFFSET $3`, [tenantId, page.limit, sqlPage(page).offset]),
         (rows) => rows.map(toListenerRecord)
       ),
     listenerUsers: (tenantId, id) =>

@@ -29,6 +29,7 @@ import {
 import { type SandboxAccess, SandboxStore } from "../SandboxStore.ts"
 import { type ServiceGrantRecord, ServiceGrantStore } from "../ServiceGrantStore.ts"
 import { SnapshotStore } from "../SnapshotStore.ts"
+import { sqlPage } from "../page.ts"
 import type { StoreError } from "../StoreError.ts"
 import { TemplateStore } from "../TemplateStore.ts"
 import { type VolumeRecord, SandboxVolumeStore } from "../SandboxVolumeStore.ts"
@@ -50,8 +51,6 @@ const snapshotColumns = columns.snapshot
 const sandboxes = <E, R>(effect: Effect.Effect<Array<SandboxRow>, E, R>) => Effect.map(effect, (rows) => rows.map(toSandboxRecord))
 const sandbox = <E, R>(effect: Effect.Effect<SandboxRow | undefined, E, R>) => Effect.map(effect, (row) => row && toSandboxRecord(row))
 
-/** An OFFSET Postgres can bind (bigint): no table holds 2^53 rows, so a larger offset reads the same empty page. */
-const pgOffset = (offset: number) => (Number.isFinite(offset) ? String(Math.min(Math.max(0, Math.trunc(offset)), Number.MAX_SAFE_INTEGER)) : String(Number.MAX_SAFE_INTEGER))
 
 const registryColumns = columns.registry
 const grantColumns = columns.serviceGrant
@@ -97,7 +96,7 @@ export const makePostgresSandboxStore = (kit: PgStoreKit): SandboxStore["Service
           `SELECT ${sandboxColumns} ${sandboxFrom} WHERE s.tenant_id = $1 AND ($2::text IS NULL OR strpos(lower(s.name), lower($2::text)) > 0)
              AND ($5::text IS NULL OR s.status = $5::text)
            ORDER BY s.seq LIMIT $3 OFFSET $4`,
-          [tenantId, filter.nameContains ?? null, filter.limit, pgOffset(filter.offset), filter.status ?? null]
+          [tenantId, filter.nameContains ?? null, filter.limit, sqlPage(filter).offset, filter.status ?? null]
         )
       ),
     insertSandbox: (s) =>
@@ -322,7 +321,7 @@ export const makePostgresSnapshotStore = ({ query, one, execute, executeNaming }
           `SELECT ${snapshotColumns} FROM sandbox_snapshots n WHERE n.tenant_id = $1 AND ($2::text IS NULL OR strpos(lower(n.name), lower($2::text)) > 0)
              AND ($5::text IS NULL OR n.status = $5::text)
            ORDER BY n.seq LIMIT $3 OFFSET $4`,
-          [tenantId, page.nameContains ?? null, page.limit, pgOffset(page.offset), page.status ?? null]
+          [tenantId, page.nameContains ?? null, page.limit, sqlPage(page).offset, page.status ?? null]
         ),
         (rows) => rows.map(toSnapshotRecord)
       ),
@@ -369,13 +368,15 @@ export const makePostgresRegistryStore = ({ query, one, execute, executeNaming, 
   return {
     registryByName: (tenantId, name) => one<RegistryRecord>(`SELECT ${registryColumns} FROM sandbox_registries WHERE tenant_id = $1 AND name = $2`, [tenantId, name]),
     registryById: (tenantId, id) => one<RegistryRecord>(`SELECT ${registryColumns} FROM sandbox_registries WHERE tenant_id = $1 AND id = $2`, [tenantId, id]),
-    listRegistries: (tenantId, { limit, offset }, nameContains) =>
-      nameContains
+    listRegistries: (tenantId, page, nameContains) => {
+      const { limit, offset } = sqlPage(page)
+      return nameContains
         ? query<RegistryRecord>(
             `SELECT ${registryColumns} FROM sandbox_registries WHERE tenant_id = $1 AND strpos(name, $4) > 0 ORDER BY seq DESC LIMIT $2 OFFSET $3`,
             [tenantId, limit, offset, nameContains]
           )
-        : query<RegistryRecord>(`SELECT ${registryColumns} FROM sandbox_registries WHERE tenant_id = $1 ORDER BY seq DESC LIMIT $2 OFFSET $3`, [tenantId, limit, offset]),
+        : query<RegistryRecord>(`SELECT ${registryColumns} FROM sandbox_registries WHERE tenant_id = $1 ORDER BY seq DESC LIMIT $2 OFFSET $3`, [tenantId, limit, offset])
+    },
     tenantRegistries: (tenantId) => query<RegistryRecord>(`SELECT ${registryColumns} FROM sandbox_registries WHERE tenant_id = $1 ORDER BY seq`, [tenantId]),
     insertRegistry: (r) =>
       Effect.asVoid(

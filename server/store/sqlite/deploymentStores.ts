@@ -14,7 +14,7 @@ import { toDeploymentRecord, toDeploymentRow, toListenerRecord, toListenerRow, t
 import { type Db, immediate, sqliteTransactional } from "./database.ts"
 import { type DeploymentRepository, deploymentRepositoryOf } from "./deploymentRepository.ts"
 import { op, opNaming } from "./errors.ts"
-import { sqlPage } from "./page.ts"
+import { sqlPage } from "../page.ts"
 import { onSqlite } from "./SqliteDatabase.ts"
 
 const jsonList = (values: ReadonlyArray<string> | null) => (values === null ? null : JSON.stringify(values))
