@@ -7,7 +7,7 @@
  * (`unexpired`). Verification is constant time; a token that does not verify tells nothing about why.
  */
 import { createHmac, timingSafeEqual } from "node:crypto"
-import { deriveKey } from "./deployments/secrets.ts"
+import { deriveKey } from "./secrets/secrets.ts"
 
 export interface SignedTokens<C> {
   readonly sign: (claims: C) => string

@@ -28,11 +28,10 @@ import {
   type PatchDeployment,
   type PushEvent,
   type Secret,
-  type Source,
   type SourceConfigField,
   type SourceRevisionConfigField
 } from "./model.ts"
-import { everDeployed, type RevisionStatus } from "./revision.ts"
+import { everDeployed, type RevisionStatus, type Source } from "./revision.ts"
 import { branchOf, repoUrlProblem } from "./sourceFields.ts"
 
 // ---------------------------------------------------------------------------------------------

@@ -10,11 +10,13 @@
 import { Context, Effect, FiberSet, Layer, Option, Schedule } from "effect"
 import { activate, canAdvance, databaseReadyOf, deploymentStatus, isTerminal, type Secret } from "../../core/index.ts"
 import { ServerEnv } from "../module.ts"
-import { DeploymentStore, type DeploymentRecord, type RevisionRecord } from "../store/DeploymentStore.ts"
+import { DeploymentStore, type DeploymentRecord } from "../store/DeploymentStore.ts"
+import { type RevisionRecord, RevisionStore } from "../store/RevisionStore.ts"
 import { RevisionLeases } from "../store/RevisionLeases.ts"
 import type { StoreError } from "../store/StoreError.ts"
+import { Transactions } from "../store/Transactions.ts"
 import { type DatabaseObservation, DeploymentDriver, type Observation, type RevisionWork } from "./Driver.ts"
-import { makeSecretBox } from "./secrets.ts"
+import { makeSecretBox } from "../secrets/secrets.ts"
 import { Metrics } from "../metrics.ts"
 
 export class DeploymentController extends Context.Service<
@@ -35,7 +37,9 @@ const retryWhileBusy = <A>(effect: Effect.Effect<A, StoreError>) =>
   Effect.retry(effect, { while: (error) => error.busy, schedule: Schedule.spaced("50 millis"), times: 100 })
 
 export const makeDeploymentController = Effect.gen(function* () {
-  const store = yield* DeploymentStore
+  const deploymentStore = yield* DeploymentStore
+  const revisionStore = yield* RevisionStore
+  const { transaction } = yield* Transactions
   const driver = yield* DeploymentDriver
   const { log, config } = yield* ServerEnv
   const box = makeSecretBox(config.secretsKey, config.previousSecretsKeys)
@@ -64,7 +68,7 @@ export const makeDeploymentController = Effect.gen(function* () {
   /** The database of a deployment became ready (or not): its status follows (core's rule). */
   const persistDatabase = Effect.fnUntraced(function* (observation: DatabaseObservation, nowIso: string) {
     const { tenantId, deploymentId, ready } = observation
-    const deployment = yield* store.deployment(tenantId, deploymentId)
+    const deployment = yield* deploymentStore.deployment(tenantId, deploymentId)
     if (!deployment || deployment.status === "AWAITING_DELETE") return false
     const status = deploymentStatus({
       activeRevisionId: deployment.active_revision_id,
@@ -73,28 +77,28 @@ export const makeDeploymentController = Effect.gen(function* () {
       databaseReady: ready
     })
     if (status === deployment.status) return true
-    return yield* store.setDeploymentStatus(tenantId, deploymentId, status, nowIso)
+    return yield* deploymentStore.setDeploymentStatus(tenantId, deploymentId, status, nowIso)
   })
 
   /** One observation, inside the batch's transaction; answers whether it moved the revision. */
   const persist = Effect.fnUntraced(function* (observation: Observation | DatabaseObservation, nowIso: string) {
     if ("_tag" in observation) return yield* persistDatabase(observation, nowIso)
     const { tenantId, deploymentId, revisionId, from, to, message } = observation
-    const revision = yield* store.revision(tenantId, deploymentId, revisionId)
+    const revision = yield* revisionStore.revision(tenantId, deploymentId, revisionId)
     if (!revision || revision.status !== from) return false
     if (from === to) {
       // Progress within a state: only the status message changes.
       if (isTerminal(from) || revision.status_message === message) return !isTerminal(from)
-      return yield* store.advanceRevision(tenantId, revisionId, from, to, message, null, nowIso)
+      return yield* revisionStore.advanceRevision(tenantId, revisionId, from, to, message, null, nowIso)
     }
     if (!canAdvance(from, to, revision.source)) {
       log.error("driver reported an impossible transition", { revision_id: revisionId, from, to, driver: driver.name })
       return false
     }
     const deployed = to === "DEPLOYED"
-    const moved = yield* store.advanceRevision(tenantId, revisionId, from, to, message, deployed ? nowIso : null, nowIso)
+    const moved = yield* revisionStore.advanceRevision(tenantId, revisionId, from, to, message, deployed ? nowIso : null, nowIso)
     if (moved && deployed) {
-      const deployment = yield* store.deployment(tenantId, deploymentId)
+      const deployment = yield* deploymentStore.deployment(tenantId, deploymentId)
       if (deployment && deployment.status !== "AWAITING_DELETE") {
         const { active_revision_id } = activate(revisionId)
         const status = deploymentStatus({
@@ -103,7 +107,7 @@ export const makeDeploymentController = Effect.gen(function* () {
           deleting: false,
           databaseReady: databaseReadyOf(deployment) || undefined
         })
-        yield* store.setDeploymentState(tenantId, deploymentId, status, active_revision_id, nowIso)
+        yield* deploymentStore.setDeploymentState(tenantId, deploymentId, status, active_revision_id, nowIso)
       }
     }
     return moved
@@ -111,7 +115,7 @@ export const makeDeploymentController = Effect.gen(function* () {
 
   yield* driver.observe((batch) =>
     retryWhileBusy(
-      store.transaction(
+      transaction(
         Effect.suspend(() => {
           const nowIso = new Date().toISOString()
           return Effect.forEach(batch, (observation) => persist(observation, nowIso))
@@ -151,10 +155,10 @@ export const makeDeploymentController = Effect.gen(function* () {
     Effect.gen(function* () {
       yield* driver.teardown(tenantId, deploymentId, since)
       yield* retryWhileBusy(
-        store.transaction(
+        transaction(
           Effect.gen(function* () {
-            const deployment = yield* store.deployment(tenantId, deploymentId)
-            if (deployment?.status === "AWAITING_DELETE") yield* store.deleteDeployment(tenantId, deploymentId)
+            const deployment = yield* deploymentStore.deployment(tenantId, deploymentId)
+            if (deployment?.status === "AWAITING_DELETE") yield* deploymentStore.deleteDeployment(tenantId, deploymentId)
           })
         )
       )
@@ -162,10 +166,10 @@ export const makeDeploymentController = Effect.gen(function* () {
 
   /** The work of a stored revision, with the secrets it was created with. */
   const storedWork = Effect.fnUntraced(function* (tenantId: string, deploymentId: string, revisionId: string) {
-    const deployment = yield* store.deployment(tenantId, deploymentId)
-    const revision = deployment && (yield* store.revision(tenantId, deploymentId, revisionId))
+    const deployment = yield* deploymentStore.deployment(tenantId, deploymentId)
+    const revision = deployment && (yield* revisionStore.revision(tenantId, deploymentId, revisionId))
     if (!deployment || !revision) return undefined
-    const secrets = (yield* store.revisionSecrets(tenantId, revisionId)) ?? deployment.secrets
+    const secrets = (yield* revisionStore.revisionSecrets(tenantId, revisionId)) ?? deployment.secrets
     return workOf(deployment, revision, secrets)
   })
 
@@ -174,10 +178,10 @@ export const makeDeploymentController = Effect.gen(function* () {
     const deployments = new Map<string, DeploymentRecord | undefined>()
     for (const revision of revisions) {
       const key = `${revision.tenant_id}/${revision.deployment_id}`
-      if (!deployments.has(key)) deployments.set(key, yield* store.deployment(revision.tenant_id, revision.deployment_id))
+      if (!deployments.has(key)) deployments.set(key, yield* deploymentStore.deployment(revision.tenant_id, revision.deployment_id))
       const deployment = deployments.get(key)
       if (!deployment) continue
-      const secrets = (yield* store.revisionSecrets(revision.tenant_id, revision.id)) ?? deployment.secrets
+      const secrets = (yield* revisionStore.revisionSecrets(revision.tenant_id, revision.id)) ?? deployment.secrets
       yield* driver.apply(workOf(deployment, revision, secrets))
     }
   })
@@ -186,7 +190,7 @@ export const makeDeploymentController = Effect.gen(function* () {
 
   // The active revision of every deployment serves again (a driver that runs something brings
   // it back or re-attaches), before unfinished revisions are resumed.
-  const active = yield* Effect.orDie(store.activeRevisions())
+  const active = yield* Effect.orDie(revisionStore.activeRevisions())
   const activeWork: Array<RevisionWork> = []
   for (const item of active) {
     const work = yield* Effect.orDie(storedWork(item.tenant_id, item.deployment_id, item.revision_id))
@@ -195,10 +199,10 @@ export const makeDeploymentController = Effect.gen(function* () {
   yield* driver.serve(activeWork, { restore: true })
 
   // Resume what a previous process left unfinished (or was killed in the middle of).
-  const unfinished = leases ? yield* Effect.orDie(leases.claim(10_000)) : yield* Effect.orDie(store.inProgressRevisions())
+  const unfinished = leases ? yield* Effect.orDie(leases.claim(10_000)) : yield* Effect.orDie(revisionStore.inProgressRevisions())
   for (const revision of unfinished) held.add(revision.id)
   yield* Effect.orDie(resume(unfinished))
-  const pending = yield* Effect.orDie(store.pendingDeletes())
+  const pending = yield* Effect.orDie(deploymentStore.pendingDeletes())
   const deleting = new Set<string>()
   const runDelete = (tenantId: string, deploymentId: string, since: string) =>
     deleting.has(deploymentId)
@@ -240,7 +244,7 @@ export const makeDeploymentController = Effect.gen(function* () {
       if (claimed.length > 0) log.info("revisions claimed", { revisions: claimed.length, owner: leases.owner })
       const staleBefore = new Date(Date.now() - leases.leaseMs).toISOString()
       if (Date.now() - startedAt > leases.leaseMs) {
-        for (const item of yield* store.pendingDeletes()) if (item.updated_at < staleBefore) yield* runDelete(item.tenant_id, item.id, item.updated_at)
+        for (const item of yield* deploymentStore.pendingDeletes()) if (item.updated_at < staleBefore) yield* runDelete(item.tenant_id, item.id, item.updated_at)
       }
     }).pipe(Effect.catch((error) => Effect.sync(() => log.warn("lease round failed", { error: error.message }))))
     yield* FiberSet.run(background, Effect.forever(Effect.andThen(Effect.sleep(every), round)))

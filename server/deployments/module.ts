@@ -1,6 +1,8 @@
-/** The deployment control plane as a server area: its routes, its runtime (controller + driver) and each deployment's URL. */
+/**
+ * The deployment control plane as a server area: its runtime (the driver and what serves each
+ * deployment's URL and logs), its controller, its routes and each deployment's URL.
+ */
 import { Effect, Layer } from "effect"
-import type { ServerModule } from "../module.ts"
 import { ServerEnv } from "../module.ts"
 import { LocalHostLive } from "../runtime/local/LocalHost.ts"
 import { chooseRuntime } from "../runtime/select.ts"
@@ -14,7 +16,7 @@ import { listenerRoutes } from "./routes/listeners.ts"
 import { logRoutes } from "./routes/logs.ts"
 import { realApiRoutes } from "./routes/realApi.ts"
 import { revisionRoutes } from "./routes/revisions.ts"
-import { makeDeploymentWrites } from "./shared.ts"
+import { makeDeploymentWrites } from "./writes.ts"
 
 /** The driver `SLIPWAY_RUNTIME` selects: `local` runs external_container images under bubblewrap (gitrepo stays simulated). */
 const DriverLive = Layer.unwrap(
@@ -26,9 +28,14 @@ const DriverLive = Layer.unwrap(
   })
 )
 
-export const deploymentsModule: ServerModule = {
+/** The driver, and the deployment URLs' proxy and log store it serves through. */
+export const deploymentRuntime = DriverLive.pipe(Layer.provideMerge(DeploymentServingLive))
+
+/** The controller, built on the runtime. */
+export const deploymentController = DeploymentControllerLive
+
+export const deploymentsModule = {
   name: "deployments",
-  layer: DeploymentControllerLive.pipe(Layer.provide(DriverLive), Layer.provideMerge(DeploymentServingLive)),
   routes: Effect.gen(function* () {
     const writes = yield* makeDeploymentWrites
     const spec = [

@@ -25,7 +25,7 @@ import { dirname, join } from "node:path"
 import { Data, Effect } from "effect"
 import { isFileDatabase, stateDir } from "../dataDir.ts"
 import { runCommand } from "../runtime/local/command.ts"
-import { createExclusive } from "../secretsKey.ts"
+import { createExclusive } from "../secrets/secretsKey.ts"
 
 export class RegistryError extends Data.TaggedError("RegistryError")<{ readonly message: string }> {}
 

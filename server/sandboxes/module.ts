@@ -1,6 +1,5 @@
-/** The sandbox area (/v2/sandboxes) as a server area: its routes, its runtime (controller, driver, dataplane) and the dataplane's URLs. */
+/** The sandbox area (/v2/sandboxes) as a server area: its runtime (driver, dataplane), its controller, its routes and the dataplane's URLs. */
 import { Effect, Layer } from "effect"
-import type { ServerModule } from "../module.ts"
 import { LocalHostLive } from "../runtime/local/LocalHost.ts"
 import { chooseRuntime } from "../runtime/select.ts"
 import { SandboxControllerLive } from "./controller.ts"
@@ -14,14 +13,19 @@ import { poolRoutes } from "./routes/pools.ts"
 import { snapshotRoutes } from "./routes/snapshots.ts"
 import { templateRoutes } from "./routes/templates.ts"
 import { volumeRoutes } from "./routes/volumes.ts"
-import { makeSandboxShared } from "./shared.ts"
+import { makeSandboxRouteContext } from "./routeContext.ts"
 
-const local = SandboxControllerLive.pipe(Layer.provideMerge(Layer.mergeAll(LocalSandboxDriver, LocalDataplane)), Layer.provide(LocalHostLive))
-const simulated = SandboxControllerLive.pipe(Layer.provideMerge(Layer.mergeAll(SimulatedSandboxDriver, UnavailableDataplane)))
+const local = Layer.mergeAll(LocalSandboxDriver, LocalDataplane).pipe(Layer.provide(LocalHostLive))
+const simulated = Layer.mergeAll(SimulatedSandboxDriver, UnavailableDataplane)
 
-export const sandboxModule: ServerModule = {
+/** The driver and the dataplane SLIPWAY_RUNTIME selects. */
+export const sandboxRuntime = Layer.unwrap(Effect.map(chooseRuntime, (runtime) => (runtime.name === "local" ? local : simulated)))
+
+/** The controller, built on the runtime. */
+export const sandboxController = SandboxControllerLive
+
+export const sandboxModule = {
   name: "sandboxes",
-  layer: Layer.unwrap(Effect.map(chooseRuntime, (runtime) => (runtime.name === "local" ? local : simulated))),
-  routes: Effect.map(makeSandboxShared, (shared) => [...templateRoutes(shared), ...volumeRoutes(shared), ...poolRoutes(shared), ...boxRoutes(shared), ...snapshotRoutes(shared)]),
+  routes: Effect.map(makeSandboxRouteContext, (context) => [...templateRoutes(context), ...volumeRoutes(context), ...poolRoutes(context), ...boxRoutes(context), ...snapshotRoutes(context)]),
   http: dataplaneHttp
 }

@@ -8,7 +8,7 @@
  * once. The SQLite backend has no such service: one process owns every revision.
  */
 import { Context, type Effect } from "effect"
-import type { RevisionRecord } from "./DeploymentStore.ts"
+import type { RevisionRecord } from "./RevisionStore.ts"
 import type { StoreError } from "./StoreError.ts"
 
 export class RevisionLeases extends Context.Service<

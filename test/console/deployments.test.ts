@@ -23,7 +23,7 @@ let browser: TestBrowser
 let logs: LogStore
 let logRoot: string
 
-const logModule = (store: LogStore): ServerModule => ({
+const logModule = (store: LogStore): ServerModule<never> => ({
   name: "test-logs",
   routes: Effect.succeed([
     implement(logEndpoints.getBuildLogs, ({ params, body }) => Effect.succeed(buildLogs(store, params.deployment_id, params.revision_id, body))),

@@ -7,7 +7,7 @@ import { randomUUID } from "node:crypto"
 import { expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { type BoxObservation, type BoxWork, SandboxDriver } from "../../server/sandboxes/Driver.ts"
-import type { TemplateRecord } from "../../server/store/SandboxStore.ts"
+import type { TemplateRecord } from "../../server/store/TemplateStore.ts"
 
 export interface SandboxDriverSuiteOptions {
   readonly advance: (millis: number) => Effect.Effect<void>

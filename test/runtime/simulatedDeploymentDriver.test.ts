@@ -1,17 +1,24 @@
-/** The simulated deployment driver against the driver suite, on the test clock; and its slicing of a backlog. */
+/**
+ * The simulated deployment driver against the driver suite, on the test clock; and its slicing of
+ * a backlog. It never fails on its own: the suite's failing image is marked, and failed by the
+ * marked failures the control-plane suites run with.
+ */
 import { randomUUID } from "node:crypto"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { TestClock } from "effect/testing"
 import { DeploymentDriver } from "../../server/deployments/Driver.ts"
 import { SimulatedDeploymentDriver } from "../../server/deployments/drivers/simulated.ts"
+import { markedDeploymentFailures } from "../support/faults.ts"
 import { deploymentDriverSuite } from "./deploymentDriver.suite.ts"
 
 const stepMs = 250
 const provide = <A, E>(effect: Effect.Effect<A, E, DeploymentDriver>) => Effect.provide(effect, SimulatedDeploymentDriver({ stepMs }))
+const provideMarked = <A, E>(effect: Effect.Effect<A, E, DeploymentDriver>) =>
+  Effect.provide(effect, markedDeploymentFailures.pipe(Layer.provide(SimulatedDeploymentDriver({ stepMs }))))
 
 describe("simulated deployment driver", () => {
-  deploymentDriverSuite("simulated", provide, {
+  deploymentDriverSuite("simulated", provideMarked, {
     advance: (millis) => TestClock.adjust(millis),
     healthyImage: "ghcr.io/acme/agent:1",
     failingImage: "ghcr.io/acme/agent:fail-deploy",

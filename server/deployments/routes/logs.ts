@@ -8,16 +8,17 @@ import { Api, NotFound, ValidationError } from "../../../core/index.ts"
 import { implement } from "../../module.ts"
 import { buildLogs, deployLogs, LogStoreError } from "../local/logs.ts"
 import { DeploymentServing } from "../local/services.ts"
-import { deploymentNotFound, type DeploymentWrites } from "../shared.ts"
+import { deploymentNotFound } from "../wire.ts"
+import type { DeploymentWrites } from "../writes.ts"
 
-export const logRoutes = ({ store }: DeploymentWrites) =>
+export const logRoutes = ({ deploymentStore, revisionStore }: DeploymentWrites) =>
   Effect.gen(function* () {
     const { logs } = yield* DeploymentServing
 
     const mustExist = Effect.fnUntraced(function* (tenantId: string, deploymentId: string, revisionId?: string) {
-      const deployment = yield* store.deployment(tenantId, deploymentId)
+      const deployment = yield* deploymentStore.deployment(tenantId, deploymentId)
       if (!deployment) return yield* Effect.fail(deploymentNotFound(deploymentId))
-      if (revisionId !== undefined && !(yield* store.revision(tenantId, deploymentId, revisionId)))
+      if (revisionId !== undefined && !(yield* revisionStore.revision(tenantId, deploymentId, revisionId)))
         return yield* Effect.fail(new NotFound({ message: `Revision ${revisionId} not found in deployment ${deploymentId}` }))
     })
 

@@ -13,7 +13,7 @@ import { type BoxRunner, makeBoxRunner, type RunningBox } from "./boxes.ts"
 import { unsearchableAncestor } from "./host.ts"
 import { type ImageStore, imageStoreOptionsFromEnv, makeImageStore } from "./images.ts"
 import { hostTools, hostToolsSummary, missingToolsMessage } from "./tools.ts"
-import { makeVolumeStore, type VolumeStore } from "./volumes.ts"
+import { makeVolumeStore, type SandboxVolumeStore } from "./volumes.ts"
 
 export class LocalHost extends Context.Service<
   LocalHost,
@@ -21,7 +21,7 @@ export class LocalHost extends Context.Service<
     readonly root: string
     readonly images: ImageStore
     readonly boxes: BoxRunner
-    readonly volumes: VolumeStore
+    readonly volumes: SandboxVolumeStore
     /** Boxes running now, by id (sandbox boxes by sandbox id, replicas by their own ids). */
     readonly running: Map<string, RunningBox>
   }

@@ -64,7 +64,7 @@ export { BOX_HOME, BOX_TOOLS, type BoxExec, type BoxProcess, type ExecOptions, t
 // ---------------------------------------------------------------------------------------------
 
 export interface BoxVolume {
-  /** Host directory (e.g. `VolumeStore.path(id)`), bound at `mountPath`. */
+  /** Host directory (e.g. `SandboxVolumeStore.path(id)`), bound at `mountPath`. */
   readonly hostPath: string
   readonly mountPath: string
   readonly readOnly?: boolean

@@ -37,7 +37,7 @@ export interface VolumeInfo {
   readonly availableBytes?: number
 }
 
-export interface VolumeStore {
+export interface SandboxVolumeStore {
   /** The size a request is rounded to (256 MiB minimum, whole MiB). */
   readonly roundSize: (sizeBytes: number) => number
   readonly create: (id: string, sizeBytes: number) => Promise<VolumeInfo>
@@ -54,7 +54,7 @@ export interface VolumeStore {
   readonly unmountAll: () => Promise<void>
 }
 
-export const makeVolumeStore = (options: { readonly root: string; readonly log?: (event: string, detail?: Record<string, unknown>) => void }): VolumeStore => {
+export const makeVolumeStore = (options: { readonly root: string; readonly log?: (event: string, detail?: Record<string, unknown>) => void }): SandboxVolumeStore => {
   requireTools(["/usr/sbin/mkfs.btrfs", "/usr/bin/btrfs", "/usr/sbin/losetup", "/usr/bin/mount"])
   if (process.getuid?.() !== 0) throw new VolumeError("the volume store needs root (loop mounts)")
   const root = path.resolve(options.root)
@@ -107,7 +107,7 @@ export const makeVolumeStore = (options: { readonly root: string; readonly log?:
     return next
   }
 
-  const store: VolumeStore = {
+  const store: SandboxVolumeStore = {
     roundSize,
     create: async (id, sizeBytes) => {
       check(id)

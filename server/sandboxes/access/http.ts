@@ -25,15 +25,15 @@ import { Effect } from "effect"
 import type { RawHttp } from "../../module.ts"
 import { DataplaneError, rejectUpgrade, sendError } from "../dataplane/index.ts"
 import {
-  type AccessShared,
+  type AccessContext,
   DOWNLOAD_PREFIX,
-  makeAccessShared,
+  makeAccessContext,
   SERVICE_COOKIE,
   SERVICE_LOGIN_PATH,
   SERVICE_PREFIX,
   SERVICE_TOKEN_HEADER,
   servicePath
-} from "./shared.ts"
+} from "./context.ts"
 import { type DownloadClaims, type ServiceClaims, unexpired } from "./tokens.ts"
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
@@ -101,12 +101,12 @@ const forwardedHeaders = (request: IncomingMessage, prefix: string, keepUpgrade:
 
 const fail = (status: number, type: string, message: string, headers?: Record<string, string>) => Effect.fail(new DataplaneError(status, type, message, headers))
 
-export const makeAccessHttp = (shared: AccessShared): RawHttp => {
-  const { store, controller, dataplane, tokens, log, secure } = shared
+export const makeAccessHttp = (context: AccessContext): RawHttp => {
+  const { sandboxStore, grantStore, controller, dataplane, tokens, log, secure } = context
 
   /** The box of the token's tenant, started (and awaited) when it is stopped. */
   const runningBox = Effect.fnUntraced(function* (tenantId: string, sandboxId: string) {
-    let box = yield* store.sandboxById(tenantId, sandboxId)
+    let box = yield* sandboxStore.sandboxById(tenantId, sandboxId)
     if (!box) return yield* fail(404, "NotFound", "the sandbox of this link no longer exists")
     if (box.status === "stopped" || box.status === "failed") box = yield* controller.request(box, { _tag: "Start" })
     if (box.status !== "ready") box = (yield* controller.awaitSettled(tenantId, sandboxId, WAKE_MS)) ?? box
@@ -121,7 +121,7 @@ export const makeAccessHttp = (shared: AccessShared): RawHttp => {
     if (!claims || claims.k !== "s") return yield* fail(401, "Unauthorized", "invalid service token")
     if (claims.b !== sandboxId || claims.p !== port) return yield* fail(403, "Forbidden", "this service token is for another sandbox or port")
     if (!unexpired(claims.e)) return yield* fail(401, "Unauthorized", "the service token has expired: mint a new service URL")
-    const grant = yield* store.serviceGrantById(claims.g)
+    const grant = yield* grantStore.serviceGrantById(claims.g)
     if (!grant || grant.sandbox_id !== claims.b || grant.port !== claims.p || grant.tenant_id !== claims.t) {
       return yield* fail(401, "Unauthorized", "this port is no longer shared: mint a new service URL")
     }
@@ -305,4 +305,4 @@ const overrideDownloadHeaders = (response: ServerResponse, claims: DownloadClaim
   }
 }
 
-export const accessHttp = Effect.map(makeAccessShared, makeAccessHttp)
+export const accessHttp = Effect.map(makeAccessContext, makeAccessHttp)

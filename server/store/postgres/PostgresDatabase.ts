@@ -12,7 +12,8 @@
  * database (announcing a revision to a driver) happens after the transaction.
  */
 import { Context, Effect, Layer } from "effect"
-import { StoreError, type Transactional } from "../StoreError.ts"
+import { StoreError } from "../StoreError.ts"
+import { type Transactional, Transactions } from "../Transactions.ts"
 import type { QueryResult } from "pg"
 import { isPgError, makeClient, makePool, type PgClientShape, type PgError, type PoolOptions, request, results, retryableFailure, type Sql } from "./client.ts"
 import { migrate } from "./migrations.ts"
@@ -115,6 +116,12 @@ const connectError = (url: string, error: PgError): StoreError =>
     : toStoreError(error)
 
 export class PostgresDatabase extends Context.Service<PostgresDatabase, PgStoreKit>()("slipway/PostgresDatabase") {}
+
+/** A store of the PostgreSQL backend, made from the server's database. */
+export const onPostgres = <A>(make: (kit: PgStoreKit) => A): Effect.Effect<A, never, PostgresDatabase> => Effect.map(PostgresDatabase, make)
+
+/** The transactions of the server's database (SERIALIZABLE, run again on conflict), shared by every store. */
+export const PostgresTransactions = Layer.effect(Transactions, onPostgres((kit) => Transactions.of({ transaction: kit.transaction })))
 
 export interface PostgresOptions extends PoolOptions {
   readonly url: string

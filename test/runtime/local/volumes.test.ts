@@ -2,14 +2,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { existsSync, statfsSync, statSync } from "node:fs"
 import path from "node:path"
 import { makeBoxRunner, type BoxRunner } from "../../../server/runtime/local/boxes.ts"
-import { makeVolumeStore, VolumeError, VOLUME_MIN_BYTES, type VolumeStore } from "../../../server/runtime/local/volumes.ts"
+import { makeVolumeStore, VolumeError, VOLUME_MIN_BYTES, type SandboxVolumeStore } from "../../../server/runtime/local/volumes.ts"
 import { expectNothingLeft, leftovers, makeRootfs, requireHostTools, runIn, sh, tempDir } from "./support.ts"
 
 const CGROUP_PARENT = "slipway-test-volumes"
 const MiB = 1024 * 1024
 let base: string
 let rootfs: string
-let volumes: VolumeStore
+let volumes: SandboxVolumeStore
 let runner: BoxRunner
 
 beforeAll(() => {

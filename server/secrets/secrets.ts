@@ -1,7 +1,7 @@
 /**
  * Secret values at rest, sealed with AES-256-GCM (random 96-bit nonce, 128-bit tag) and stored
  * as `enc:v1:<base64 nonce|tag|ciphertext>`. The key is SLIPWAY_SECRETS_KEY or, by default, one
- * generated beside the database (server/secretsKey.ts). Plaintext values written by versions
+ * generated beside the database (secretsKey.ts). Plaintext values written by versions
  * that did not encrypt by default stay readable until `secrets rotate` seals them. Nothing here logs.
  */
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto"

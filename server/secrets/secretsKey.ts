@@ -15,8 +15,8 @@
 import { randomBytes } from "node:crypto"
 import { chmodSync, existsSync, linkSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from "node:fs"
 import { dirname } from "node:path"
-import { isFileDatabase } from "./dataDir.ts"
-import { makeDirectory } from "./directories.ts"
+import { isFileDatabase } from "../dataDir.ts"
+import { makeDirectory } from "../directories.ts"
 
 export interface SecretsKeys {
   /** The key new values are sealed with. */

@@ -1,6 +1,6 @@
 /**
- * `npm run keys -- secrets rotate`: re-seals every stored secret value and webhook secret with a
- * new key, in one transaction. Values stored in plaintext (written before encryption was on by
+ * `npm run keys -- secrets rotate`: re-seals every stored secret value, webhook secret and
+ * registry password with a new key, in one transaction. Values stored in plaintext (written before encryption was on by
  * default) are sealed on the way.
  *
  * With the generated key file: the new key goes to `<key file>.next` first, the transaction
@@ -10,8 +10,13 @@
  * Stop the server while rotating: it keeps the key it started with.
  */
 import { existsSync } from "node:fs"
+import { Effect } from "effect"
 import type { AdminCommand } from "../admin.ts"
-import { newSecretsKey, promoteNextKey, writeKeyFile } from "../secretsKey.ts"
+import { DeploymentStore } from "../store/DeploymentStore.ts"
+import { IntegrationStore } from "../store/IntegrationStore.ts"
+import { RegistryStore } from "../store/RegistryStore.ts"
+import { Transactions } from "../store/Transactions.ts"
+import { newSecretsKey, promoteNextKey, writeKeyFile } from "./secretsKey.ts"
 import { makeSecretBox } from "./secrets.ts"
 
 export const secretsCommand: AdminCommand = {
@@ -19,7 +24,7 @@ export const secretsCommand: AdminCommand = {
   usage:
     "secrets rotate   re-seal every stored secret value and webhook secret with a new key, in one transaction\n" +
     "                 (stop the server first; with SLIPWAY_SECRETS_KEY set, the new key is SLIPWAY_NEW_SECRETS_KEY)",
-  run: async ({ deployments, sandboxes, run, secrets, positionals, fail }) => {
+  run: async ({ run, secrets, positionals, fail }) => {
     if (positionals[0] !== "rotate") fail(`unknown secrets action "${positionals[0] ?? ""}" (rotate)`)
     if (secrets.source === "memory") fail("an in-memory database has no stored secrets to rotate")
     let newKey: string
@@ -34,9 +39,21 @@ export const secretsCommand: AdminCommand = {
     }
     const current = makeSecretBox(secrets.key, secrets.previous)
     const replacement = makeSecretBox(newKey)
-    const counts = await run(deployments.resealSecrets((stored) => replacement.seal(current.open(stored))))
-    // Sandbox registries' passwords (sealed the same way) follow before the key file is replaced.
-    const registryPasswords = await run(sandboxes.resealRegistryPasswords((stored) => replacement.seal(current.open(stored))))
+    const reseal = (stored: string) => replacement.seal(current.open(stored))
+    // Every sealed value the stores hold, in one transaction, before the key file is replaced.
+    const counts = await run(
+      Effect.gen(function* () {
+        const { transaction } = yield* Transactions
+        return yield* transaction(
+          Effect.all({
+            secretValues: Effect.flatMap(DeploymentStore, (store) => store.resealSecrets(reseal)),
+            webhookSecrets: Effect.flatMap(IntegrationStore, (store) => store.resealWebhookSecrets(reseal)),
+            registryPasswords: Effect.flatMap(RegistryStore, (store) => store.resealRegistryPasswords(reseal))
+          })
+        )
+      })
+    )
+    const { registryPasswords } = counts
     if (secrets.source === "file") promoteNextKey(secrets.path!)
     process.stderr.write(
       `keys: re-sealed ${counts.secretValues} secret values, ${counts.webhookSecrets} webhook secrets and ${registryPasswords} registry passwords with a new key` +

@@ -1,41 +1,43 @@
-/** The PostgreSQL backend of `DeploymentStore`: the SQLite statements in Postgres, rows to records and back. */
+/**
+ * The PostgreSQL backends of the deployment area's stores (`DeploymentStore`, `RevisionStore`,
+ * `ListenerStore`, `IntegrationStore`): the SQLite statements in Postgres, rows to records and
+ * back (rows.ts).
+ */
 import { Effect, Layer, Result } from "effect"
 import { Conflict, type RevisionStatus, type Secret, supersededMessage, supersededStatus } from "../../../core/index.ts"
+import { type ChangedDeployment, type DeploymentChange, type DeploymentRecord, DeploymentStore, type TracingProjectRecord } from "../DeploymentStore.ts"
+import { type IntegrationRecord, IntegrationStore } from "../IntegrationStore.ts"
+import { ListenerStore } from "../ListenerStore.ts"
+import { type NewRevision, RevisionStore } from "../RevisionStore.ts"
 import {
-  type ChangedDeployment,
-  type DeploymentChange,
-  type DeploymentRecord,
-  DeploymentStore,
-  type IntegrationRecord,
-  type NewRevision,
-  type TracingProjectRecord
-} from "../DeploymentStore.ts"
+  columns,
+  type DeploymentRow,
+  finalRevisionStatusList as FINAL,
+  type ListenerRow,
+  type RevisionView as RevisionRow,
+  toDeploymentRecord,
+  toDeploymentRow,
+  toListenerRecord,
+  toListenerRow,
+  toRevisionRecord,
+  toRevisionRow
+} from "../rows.ts"
+import { sqlPage } from "../page.ts"
 import { StoreError } from "../StoreError.ts"
-import { type DeploymentRow, type ListenerRow, type RevisionView as RevisionRow, toDeploymentRecord, toListenerRecord, toRevisionRecord } from "../rows.ts"
 import type { PgError, Sql } from "./client.ts"
 import { inSnapshot, isShallow, makeKeyCheckpoints, STRIDE } from "./pages.ts"
-import { CurrentTransaction, PostgresDatabase, type PgStoreKit, toStoreError } from "./PostgresDatabase.ts"
+import { CurrentTransaction, onPostgres, type PgStoreKit, toStoreError } from "./PostgresDatabase.ts"
 
-const FINAL = "'DEPLOYED', 'CREATE_FAILED', 'BUILD_FAILED', 'DEPLOY_FAILED', 'SKIPPED', 'INTERRUPTED', 'UNKNOWN'"
-
-const deploymentColumns =
-  "id, tenant_id, name, source, source_config, source_revision_config, secrets, image_version, status, latest_revision_id, active_revision_id, revision_seq, created_at, updated_at"
-const revisionViewColumns = "id, tenant_id, deployment_id, seq, source, status, status_message, source_revision_config, deployed_at, created_at, updated_at"
-const listenerColumns = "id, tenant_id, compute_type, compute_id, version, compute_config, created_at, updated_at"
-const integrationColumns = "id, tenant_id, provider, owner, owner_key, webhook_secret, installed_at"
+const deploymentColumns = columns.deployment
+const revisionViewColumns = columns.revisionView
+const listenerColumns = columns.listener
+const integrationColumns = columns.integration
 
 /** What a change may write, in the order of `updateDeploymentSql`'s $3.. (after tenant_id and id). */
-const changeableParams = (d: DeploymentRecord) => [
-  JSON.stringify(d.source_config),
-  JSON.stringify(d.source_revision_config),
-  JSON.stringify(d.secrets),
-  d.image_version,
-  d.status,
-  d.latest_revision_id,
-  d.active_revision_id,
-  d.revision_seq,
-  d.updated_at
-]
+const changeableParams = (d: DeploymentRecord) => {
+  const row = toDeploymentRow(d)
+  return [row.source_config, row.source_revision_config, row.secrets, row.image_version, row.status, row.latest_revision_id, row.active_revision_id, row.revision_seq, row.updated_at]
+}
 
 const insertDeploymentSql = `INSERT INTO deployments (tenant_id, id, source_config, source_revision_config, secrets, image_version, status,
     latest_revision_id, active_revision_id, revision_seq, updated_at, name, source, created_at)
@@ -105,83 +107,80 @@ export const deepListSql = {
 }
 
 /**
- * The OFFSET a statement is given: OFFSET is a bigint and a JavaScript number past 2^53 is not
- * exact, so an offset the API accepted (any size) would fail the statement. No table holds 2^53
- * rows: any larger offset reads the same empty page as 2^53 - 1 (as SQLite's `sqlPage`).
+ * A deep page. Warm (checkpoints known that deep, outside a transaction): one statement that
+ * also reads the list's version, kept when the version is the checkpoints' one. Otherwise, or
+ * when the version moved or the page came back empty (no row to carry the version): the
+ * version, the checkpoints and the rows in one snapshot (the caller's transaction, or a
+ * read-only one).
  */
-const sqlOffset = (offset: number): number =>
-  Number.isFinite(offset) ? Math.min(Math.max(0, Math.trunc(offset)), Number.MAX_SAFE_INTEGER) : Number.MAX_SAFE_INTEGER
+const deepPage = <R extends object, A>(
+  { query, client }: PgStoreKit,
+  warm: { readonly version: bigint; readonly sql: string; readonly params: ReadonlyArray<unknown> } | undefined,
+  toRecord: (row: R) => A,
+  read: (sql: Sql) => Effect.Effect<Array<A>, PgError>
+): Effect.Effect<Array<A>, StoreError> =>
+  Effect.withFiber((fiber) => {
+    const current = fiber.getRef(CurrentTransaction)
+    const cold = Effect.mapError(inSnapshot(client, current, read), toStoreError)
+    if (warm === undefined || current !== undefined) return cold
+    return Effect.flatMap(query<R & { list_version: bigint | null }>(warm.sql, warm.params), (rows) =>
+      rows.length > 0 && (rows[0]!.list_version ?? 0n) === warm.version ? Effect.succeed(rows.map(toRecord)) : cold
+    )
+  })
+
+/** Moves the deployment's unfinished revisions to their superseded state (in the caller's transaction, or one); answers their ids. */
+const supersedeUnfinished = ({ query, execute, transaction }: PgStoreKit, tenantId: string, deploymentId: string, now: string) =>
+  transaction(
+    Effect.flatMap(
+      query<{ id: string; status: RevisionStatus }>(
+        `SELECT id, status FROM revisions WHERE tenant_id = $1 AND deployment_id = $2 AND status NOT IN (${FINAL}) ORDER BY seq`,
+        [tenantId, deploymentId]
+      ),
+      (unfinished) =>
+        Effect.forEach(unfinished, ({ id, status }) =>
+          Effect.as(
+            execute("UPDATE revisions SET status = $1, status_message = $2, updated_at = $3 WHERE tenant_id = $4 AND id = $5", [
+              supersededStatus(status),
+              supersededMessage,
+              now,
+              tenantId,
+              id
+            ]),
+            id
+          )
+        )
+    )
+  )
 
 export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["Service"] => {
-  const { query, one, oneMap, queryMap, execute, executeNaming, transaction, client } = kit
+  const { query, oneMap, queryMap, execute, executeNaming, transaction } = kit
   const deploymentPages = makeKeyCheckpoints<DeploymentKey>({
     first: (sql, [tenantId]) => sql.one<DeploymentKey>(firstDeploymentKeySql, [tenantId]),
     after: (sql, [tenantId], key) => sql.one<DeploymentKey>(strideDeploymentKeySql, [tenantId, key.at, key.id])
   })
-  const revisionPages = makeKeyCheckpoints<number>({
-    first: (sql, scope) => Effect.map(sql.one<{ seq: number }>(firstRevisionKeySql, scope), (row) => row?.seq),
-    after: (sql, scope, seq) => Effect.map(sql.one<{ seq: number }>(strideRevisionKeySql, [...scope, seq]), (row) => row?.seq)
-  })
-  /**
-   * A deep page. Warm (checkpoints known that deep, outside a transaction): one statement that
-   * also reads the list's version, kept when the version is the checkpoints' one. Otherwise, or
-   * when the version moved or the page came back empty (no row to carry the version): the
-   * version, the checkpoints and the rows in one snapshot (the caller's transaction, or a
-   * read-only one).
-   */
-  const deepPage = <R extends object, A>(
-    warm: { readonly version: bigint; readonly sql: string; readonly params: ReadonlyArray<unknown> } | undefined,
-    toRecord: (row: R) => A,
-    read: (sql: Sql) => Effect.Effect<Array<A>, PgError>
-  ): Effect.Effect<Array<A>, StoreError> =>
-    Effect.withFiber((fiber) => {
-      const current = fiber.getRef(CurrentTransaction)
-      const cold = Effect.mapError(inSnapshot(client, current, read), toStoreError)
-      if (warm === undefined || current !== undefined) return cold
-      return Effect.flatMap(query<R & { list_version: bigint | null }>(warm.sql, warm.params), (rows) =>
-        rows.length > 0 && (rows[0]!.list_version ?? 0n) === warm.version ? Effect.succeed(rows.map(toRecord)) : cold
-      )
-    })
-  const insertRevision = (revision: Parameters<DeploymentStore["Service"]["insertRevision"]>[0]) =>
-    execute(insertRevisionSql, [
-      revision.id,
-      revision.tenant_id,
-      revision.deployment_id,
-      revision.seq,
-      revision.source,
-      revision.status,
-      revision.status_message,
-      JSON.stringify(revision.source_revision_config),
-      JSON.stringify(revision.secrets),
-      revision.deployed_at,
-      revision.created_at,
-      revision.updated_at
+  const insertRevision = (revision: NewRevision) => {
+    const row = toRevisionRow(revision)
+    return execute(insertRevisionSql, [
+      row.id,
+      row.tenant_id,
+      row.deployment_id,
+      row.seq,
+      row.source,
+      row.status,
+      row.status_message,
+      row.source_revision_config,
+      row.secrets,
+      row.deployed_at,
+      row.created_at,
+      row.updated_at
     ])
+  }
   const updateDeployment = (d: DeploymentRecord) => Effect.map(execute(updateDeploymentSql, [d.tenant_id, d.id, ...changeableParams(d)]), (n) => n > 0)
   const deploymentById = (tenantId: string, id: string) => oneMap(deploymentByIdSql, [tenantId, id], toDeploymentRecord)
-  const setRevisionStatus = (tenantId: string, id: string, status: RevisionStatus, message: string | null, deployedAt: string | null, now: string) =>
-    Effect.map(
-      execute(
-        "UPDATE revisions SET status = $1, status_message = $2, deployed_at = coalesce(deployed_at, $3::timestamptz), updated_at = $4 WHERE tenant_id = $5 AND id = $6",
-        [status, message, deployedAt, now, tenantId, id]
-      ),
-      (n) => n > 0
-    )
-  const unfinishedRevisions = (tenantId: string, deploymentId: string) =>
-    query<{ id: string; status: RevisionStatus }>(
-      `SELECT id, status FROM revisions WHERE tenant_id = $1 AND deployment_id = $2 AND status NOT IN (${FINAL}) ORDER BY seq`,
-      [tenantId, deploymentId]
-    )
-  const supersedeUnfinished = (tenantId: string, deploymentId: string, now: string) =>
-    transaction(
-      Effect.flatMap(unfinishedRevisions(tenantId, deploymentId), (unfinished) =>
-        Effect.forEach(unfinished, ({ id, status }) => Effect.as(setRevisionStatus(tenantId, id, supersededStatus(status), supersededMessage, null, now), id))
-      )
-    )
   const addRevision = (deployment: DeploymentRecord, revision: NewRevision) =>
     transaction(
       Effect.gen(function* () {
-        const stopped = yield* supersedeUnfinished(revision.tenant_id, revision.deployment_id, revision.created_at)
+        const stopped = yield* supersedeUnfinished(kit, revision.tenant_id, revision.deployment_id, revision.created_at)
         yield* insertRevision(revision)
         yield* updateDeployment(deployment)
         return stopped
@@ -204,8 +203,6 @@ export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["S
       })
     )
   return {
-    transaction,
-
     deployment: deploymentById,
     createDeployment: (deployment, revision, tracingProjectId) =>
       transaction(
@@ -220,8 +217,8 @@ export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["S
           )
         })
       ),
-    updateDeployment,
     changeDeployment,
+    addRevision,
     setDeploymentState: (tenantId, id, status, activeRevisionId, now) =>
       Effect.map(
         execute("UPDATE deployments SET status = $1, active_revision_id = $2, updated_at = $3 WHERE tenant_id = $4 AND id = $5", [status, activeRevisionId, now, tenantId, id]),
@@ -233,14 +230,14 @@ export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["S
     listDeployments: (tenantId, filter, page) => {
       const unfiltered = filter.nameContains === null && filter.statuses === null && filter.imageVersion === null && filter.deploymentType === null && filter.ids === null
       if (unfiltered && !isShallow(page.offset)) {
-        const offset = sqlOffset(page.offset)
+        const offset = sqlPage(page).offset
         const known = deploymentPages.known(tenantId, "deployments", offset)
         const warm = known?.start.from && {
           version: known.version,
           sql: deepDeploymentsVersionedSql,
           params: [tenantId, known.start.from.at, known.start.from.id, page.limit, known.start.skip]
         }
-        return deepPage(warm, toDeploymentRecord, (sql) =>
+        return deepPage(kit, warm, toDeploymentRecord, (sql) =>
           Effect.flatMap(deploymentPages.locate(sql, tenantId, "deployments", [tenantId], offset), ({ from, skip }) =>
             from === undefined
               ? Effect.succeed([])
@@ -256,7 +253,7 @@ export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["S
           filter.deploymentType,
           filter.ids,
           page.limit,
-          sqlOffset(page.offset)
+          sqlPage(page).offset
         ], toDeploymentRecord)
     },
     pushTargets: (tenantId, integrationId, ref, branch) =>
@@ -269,27 +266,55 @@ export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["S
         ),
         (rows) => rows.map(toDeploymentRecord)
       ),
-    commitBuilt: (tenantId, deploymentId, commitSha, repoRef) =>
-      Effect.map(
-        one("SELECT 1 AS built FROM revisions WHERE tenant_id = $1 AND deployment_id = $2 AND repo_commit_sha = $3 AND repo_ref = $4 LIMIT 1", [
-          tenantId,
-          deploymentId,
-          commitSha,
-          repoRef
-        ]),
-        (row) => row !== undefined
-      ),
     pendingDeletes: () => query<{ tenant_id: string; id: string; updated_at: string }>("SELECT tenant_id, id, updated_at FROM deployments WHERE status = 'AWAITING_DELETE'"),
+    listTracingProjects: (tenantId, name, page) =>
+      query<TracingProjectRecord>(
+        `SELECT id, tenant_id, name, deployment_id, created_at FROM tracing_projects
+         WHERE tenant_id = $1 AND ($2::text IS NULL OR name = $2::text) ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4`,
+        [tenantId, name, page.limit, sqlPage(page).offset]
+      ),
+    deleteTracingProjects: (tenantId, deploymentId) =>
+      execute("DELETE FROM tracing_projects WHERE tenant_id = $1 AND deployment_id = $2", [tenantId, deploymentId]),
+    resealSecrets: (reseal) =>
+      transaction(
+        Effect.gen(function* () {
+          let values = 0
+          for (const table of ["deployments", "revisions"] as const) {
+            for (const row of yield* query<{ id: string; secrets: string }>(`SELECT id, secrets FROM ${table} ORDER BY id`)) {
+              const secrets = JSON.parse(row.secrets) as Array<{ name: string; value: string }>
+              values += secrets.length
+              const resealed = yield* Effect.forEach(secrets, ({ name, value }) => Effect.map(resealing(reseal, value), (sealed) => ({ name, value: sealed })))
+              yield* execute(`UPDATE ${table} SET secrets = $1 WHERE id = $2`, [JSON.stringify(resealed), row.id])
+            }
+          }
+          return values
+        })
+      )
+  }
+}
 
+/** `reseal(stored)`, a throw as the StoreError that rolls the rotation back. */
+const resealing = (reseal: (stored: string) => string, stored: string) =>
+  Effect.try({
+    try: () => reseal(stored),
+    catch: (cause) => new StoreError({ message: `Resealing a stored secret failed: ${cause instanceof Error ? cause.message : String(cause)}`, busy: false, cause })
+  })
+
+export const makePostgresRevisionStore = (kit: PgStoreKit): RevisionStore["Service"] => {
+  const { query, one, oneMap, queryMap, execute } = kit
+  const revisionPages = makeKeyCheckpoints<number>({
+    first: (sql, scope) => Effect.map(sql.one<{ seq: number }>(firstRevisionKeySql, scope), (row) => row?.seq),
+    after: (sql, scope, seq) => Effect.map(sql.one<{ seq: number }>(strideRevisionKeySql, [...scope, seq]), (row) => row?.seq)
+  })
+  return {
     revision: (tenantId, deploymentId, id) =>
       oneMap(revisionByIdSql, [tenantId, deploymentId, id], (row: RevisionRow) => toRevisionRecord(row)),
-    insertRevision: (revision) => Effect.asVoid(insertRevision(revision)),
     listRevisions: (tenantId, deploymentId, statuses, page) => {
       if (statuses === null && !isShallow(page.offset)) {
-        const offset = sqlOffset(page.offset)
+        const offset = sqlPage(page).offset
         const known = revisionPages.known(tenantId, `revisions:${deploymentId}`, offset)
         const warm = known?.start.from !== undefined ? { version: known.version, sql: deepRevisionsVersionedSql, params: [tenantId, deploymentId, known.start.from, page.limit, known.start.skip] } : undefined
-        return deepPage(warm, toRevisionRecord, (sql) =>
+        return deepPage(kit, warm, toRevisionRecord, (sql) =>
           Effect.flatMap(revisionPages.locate(sql, tenantId, `revisions:${deploymentId}`, [tenantId, deploymentId], offset), ({ from, skip }) =>
             from === undefined
               ? Effect.succeed([])
@@ -297,12 +322,9 @@ export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["S
           )
         )
       }
-      return queryMap(listRevisionsSql, [tenantId, deploymentId, statuses, page.limit, sqlOffset(page.offset)], toRevisionRecord)
+      return queryMap(listRevisionsSql, [tenantId, deploymentId, statuses, page.limit, sqlPage(page).offset], toRevisionRecord)
     },
-    unfinishedRevisions,
-    setRevisionStatus,
-    addRevision,
-    supersedeUnfinished,
+    supersedeUnfinished: (tenantId, deploymentId, now) => supersedeUnfinished(kit, tenantId, deploymentId, now),
     advanceRevision: (tenantId, id, from, to, message, deployedAt, now) =>
       Effect.map(
         execute(
@@ -316,7 +338,6 @@ export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["S
       Effect.map(query<RevisionRow>(`SELECT ${revisionViewColumns} FROM revisions WHERE status NOT IN (${FINAL}) ORDER BY updated_at, seq`), (rows) =>
         rows.map(toRevisionRecord)
       ),
-
     revisionSecrets: (tenantId, id) =>
       Effect.map(query<{ secrets: string | Array<Secret> }>("SELECT secrets FROM revisions WHERE tenant_id = $1 AND id = $2", [tenantId, id]), (rows) => {
         const stored = rows[0]?.secrets
@@ -326,44 +347,51 @@ export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["S
       query<{ tenant_id: string; deployment_id: string; revision_id: string }>(
         "SELECT tenant_id, id AS deployment_id, active_revision_id AS revision_id FROM deployments WHERE active_revision_id IS NOT NULL AND status != 'AWAITING_DELETE'"
       ),
-
-    listTracingProjects: (tenantId, name, page) =>
-      query<TracingProjectRecord>(
-        `SELECT id, tenant_id, name, deployment_id, created_at FROM tracing_projects
-         WHERE tenant_id = $1 AND ($2::text IS NULL OR name = $2::text) ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4`,
-        [tenantId, name, page.limit, sqlOffset(page.offset)]
+    commitBuilt: (tenantId, deploymentId, commitSha, repoRef) =>
+      Effect.map(
+        one("SELECT 1 AS built FROM revisions WHERE tenant_id = $1 AND deployment_id = $2 AND repo_commit_sha = $3 AND repo_ref = $4 LIMIT 1", [
+          tenantId,
+          deploymentId,
+          commitSha,
+          repoRef
+        ]),
+        (row) => row !== undefined
       ),
+  }
+}
 
-    deleteTracingProjects: (tenantId, deploymentId) =>
-      execute("DELETE FROM tracing_projects WHERE tenant_id = $1 AND deployment_id = $2", [tenantId, deploymentId]),
-
+export const makePostgresListenerStore = ({ query, one, execute, executeNaming }: PgStoreKit): ListenerStore["Service"] => ({
     listener: (tenantId, id) =>
       Effect.map(one<ListenerRow>(`SELECT ${listenerColumns} FROM listeners WHERE tenant_id = $1 AND id = $2`, [tenantId, id]), (row) => row && toListenerRecord(row)),
-    insertListener: (l) =>
-      Effect.asVoid(
+    insertListener: (listener) => {
+      const l = toListenerRow(listener)
+      return Effect.asVoid(
         // UNIQUE (tenant_id, compute_id): the real API's 409, also between replicas.
         executeNaming(
           `INSERT INTO listeners (${listenerColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-          [l.id, l.tenant_id, l.compute_type, l.compute_id, l.version, JSON.stringify(l.compute_config), l.created_at, l.updated_at],
+          [l.id, l.tenant_id, l.compute_type, l.compute_id, l.version, l.compute_config, l.created_at, l.updated_at],
           () => new Conflict({ message: `Listener for tenant ${l.tenant_id} and compute ID '${l.compute_id}' already exists` })
         )
-      ),
-    updateListener: (l) =>
-      Effect.map(
+      )
+    },
+    updateListener: (listener) => {
+      const l = toListenerRow(listener)
+      return Effect.map(
         execute("UPDATE listeners SET compute_type = $3, version = $4, compute_config = $5, updated_at = $6 WHERE tenant_id = $1 AND id = $2", [
           l.tenant_id,
           l.id,
           l.compute_type,
           l.version,
-          JSON.stringify(l.compute_config),
+          l.compute_config,
           l.updated_at
         ]),
         (n) => n > 0
-      ),
+      )
+    },
     deleteListener: (tenantId, id) => Effect.map(execute("DELETE FROM listeners WHERE tenant_id = $1 AND id = $2", [tenantId, id]), (n) => n > 0),
     listListeners: (tenantId, page) =>
       Effect.map(
-        query<ListenerRow>(`SELECT ${listenerColumns} FROM listeners WHERE tenant_id = $1 ORDER BY created_at, id LIMIT $2 OFFSET $3`, [tenantId, page.limit, sqlOffset(page.offset)]),
+        query<ListenerRow>(`SELECT ${listenerColumns} FROM listeners WHERE tenant_id = $1 ORDER BY created_at, id LIMIT $2 OFFSET $3`, [tenantId, page.limit, sqlPage(page).offset]),
         (rows) => rows.map(toListenerRecord)
       ),
     listenerUsers: (tenantId, id) =>
@@ -371,8 +399,10 @@ export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["S
         `SELECT name, source_config -> 'listener_config' ->> 'k8s_namespace' AS namespace FROM deployments
          WHERE tenant_id = $1 AND listener_id = $2 ORDER BY name`,
         [tenantId, id]
-      ),
+      )
+})
 
+export const makePostgresIntegrationStore = ({ query, one, execute, transaction }: PgStoreKit): IntegrationStore["Service"] => ({
     insertIntegration: (i: IntegrationRecord) =>
       Effect.asVoid(
         execute(`INSERT INTO integrations (${integrationColumns}) VALUES ($1, $2, $3, $4, $5, $6, $7)`, [
@@ -414,45 +444,17 @@ export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["S
       yield* execute("DELETE FROM webhook_deliveries WHERE expires_at <= $1", [receivedAt])
       return written === 1
     }),
-    pruneDeliveries: (now) => execute("DELETE FROM webhook_deliveries WHERE expires_at <= $1", [now]),
+  resealWebhookSecrets: (reseal) =>
+    transaction(
+      Effect.gen(function* () {
+        const rows = yield* query<{ id: string; webhook_secret: string }>("SELECT id, webhook_secret FROM integrations ORDER BY id")
+        for (const row of rows) yield* execute("UPDATE integrations SET webhook_secret = $1 WHERE id = $2", [yield* resealing(reseal, row.webhook_secret), row.id])
+        return rows.length
+      })
+    )
+})
 
-    resealSecrets: (reseal) =>
-      transaction(
-        Effect.gen(function* () {
-          const apply = (stored: string) =>
-            Effect.try({
-              try: () => reseal(stored),
-              catch: (cause) => new StoreError({ message: `Resealing a stored secret failed: ${cause instanceof Error ? cause.message : String(cause)}`, busy: false, cause })
-            })
-          let secretValues = 0
-          const resealList = (text: string) =>
-            Effect.gen(function* () {
-              const secrets = JSON.parse(text) as Array<{ name: string; value: string }>
-              secretValues += secrets.length
-              const out: Array<{ name: string; value: string }> = []
-              for (const { name, value } of secrets) out.push({ name, value: yield* apply(value) })
-              return JSON.stringify(out)
-            })
-          for (const table of ["deployments", "revisions"] as const) {
-            for (const row of yield* query<{ id: string; secrets: string }>(`SELECT id, secrets FROM ${table} ORDER BY id`)) {
-              yield* execute(`UPDATE ${table} SET secrets = $1 WHERE id = $2`, [yield* resealList(row.secrets), row.id])
-            }
-          }
-          let webhookSecrets = 0
-          for (const row of yield* query<{ id: string; webhook_secret: string }>("SELECT id, webhook_secret FROM integrations ORDER BY id")) {
-            yield* execute("UPDATE integrations SET webhook_secret = $1 WHERE id = $2", [yield* apply(row.webhook_secret), row.id])
-            webhookSecrets++
-          }
-          return { secretValues, webhookSecrets }
-        })
-      )
-  }
-}
-
-/** `DeploymentStore` over the server's PostgreSQL database. */
-export const PostgresDeploymentStore = Layer.effect(
-  DeploymentStore,
-  Effect.gen(function* () {
-    return makePostgresDeploymentStore(yield* PostgresDatabase)
-  })
-)
+export const PostgresDeploymentStore = Layer.effect(DeploymentStore, onPostgres(makePostgresDeploymentStore))
+export const PostgresRevisionStore = Layer.effect(RevisionStore, onPostgres(makePostgresRevisionStore))
+export const PostgresListenerStore = Layer.effect(ListenerStore, onPostgres(makePostgresListenerStore))
+export const PostgresIntegrationStore = Layer.effect(IntegrationStore, onPostgres(makePostgresIntegrationStore))

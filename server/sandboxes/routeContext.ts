@@ -1,72 +1,22 @@
-/** What the sandbox handlers share: records to wire shapes, lookups that refuse, quota, names. */
+/**
+ * What the sandbox handlers are built from: the stores, the controller and the driver, a box's
+ * answer (with its dataplane URL), the quota check, free names, and bringing new boxes up.
+ * Built once per server.
+ */
 import { Effect, Result } from "effect"
-import {
-  emptyProxyConfig,
-  fromBytes,
-  generateSandboxName,
-  parseQuantity,
-  type Pool,
-  type Quantity,
-  type Sandbox,
-  SandboxConflict,
-  SandboxNotFound,
-  type Template,
-  toBytes,
-  type Volume
-} from "../../core/index.ts"
+import { fromBytes, generateSandboxName, type Sandbox } from "../../core/index.ts"
 import { ServerEnv } from "../module.ts"
-import { SandboxStore, type PoolRecord, type SandboxRecord, type TemplateView, type VolumeRecord } from "../store/SandboxStore.ts"
+import { PoolStore } from "../store/PoolStore.ts"
+import { QuotaStore } from "../store/QuotaStore.ts"
+import { type SandboxRecord, SandboxStore } from "../store/SandboxStore.ts"
+import { SnapshotStore } from "../store/SnapshotStore.ts"
+import { TemplateStore } from "../store/TemplateStore.ts"
+import { Transactions } from "../store/Transactions.ts"
+import { SandboxVolumeStore } from "../store/SandboxVolumeStore.ts"
 import { SandboxController } from "./controller.ts"
 import { Dataplane } from "./Dataplane.ts"
 import { SandboxDriver } from "./Driver.ts"
 import { effectiveQuota, parseQuota } from "./quota.ts"
-
-export const volumeJson = (record: VolumeRecord): typeof Volume.Encoded => ({
-  id: record.id,
-  name: record.name,
-  size: record.size,
-  storage_class: record.storage_class,
-  created_at: record.created_at,
-  updated_at: record.updated_at
-})
-
-export const templateJson = (record: TemplateView): typeof Template.Encoded => ({
-  id: record.id,
-  name: record.name,
-  image: record.image,
-  resources: { cpu: record.cpu, memory: record.memory, ...(record.storage !== null ? { storage: record.storage } : {}) },
-  volume_mounts: record.mounts.map(({ volume_name, mount_path }) => ({ volume_name, mount_path })),
-  proxy_config: record.proxy_config ?? emptyProxyConfig,
-  created_at: record.created_at,
-  updated_at: record.updated_at
-})
-
-export const poolJson = (record: PoolRecord): typeof Pool.Encoded => ({
-  id: record.id,
-  name: record.name,
-  template_name: record.template_name,
-  replicas: record.replicas,
-  created_at: record.created_at,
-  updated_at: record.updated_at
-})
-
-export const notFound = (kind: string, name: string) => new SandboxNotFound({ message: `${kind} ${name} not found` })
-export const taken = (kind: string, name: string) => new SandboxConflict({ message: `${kind} ${name} already exists` })
-
-export const exactBytes = (quantity: Quantity): bigint => Result.getOrThrow(toBytes(quantity))
-/** The stored canonical text back to a quantity (it keeps the format the client wrote). */
-export const storedQuantity = (text: string): Quantity => Result.getOrThrow(parseQuantity(text))
-
-/** A record, or the area's NotFound. */
-export const found = <A>(kind: string, name: string) => (record: A | undefined) =>
-  record === undefined ? Effect.fail(notFound(kind, name)) : Effect.succeed(record)
-
-/**
- * Test hook: holds every quota decision open this long between reading the usage and writing,
- * so the concurrency tests can show that the transaction, not luck, keeps the quota. Never set
- * it in production: it blocks the process for that long on each volume create or resize.
- */
-const quotaRaceDelayMs = Number(process.env.SLIPWAY_TEST_QUOTA_DELAY_MS ?? 0) || 0
 
 /**
  * The image of a box created with neither a template nor a snapshot (the real API's "default
@@ -77,8 +27,14 @@ const defaultSandboxImage = process.env.SLIPWAY_DEFAULT_SANDBOX_IMAGE || "python
 /** Attempts to find a free generated name before giving up (each try has 27^6 ≈ 387M suffixes). */
 const nameAttempts = 16
 
-export const makeSandboxShared = Effect.gen(function* () {
-  const store = yield* SandboxStore
+export const makeSandboxRouteContext = Effect.gen(function* () {
+  const { transaction } = yield* Transactions
+  const sandboxStore = yield* SandboxStore
+  const volumeStore = yield* SandboxVolumeStore
+  const templateStore = yield* TemplateStore
+  const poolStore = yield* PoolStore
+  const snapshotStore = yield* SnapshotStore
+  const quotaStore = yield* QuotaStore
   const controller = yield* SandboxController
   const dataplane = yield* Dataplane
   const driver = yield* SandboxDriver
@@ -112,9 +68,8 @@ export const makeSandboxShared = Effect.gen(function* () {
 
   /** Organization usage and quota, read inside the caller's transaction. */
   const storage = Effect.fnUntraced(function* (organizationId: string) {
-    const quota = effectiveQuota(yield* store.organizationQuota(organizationId), config.storageQuota)
-    const usage = fromBytes(yield* store.organizationUsage(organizationId))
-    if (quotaRaceDelayMs > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, quotaRaceDelayMs)
+    const quota = effectiveQuota(yield* quotaStore.organizationQuota(organizationId), config.storageQuota)
+    const usage = fromBytes(yield* quotaStore.organizationUsage(organizationId))
     return { usage, quota: quota.quantity }
   })
 
@@ -122,7 +77,7 @@ export const makeSandboxShared = Effect.gen(function* () {
   const freeSandboxName = Effect.fnUntraced(function* (tenantId: string, prefix: string) {
     for (let attempt = 0; attempt < nameAttempts; attempt++) {
       const candidate = generateSandboxName(prefix, Math.random)
-      if (!(yield* store.sandboxNameTaken(tenantId, candidate))) return candidate
+      if (!(yield* sandboxStore.sandboxNameTaken(tenantId, candidate))) return candidate
     }
     return yield* Effect.die(new Error(`no free sandbox name for prefix ${prefix} after ${nameAttempts} attempts`))
   })
@@ -136,7 +91,7 @@ export const makeSandboxShared = Effect.gen(function* () {
     )
   })
 
-  return { store, controller, driver, config, sandboxJson, storage, freeSandboxName, launch, defaultSandboxImage }
+  return { transaction, sandboxStore, volumeStore, templateStore, poolStore, snapshotStore, controller, driver, config, sandboxJson, storage, freeSandboxName, launch, defaultSandboxImage }
 })
 
-export type SandboxShared = Effect.Success<typeof makeSandboxShared>
+export type SandboxRouteContext = Effect.Success<typeof makeSandboxRouteContext>

@@ -1,7 +1,6 @@
 /**
- * What the deployment handlers share: records to wire shapes, the revision write that PATCH,
- * new revisions and pushes have in common, and the secret box. Built once per server from the
- * store and the controller.
+ * What the deployment handlers write with: the stores and the controller, the secret box, and
+ * the revision write that PATCH, new revisions and pushes have in common. Built once per server.
  */
 import { randomUUID } from "node:crypto"
 import { Effect } from "effect"
@@ -9,58 +8,21 @@ import {
   Conflict,
   databaseReadyOf,
   deploymentStatus,
-  type Listener,
-  NotFound,
-  secretMask,
   type Secret,
   type SourceConfig,
   type SourceRevisionConfig,
   type StoredDeployment
 } from "../../core/index.ts"
 import { now, ServerEnv } from "../module.ts"
-import { type ChangedDeployment, DeploymentStore, type DeploymentRecord, type ListenerRecord, type NewRevision, type RevisionRecord } from "../store/DeploymentStore.ts"
+import { type ChangedDeployment, DeploymentStore, type DeploymentRecord } from "../store/DeploymentStore.ts"
+import { IntegrationStore } from "../store/IntegrationStore.ts"
+import { ListenerStore } from "../store/ListenerStore.ts"
+import { type NewRevision, RevisionStore } from "../store/RevisionStore.ts"
 import type { StoreError } from "../store/StoreError.ts"
+import { Transactions } from "../store/Transactions.ts"
 import { DeploymentController } from "./controller.ts"
-import { makeSecretBox } from "./secrets.ts"
-
-export const deploymentNotFound = (id: string) => new NotFound({ message: `Deployment ${id} not found` })
-
-export const toDeployment = (record: DeploymentRecord) => ({
-  name: record.name,
-  source: record.source,
-  source_config: record.source_config,
-  source_revision_config: record.source_revision_config,
-  secrets: record.secrets.map(({ name }) => ({ name, value: secretMask })),
-  id: record.id,
-  tenant_id: record.tenant_id,
-  created_at: record.created_at,
-  updated_at: record.updated_at,
-  status: record.status,
-  latest_revision_id: record.latest_revision_id,
-  active_revision_id: record.active_revision_id,
-  image_version: record.image_version
-})
-
-export const toRevision = (record: RevisionRecord) => ({
-  id: record.id,
-  created_at: record.created_at,
-  updated_at: record.updated_at,
-  status: record.status,
-  source: record.source,
-  source_revision_config: record.source_revision_config,
-  deployment_id: record.deployment_id,
-  status_message: record.status_message
-})
-
-export const toListener = (record: ListenerRecord): Listener => ({
-  id: record.id,
-  compute_type: record.compute_type,
-  compute_id: record.compute_id,
-  version: record.version,
-  compute_config: record.compute_config,
-  created_at: record.created_at,
-  updated_at: record.updated_at
-})
+import { makeSecretBox } from "../secrets/secrets.ts"
+import { deploymentNotFound } from "./wire.ts"
 
 const maxScaleOf = (config: SourceConfig): number | null | undefined => config.resource_spec?.max_scale
 
@@ -73,14 +35,18 @@ export interface NewRevisionWrite {
   readonly imageVersion: string | null
 }
 
-/** A new revision and the deployment pointing at it, as `store.addRevision` and `store.changeDeployment` write them. */
+/** A new revision and the deployment pointing at it, as `DeploymentStore.addRevision` and `changeDeployment` write them. */
 export interface NewRevisionChange {
   readonly deployment: DeploymentRecord
   readonly revision: NewRevision
 }
 
 export const makeDeploymentWrites = Effect.gen(function* () {
-  const store = yield* DeploymentStore
+  const { transaction } = yield* Transactions
+  const deploymentStore = yield* DeploymentStore
+  const revisionStore = yield* RevisionStore
+  const listenerStore = yield* ListenerStore
+  const integrationStore = yield* IntegrationStore
   const controller = yield* DeploymentController
   const { config } = yield* ServerEnv
   const box = makeSecretBox(config.secretsKey, config.previousSecretsKeys)
@@ -102,7 +68,7 @@ export const makeDeploymentWrites = Effect.gen(function* () {
   })
 
   const mustGetDeployment = (tenantId: string, id: string) =>
-    Effect.flatMap(store.deployment(tenantId, id), (record) => (record ? Effect.succeed(record) : Effect.fail(deploymentNotFound(id))))
+    Effect.flatMap(deploymentStore.deployment(tenantId, id), (record) => (record ? Effect.succeed(record) : Effect.fail(deploymentNotFound(id))))
 
   /** A deployment being deleted takes no change (409). */
   const deletingConflict = (record: DeploymentRecord): Conflict | undefined =>
@@ -142,7 +108,7 @@ export const makeDeploymentWrites = Effect.gen(function* () {
   /** Inside a transaction: supersedes unfinished revisions, adds the next one and points the deployment at it. */
   const writeNewRevision = (write: NewRevisionWrite): Effect.Effect<ChangedDeployment<NewRevisionChange>, StoreError> => {
     const change = newRevision(write)
-    return Effect.map(store.addRevision(change.deployment, change.revision), (stopped) => ({ ...change, stopped }))
+    return Effect.map(deploymentStore.addRevision(change.deployment, change.revision), (stopped) => ({ ...change, stopped }))
   }
 
   /** After the commit: the controller stops what a new revision superseded and rolls it out. */
@@ -151,7 +117,7 @@ export const makeDeploymentWrites = Effect.gen(function* () {
       ? controller.revisionsStopped(written.stopped)
       : Effect.andThen(controller.revisionsStopped(written.stopped), controller.revisionCreated(written.deployment, written.revision, written.revision.secrets))
 
-  return { store, controller, box, sealSecrets, storedOf, mustGetDeployment, deletingConflict, newRevision, writeNewRevision, announce, maxScaleOf }
+  return { transaction, deploymentStore, revisionStore, listenerStore, integrationStore, controller, box, sealSecrets, storedOf, mustGetDeployment, deletingConflict, newRevision, writeNewRevision, announce, maxScaleOf }
 })
 
 export type DeploymentWrites = Effect.Success<typeof makeDeploymentWrites>

@@ -19,7 +19,7 @@
 import { chmodSync, copyFileSync, existsSync, fsyncSync, openSync, closeSync, renameSync, rmSync, statSync } from "node:fs"
 import { dirname, resolve } from "node:path"
 import Database from "better-sqlite3"
-import { secretsKeyPath } from "./secretsKey.ts"
+import { secretsKeyPath } from "../../secrets/secretsKey.ts"
 
 export class BackupError extends Error {
   override readonly name = "BackupError"
