@@ -10,6 +10,7 @@ import type { Handler, Route } from "./http/app.ts"
 import type { Logger } from "./log.ts"
 import type { DeploymentStore } from "./store/DeploymentStore.ts"
 import type { KeyStore } from "./store/KeyStore.ts"
+import type { RevisionLeases } from "./store/RevisionLeases.ts"
 import type { SandboxStore } from "./store/SandboxStore.ts"
 
 /** The server's settings and logger, and the base of generated URLs. */
@@ -23,8 +24,8 @@ export class ServerEnv extends Context.Service<
   }
 >()("slipway/ServerEnv") {}
 
-/** What every area may use: the environment and the stores. */
-export type BaseServices = ServerEnv | DeploymentStore | SandboxStore | KeyStore
+/** What every area may use: the environment and the stores (with the backend's revision leases). */
+export type BaseServices = ServerEnv | DeploymentStore | SandboxStore | KeyStore | RevisionLeases
 
 /** Requests an area answers outside the API table (a sandbox's dataplane, a deployment's URL). */
 export interface RawHttp {

@@ -1,4 +1,9 @@
-/** The deployment control plane as a server area: its routes, its runtime (controller + driver) and each deployment's URL. */
+/**
+ * The deployment control plane as a server area: its routes, its runtime (the controller, a
+ * driver, the observation channel between them) and each deployment's URL (`DeploymentProxy`),
+ * with the `LogStore` behind the log endpoints. The local driver also has the deployments'
+ * databases (`DeploymentDatabases`) and the local host's machinery.
+ */
 import { Effect, Layer } from "effect"
 import type { ServerModule } from "../module.ts"
 import { ServerEnv } from "../module.ts"
@@ -6,8 +11,11 @@ import { LocalHostLive } from "../runtime/local/LocalHost.ts"
 import { chooseRuntime } from "../runtime/select.ts"
 import { DeploymentControllerLive } from "./controller.ts"
 import { LocalDeploymentDriver, localDeploymentOptionsFromEnv } from "./drivers/local.ts"
+import { DeploymentObservationsLive } from "./Driver.ts"
 import { SimulatedDeploymentDriver } from "./drivers/simulated.ts"
-import { deploymentHttp, DeploymentServingLive } from "./local/services.ts"
+import { DeploymentDatabasesLive } from "./local/databases.ts"
+import { LogStoreLive } from "./local/logs.ts"
+import { DeploymentProxy, DeploymentProxyLive } from "./local/proxy.ts"
 import { deploymentRoutes } from "./routes/deployments.ts"
 import { integrationRoutes } from "./routes/integrations.ts"
 import { listenerRoutes } from "./routes/listeners.ts"
@@ -22,13 +30,20 @@ const DriverLive = Layer.unwrap(
     const { config } = yield* ServerEnv
     const runtime = yield* chooseRuntime
     if (runtime.name !== "local") return SimulatedDeploymentDriver({ stepMs: config.revisionStepMs })
-    return LocalDeploymentDriver(localDeploymentOptionsFromEnv(process.env, config.revisionStepMs)).pipe(Layer.provide(LocalHostLive))
+    return LocalDeploymentDriver(localDeploymentOptionsFromEnv(process.env, config.revisionStepMs)).pipe(Layer.provide(Layer.mergeAll(LocalHostLive, DeploymentDatabasesLive)))
   })
 )
 
+/** The deployments area's raw HTTP: each deployment's URL, HTTP and WebSocket (a driver that runs nothing sets no route: it answers nothing). */
+const deploymentHttp = Effect.map(DeploymentProxy, (proxy) => ({ request: proxy.handle, upgrade: proxy.handleUpgrade }))
+
 export const deploymentsModule: ServerModule = {
   name: "deployments",
-  layer: DeploymentControllerLive.pipe(Layer.provide(DriverLive), Layer.provideMerge(DeploymentServingLive)),
+  layer: DeploymentControllerLive.pipe(
+    Layer.provide(DriverLive),
+    Layer.provide(DeploymentObservationsLive),
+    Layer.provideMerge(Layer.mergeAll(LogStoreLive, DeploymentProxyLive))
+  ),
   routes: Effect.gen(function* () {
     const writes = yield* makeDeploymentWrites
     const spec = [

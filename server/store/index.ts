@@ -7,13 +7,14 @@ import type { ServerConfig } from "../config.ts"
 import type { DeploymentStore } from "./DeploymentStore.ts"
 import type { KeyStore } from "./KeyStore.ts"
 import { PostgresStores } from "./postgres/index.ts"
+import type { RevisionLeases } from "./RevisionLeases.ts"
 import type { SandboxStore } from "./SandboxStore.ts"
 import { SqliteStores } from "./sqlite/index.ts"
 import type { StoreError } from "./StoreError.ts"
 
-export type Stores = DeploymentStore | SandboxStore | KeyStore
+export type Stores = DeploymentStore | SandboxStore | KeyStore | RevisionLeases
 
-/** The stores; on PostgreSQL also `RevisionLeases` (read with `Effect.serviceOption`). */
+/** The stores and the `RevisionLeases` of the backend (PostgreSQL: shared by replicas; SQLite: one replica holds all). */
 export const storesFor = (config: Pick<ServerConfig, "databasePath" | "databaseUrl"> & Partial<Pick<ServerConfig, "leaseMs">>): Layer.Layer<Stores, StoreError> =>
   config.databaseUrl !== undefined
     ? (PostgresStores({ url: config.databaseUrl, ...(config.leaseMs === undefined ? {} : { leaseMs: config.leaseMs }) }) as Layer.Layer<Stores, StoreError>)

@@ -22,7 +22,7 @@
 import { Clock, Effect, Latch, Layer } from "effect"
 import { nextStatus, type RevisionStatus, type Source, type SourceRevisionConfig } from "../../../core/index.ts"
 import { millisOf } from "../../module.ts"
-import { DeploymentDriver, type Observation, type ObservationSink } from "../Driver.ts"
+import { DeploymentDriver, DeploymentObservations, type Observation } from "../Driver.ts"
 
 export interface FailureHook {
   readonly marker: string
@@ -97,7 +97,7 @@ export const makeSimulatedDriver = ({ stepMs, batch = DEFAULT_BATCH }: Simulated
     const wake = Latch.makeUnsafe(false)
     /** When the fiber, asleep, wakes up by itself; -Infinity while it is awake (it scans again before sleeping). */
     let sleepingUntil = -Infinity
-    let sink: ObservationSink = () => Effect.succeed([])
+    const channel = yield* DeploymentObservations
 
     const dueNow = (nowMs: number): Array<Tracked> => {
       const due: Array<Tracked> = []
@@ -137,7 +137,7 @@ export const makeSimulatedDriver = ({ stepMs, batch = DEFAULT_BATCH }: Simulated
         }
       })
       const observations = steps.flatMap((step) => (step.observation ? [step.observation] : []))
-      const applied = observations.length > 0 ? yield* sink(observations) : []
+      const applied = observations.length > 0 ? yield* channel.report(observations) : []
       let index = 0
       for (const { item, observation } of steps) {
         if (!observation || !applied[index++]) {
@@ -158,7 +158,6 @@ export const makeSimulatedDriver = ({ stepMs, batch = DEFAULT_BATCH }: Simulated
 
     return DeploymentDriver.of({
       name: "simulated",
-      observe: (next) => Effect.sync(() => void (sink = next)),
       apply: (work) =>
         Effect.sync(() => {
           const due = millisOf(work.since) + stepMs
