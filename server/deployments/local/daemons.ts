@@ -9,7 +9,7 @@ import * as fs from "node:fs"
 import * as net from "node:net"
 import * as path from "node:path"
 import { Data, Effect } from "effect"
-import { runCommand } from "../../runtime/local/command.ts"
+import type { ProcessRunner } from "../../runtime/ProcessRunner.ts"
 
 /** A clear, operator-facing failure (missing binary, unreachable server, bad id...). */
 export class DatabaseProvisionError extends Data.TaggedError("DatabaseProvisionError")<{
@@ -81,14 +81,11 @@ export const processAlive = (pid: number, name: string): boolean => {
 }
 
 /** Runs a tool as a system user (`runuser`); its output, or a `DatabaseProvisionError` naming `what` with the tool's last words. */
-export const runAs = (user: string, argv: ReadonlyArray<string>, what: string, timeoutMs = 120_000): Effect.Effect<string, DatabaseProvisionError> =>
-  Effect.tryPromise({
-    try: (signal) => runCommand(["runuser", "-u", user, "--", ...argv], { timeoutMs, signal }),
-    catch: (e) => {
-      const err = e as { stderrTail?: string; message?: string }
-      return fail(`${what} failed: ${(err.stderrTail || err.message || String(e)).trim()}`)
-    }
-  }).pipe(Effect.map((result) => result.stdout))
+export const runAs = (runner: ProcessRunner["Service"], user: string, argv: ReadonlyArray<string>, what: string, timeoutMs = 120_000): Effect.Effect<string, DatabaseProvisionError> =>
+  runner.run(["runuser", "-u", user, "--", ...argv], { timeout: timeoutMs }).pipe(
+    Effect.map((result) => result.stdout),
+    Effect.mapError((e) => fail(`${what} failed: ${(e.stderrTail || e.message).trim()}`))
+  )
 
 /** Whether `port` on the loopback is free now (0 never is). */
 export const portFree = (port: number): Effect.Effect<boolean> =>
@@ -99,13 +96,3 @@ export const portFree = (port: number): Effect.Effect<boolean> =>
         s.once("error", () => resume(Effect.succeed(false)))
         s.listen(port, "127.0.0.1", () => s.close(() => resume(Effect.succeed(true))))
       })
-
-/** A port free on the loopback now. */
-export const freePort: Effect.Effect<number, DatabaseProvisionError> = Effect.callback<number, DatabaseProvisionError>((resume) => {
-  const s = net.createServer()
-  s.once("error", (e) => resume(Effect.fail(fail(`no free port: ${e.message}`))))
-  s.listen(0, "127.0.0.1", () => {
-    const port = (s.address() as net.AddressInfo).port
-    s.close(() => resume(Effect.succeed(port)))
-  })
-})

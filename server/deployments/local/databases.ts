@@ -14,7 +14,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { Context, Effect, Layer, Semaphore } from "effect"
 import { ServerEnv } from "../../module.ts"
-import { runtimeRoot } from "../../runtime/local/LocalHost.ts"
+import { RuntimeRoot } from "../../runtime/local/LocalRuntime.ts"
 import { DatabaseProvisionError, readJson, writeFileAtomic } from "./daemons.ts"
 import { type DatabaseIdentity, formatHost, makePostgresServer } from "./postgres.ts"
 import { makeRedisServers, type RedisState } from "./redis.ts"
@@ -85,7 +85,7 @@ export const makeDeploymentDatabases = (options: DeploymentDatabasesOptions) =>
       advertiseHost: host,
       log
     })
-    const redis = makeRedisServers({
+    const redis = yield* makeRedisServers({
       ...(options.redisServerPath ? { serverPath: options.redisServerPath } : {}),
       ...(options.redisMaxmemoryPolicy ? { maxmemoryPolicy: options.redisMaxmemoryPolicy } : {}),
       log
@@ -229,9 +229,10 @@ export const layerDeploymentDatabases = (options: DeploymentDatabasesOptions) =>
  */
 export const DeploymentDatabasesLive = Layer.unwrap(
   Effect.gen(function* () {
-    const { config, log } = yield* ServerEnv
+    const { log } = yield* ServerEnv
+    const { root } = yield* RuntimeRoot
     return layerDeploymentDatabases({
-      dataDir: path.join(runtimeRoot(config.databasePath), "deployment-data"),
+      dataDir: path.join(root, "deployment-data"),
       postgresUrl: process.env["SLIPWAY_DEPLOYMENT_POSTGRES_URL"] || undefined,
       log: (message) => log.debug("deployment databases", { message })
     })

@@ -12,7 +12,9 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { Effect, Semaphore } from "effect"
 import pg from "pg"
-import { assertReachable, DatabaseProvisionError, freePort, portFree, readJson, requireFile, runAs, systemUser, writeFileAtomic } from "./daemons.ts"
+import { PortAllocator } from "../../runtime/PortAllocator.ts"
+import { ProcessRunner } from "../../runtime/ProcessRunner.ts"
+import { assertReachable, DatabaseProvisionError, portFree, readJson, requireFile, runAs as runAsWith, systemUser, writeFileAtomic } from "./daemons.ts"
 
 export interface PostgresOptions {
   /** Where the managed server keeps its files (`data/`, `slipway.json`, `postgres.log`). */
@@ -121,8 +123,11 @@ const withClient = <A>(config: pg.ClientConfig, f: (c: pg.Client) => Promise<A>)
     (client) => Effect.promise(() => client.end().catch(() => {}))
   )
 
-export const makePostgresServer = (options: PostgresOptions): Effect.Effect<PostgresServer, DatabaseProvisionError> =>
+export const makePostgresServer = (options: PostgresOptions): Effect.Effect<PostgresServer, DatabaseProvisionError, ProcessRunner | PortAllocator> =>
   Effect.gen(function* () {
+    const runner = yield* ProcessRunner
+    const ports = yield* PortAllocator
+    const runAs = (user: string, argv: ReadonlyArray<string>, what: string) => runAsWith(runner, user, argv, what)
     const external = options.postgresUrl ? yield* parseAdminUrl(options.postgresUrl) : undefined
     const binDir = options.binDir ?? "/usr/lib/postgresql/15/bin"
     const pgRoot = path.resolve(options.root)
@@ -180,13 +185,15 @@ export const makePostgresServer = (options: PostgresOptions): Effect.Effect<Post
       // (another program may take a port between the check and the start: up to three tries).
       const previous = state.port
       let attempt = 0
-      const start = Effect.gen(function* () {
-        const port = attempt++ === 0 && (yield* portFree(previous)) ? previous : yield* freePort
-        // Recorded before the start: a server started by an interrupted attempt is found again.
-        state = { port, password: state.password }
-        writeFileAtomic(stateFile, JSON.stringify(state))
-        yield* runAs("postgres", [pgCtl, "start", "-D", pgData, "-l", logFile, "-w", "-t", "60", "-o", `-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=${socketDir}`], "pg_ctl start")
-      })
+      const start = Effect.scoped(
+        Effect.gen(function* () {
+          const port = attempt++ === 0 && (yield* portFree(previous)) ? previous : yield* Effect.orDie(ports.reserve())
+          // Recorded before the start: a server started by an interrupted attempt is found again.
+          state = { port, password: state.password }
+          writeFileAtomic(stateFile, JSON.stringify(state))
+          yield* runAs("postgres", [pgCtl, "start", "-D", pgData, "-l", logFile, "-w", "-t", "60", "-o", `-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=${socketDir}`], "pg_ctl start")
+        })
+      )
       yield* start.pipe(
         Effect.retry({ times: 2 }),
         Effect.mapError((e) => new DatabaseProvisionError({ message: `${e.message}; see ${logFile}` }))

@@ -8,7 +8,9 @@
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Data, type Duration, Effect, Schedule } from "effect"
-import { assertReachable, DatabaseProvisionError, freePort, portFree, processAlive, requireFile, runAs, systemUser, writeFileAtomic } from "./daemons.ts"
+import { PortAllocator } from "../../runtime/PortAllocator.ts"
+import { ProcessRunner } from "../../runtime/ProcessRunner.ts"
+import { assertReachable, DatabaseProvisionError, portFree, processAlive, requireFile, runAs, systemUser, writeFileAtomic } from "./daemons.ts"
 import { redisAnswers } from "./resp.ts"
 
 export interface RedisOptions {
@@ -98,77 +100,82 @@ const signal = (pid: number, name: NodeJS.Signals) =>
     }
   })
 
-export const makeRedisServers = (options: RedisOptions): RedisServers => {
-  const server = options.serverPath ?? "/usr/bin/redis-server"
-  const policy = options.maxmemoryPolicy ?? "volatile-lru"
+export const makeRedisServers = (options: RedisOptions): Effect.Effect<RedisServers, never, ProcessRunner | PortAllocator> =>
+  Effect.gen(function* () {
+    const runner = yield* ProcessRunner
+    const ports = yield* PortAllocator
+    const server = options.serverPath ?? "/usr/bin/redis-server"
+    const policy = options.maxmemoryPolicy ?? "volatile-lru"
 
-  const stop = (dir: string, state: RedisState) =>
-    Effect.gen(function* () {
-      const pid = readPid(dir) ?? state.pid
-      if (pid === null || !processAlive(pid, NAME)) return
-      yield* signal(pid, "SIGTERM")
-      if (yield* gone(pid, "10 seconds")) return
-      yield* signal(pid, "SIGKILL")
-      yield* gone(pid, "2 seconds")
-    })
-
-  /** One start on `port`: "ready" once it answers, "in-use" when the port was taken meanwhile. */
-  const startOn = (dir: string, state: RedisState, port: number) =>
-    Effect.gen(function* () {
-      const user = yield* systemUser("redis", NAME)
-      const file = path.join(dir, "redis.conf")
-      writeFileAtomic(file, conf(dir, port, state.password, state.memoryMb, policy))
-      fs.chownSync(file, user.uid, user.gid)
-      fs.rmSync(path.join(dir, "redis.pid"), { force: true })
-      fs.writeFileSync(path.join(dir, "redis.log"), "", { mode: 0o600 })
-      fs.chownSync(path.join(dir, "redis.log"), user.uid, user.gid)
-      yield* runAs("redis", [server, file], NAME, 30_000)
-      // It answers once it listens; it logs "aborting" when it cannot (a port taken meanwhile).
-      const probe = Effect.gen(function* () {
-        if (yield* redisAnswers(port, state.password)) return readPid(dir) === null ? ("starting" as const) : ("ready" as const)
-        return /aborting|Fatal/i.test(logTail(dir)) ? ("failed" as const) : ("starting" as const)
+    const stop = (dir: string, state: RedisState) =>
+      Effect.gen(function* () {
+        const pid = readPid(dir) ?? state.pid
+        if (pid === null || !processAlive(pid, NAME)) return
+        yield* signal(pid, "SIGTERM")
+        if (yield* gone(pid, "10 seconds")) return
+        yield* signal(pid, "SIGKILL")
+        yield* gone(pid, "2 seconds")
       })
-      const outcome = yield* probe.pipe(Effect.repeat({ schedule: Schedule.spaced("50 millis"), until: (s) => s !== "starting" }), Effect.timeoutOption(START_TIMEOUT))
-      if (outcome._tag === "Some" && outcome.value === "ready") return { ...state, port, pid: readPid(dir) }
-      const tail = logTail(dir)
-      // What may still run of it (no answer in time) is stopped before another try.
-      const pid = readPid(dir)
-      if (pid !== null) yield* stop(dir, { ...state, pid })
-      const message = `${NAME} in ${dir} did not start: ${tail || "no output"}`
-      return yield* Effect.fail(/Address already in use/i.test(tail) ? new PortTaken({ message }) : new DatabaseProvisionError({ message }))
-    })
 
-  const start = (dir: string, state: RedisState) =>
-    Effect.gen(function* () {
-      yield* requireFile(server, NAME)
-      const user = yield* systemUser("redis", NAME)
-      fs.mkdirSync(dir, { recursive: true, mode: 0o700 })
-      fs.chownSync(dir, user.uid, user.gid)
-      fs.chmodSync(dir, 0o700)
-      yield* assertReachable(dir, user)
-      let attempt = 0
-      // The recorded port first (URIs handed out stay valid), then free ones: a port taken
-      // between the check and the start is tried again on another, up to three times.
-      const once = Effect.gen(function* () {
-        const port = attempt++ === 0 && (yield* portFree(state.port)) ? state.port : yield* freePort
-        return yield* startOn(dir, state, port)
+    /** One start on `port`: "ready" once it answers, "in-use" when the port was taken meanwhile. */
+    const startOn = (dir: string, state: RedisState, port: number) =>
+      Effect.gen(function* () {
+        const user = yield* systemUser("redis", NAME)
+        const file = path.join(dir, "redis.conf")
+        writeFileAtomic(file, conf(dir, port, state.password, state.memoryMb, policy))
+        fs.chownSync(file, user.uid, user.gid)
+        fs.rmSync(path.join(dir, "redis.pid"), { force: true })
+        fs.writeFileSync(path.join(dir, "redis.log"), "", { mode: 0o600 })
+        fs.chownSync(path.join(dir, "redis.log"), user.uid, user.gid)
+        yield* runAs(runner, "redis", [server, file], NAME, 30_000)
+        // It answers once it listens; it logs "aborting" when it cannot (a port taken meanwhile).
+        const probe = Effect.gen(function* () {
+          if (yield* redisAnswers(port, state.password)) return readPid(dir) === null ? ("starting" as const) : ("ready" as const)
+          return /aborting|Fatal/i.test(logTail(dir)) ? ("failed" as const) : ("starting" as const)
+        })
+        const outcome = yield* probe.pipe(Effect.repeat({ schedule: Schedule.spaced("50 millis"), until: (s) => s !== "starting" }), Effect.timeoutOption(START_TIMEOUT))
+        if (outcome._tag === "Some" && outcome.value === "ready") return { ...state, port, pid: readPid(dir) }
+        const tail = logTail(dir)
+        // What may still run of it (no answer in time) is stopped before another try.
+        const pid = readPid(dir)
+        if (pid !== null) yield* stop(dir, { ...state, pid })
+        const message = `${NAME} in ${dir} did not start: ${tail || "no output"}`
+        return yield* Effect.fail(/Address already in use/i.test(tail) ? new PortTaken({ message }) : new DatabaseProvisionError({ message }))
       })
-      const next = yield* Effect.retry(once, { times: 2, while: (e) => e._tag === "PortTaken" }).pipe(
-        Effect.catchTag("PortTaken", (e) => Effect.fail(new DatabaseProvisionError({ message: e.message })))
-      )
-      options.log(`redis ${path.basename(path.dirname(dir))}: started on 127.0.0.1:${next.port} (pid ${next.pid})`)
-      return next
-    })
 
-  const ensure = (dir: string, state: RedisState) =>
-    Effect.gen(function* () {
-      const pid = readPid(dir) ?? state.pid
-      if (pid !== null && processAlive(pid, NAME)) {
-        if (yield* redisAnswers(state.port, state.password)) return { ...state, pid }
-        yield* stop(dir, { ...state, pid })
-      }
-      return yield* start(dir, state)
-    })
+    const start = (dir: string, state: RedisState) =>
+      Effect.gen(function* () {
+        yield* requireFile(server, NAME)
+        const user = yield* systemUser("redis", NAME)
+        fs.mkdirSync(dir, { recursive: true, mode: 0o700 })
+        fs.chownSync(dir, user.uid, user.gid)
+        fs.chmodSync(dir, 0o700)
+        yield* assertReachable(dir, user)
+        let attempt = 0
+        // The recorded port first (URIs handed out stay valid), then free ones: a port taken
+        // between the check and the start is tried again on another, up to three times.
+        const once = Effect.scoped(
+          Effect.gen(function* () {
+            const port = attempt++ === 0 && (yield* portFree(state.port)) ? state.port : yield* Effect.orDie(ports.reserve())
+            return yield* startOn(dir, state, port)
+          })
+        )
+        const next = yield* Effect.retry(once, { times: 2, while: (e) => e._tag === "PortTaken" }).pipe(
+          Effect.catchTag("PortTaken", (e) => Effect.fail(new DatabaseProvisionError({ message: e.message })))
+        )
+        options.log(`redis ${path.basename(path.dirname(dir))}: started on 127.0.0.1:${next.port} (pid ${next.pid})`)
+        return next
+      })
 
-  return { ensure, stop }
-}
+    const ensure = (dir: string, state: RedisState) =>
+      Effect.gen(function* () {
+        const pid = readPid(dir) ?? state.pid
+        if (pid !== null && processAlive(pid, NAME)) {
+          if (yield* redisAnswers(state.port, state.password)) return { ...state, pid }
+          yield* stop(dir, { ...state, pid })
+        }
+        return yield* start(dir, state)
+      })
+
+    return { ensure, stop }
+  })
