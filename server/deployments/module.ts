@@ -7,7 +7,8 @@
 import { Effect, Layer } from "effect"
 import type { ServerModule } from "../module.ts"
 import { ServerEnv } from "../module.ts"
-import { LocalHostLive } from "../runtime/local/LocalHost.ts"
+import { LocalRuntimeLive } from "../runtime/local/LocalRuntime.ts"
+import { RuntimeRootLive } from "../runtime/local/RuntimeRoot.ts"
 import { chooseRuntime } from "../runtime/select.ts"
 import { DeploymentControllerLive } from "./controller.ts"
 import { LocalDeploymentDriver, localDeploymentOptionsFromEnv } from "./drivers/local.ts"
@@ -30,7 +31,10 @@ const DriverLive = Layer.unwrap(
     const { config } = yield* ServerEnv
     const runtime = yield* chooseRuntime
     if (runtime.name !== "local") return SimulatedDeploymentDriver({ stepMs: config.revisionStepMs })
-    return LocalDeploymentDriver(localDeploymentOptionsFromEnv(process.env, config.revisionStepMs)).pipe(Layer.provide(Layer.mergeAll(LocalHostLive, DeploymentDatabasesLive)))
+    return LocalDeploymentDriver(localDeploymentOptionsFromEnv(process.env, config.revisionStepMs)).pipe(
+      Layer.provide(DeploymentDatabasesLive),
+      Layer.provide(LocalRuntimeLive)
+    )
   })
 )
 
@@ -42,7 +46,8 @@ export const deploymentsModule: ServerModule = {
   layer: DeploymentControllerLive.pipe(
     Layer.provide(DriverLive),
     Layer.provide(DeploymentObservationsLive),
-    Layer.provideMerge(Layer.mergeAll(LogStoreLive, DeploymentProxyLive))
+    Layer.provideMerge(Layer.mergeAll(LogStoreLive, DeploymentProxyLive)),
+    Layer.provide(RuntimeRootLive)
   ),
   routes: Effect.gen(function* () {
     const writes = yield* makeDeploymentWrites

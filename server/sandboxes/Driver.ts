@@ -34,8 +34,6 @@ export interface BoxObservation {
 }
 
 /** Where drivers report what they observe, in order; the controller takes from it. */
-export type BoxObservationSink = (observation: BoxObservation) => Effect.Effect<void>
-
 export class SandboxObservations extends Context.Service<SandboxObservations, Queue.Queue<BoxObservation>>()("slipway/SandboxObservations") {}
 
 export const SandboxObservationsLive = Layer.effect(SandboxObservations, Queue.unbounded<BoxObservation>())
@@ -44,8 +42,6 @@ export class SandboxDriver extends Context.Service<
   SandboxDriver,
   {
     readonly name: string
-    /** @deprecated until the drivers publish on `SandboxObservations` (issue 26); then removed. */
-    readonly observe: (sink: (observation: BoxObservation) => Effect.Effect<void>) => Effect.Effect<void>
     /** Brings a box up (new, started again, or resumed after a server restart), in the background: what happens is observed. */
     readonly start: (work: BoxWork) => Effect.Effect<void>
     /** Ends the box's processes (its bring-up too, when still under way); its files are kept for a later start. */

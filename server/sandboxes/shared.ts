@@ -17,7 +17,7 @@ import {
 import { ServerEnv } from "../module.ts"
 import { SandboxStore, type PoolRecord, type SandboxRecord, type TemplateView, type VolumeRecord } from "../store/SandboxStore.ts"
 import { SandboxController } from "./controller.ts"
-import { Dataplane } from "./Dataplane.ts"
+import { Dataplane } from "./dataplane/Dataplane.ts"
 import { SandboxDriver } from "./Driver.ts"
 import { effectiveQuota, parseQuota } from "./quota.ts"
 

@@ -14,8 +14,7 @@ import * as path from "node:path"
 import type { Readable } from "node:stream"
 import { Clock, Context, Data, Effect, Layer, type Scope } from "effect"
 import { defaultLogLimit, maxLogLimit, logLevels, type LogEntry, type LogLevel, type LogsRequest, type LogsResponse } from "../../../core/api/logs.ts"
-import { ServerEnv } from "../../module.ts"
-import { runtimeRoot } from "../../runtime/local/LocalHost.ts"
+import { RuntimeRoot } from "../../runtime/local/RuntimeRoot.ts"
 
 export type LogKind = "build" | "deploy"
 export type LogStream = "stdout" | "stderr" | "system"
@@ -416,7 +415,7 @@ export const makeLogStore = (options: LogStoreOptions): Effect.Effect<LogStore["
 export const layerLogStore = (options: LogStoreOptions) => Layer.effect(LogStore, makeLogStore(options))
 
 /** The server's: `deployment-logs/` under the local runtime's root. */
-export const LogStoreLive = Layer.unwrap(Effect.map(ServerEnv, ({ config }) => layerLogStore({ root: path.join(runtimeRoot(config.databasePath), "deployment-logs") })))
+export const LogStoreLive = Layer.unwrap(Effect.map(RuntimeRoot, ({ root }) => layerLogStore({ root: path.join(root, "deployment-logs") })))
 
 // ---- the endpoint reads (the routes decode the body with core's LogsRequest, check that the
 // deployment and revision exist and belong to the tenant, then call these) ----

@@ -21,91 +21,23 @@
  * new image), `images/errors.ts` (skopeo's errors made short), `images/config.ts` (OCI documents
  * and the options from the environment), `images/shared.ts` (one fiber per key).
  */
-import { Context, Data, type Effect } from "effect"
+import { createHash } from "node:crypto"
+import { join, resolve } from "node:path"
+import { Clock, Context, Effect, Layer } from "effect"
+import { ServerEnv } from "../../module.ts"
+import { ProcessRunner } from "../ProcessRunner.ts"
+import { makeImageCache } from "./images/cache.ts"
+import { type CachedImage, cut, type ImageStoreOptions, imageStoreOptionsFromEnv, shortDigest } from "./images/config.ts"
+import { importTree } from "./images/importTree.ts"
+import { type ImageConfig, ImagePullError, ImageStoreError, type ImageStoreStats, type PulledImage, type PullOptions } from "./images/model.ts"
+import { makeRegistryClient, type Source } from "./images/registry.ts"
+import { makeShared } from "./images/shared.ts"
+import { sealBundle, unpackLayout } from "./images/unpack.ts"
+import { RuntimeRoot } from "./RuntimeRoot.ts"
+import { type ImageReference, InvalidReference, parseMirror, parseReference, parseRegistryHost, quote, sourceOf } from "./reference.ts"
 
-export interface ExposedPort {
-  readonly port: number
-  readonly protocol: string
-}
-
-/** The parts of the OCI image config a runtime needs. */
-export interface ImageConfig {
-  readonly entrypoint: ReadonlyArray<string>
-  readonly cmd: ReadonlyArray<string>
-  /** `KEY=value` entries, as in the image. */
-  readonly env: ReadonlyArray<string>
-  /** "/" when the image sets none (Docker's default). */
-  readonly workingDir: string
-  /** As in the image (`uid`, `uid:gid`, `name`, …); "" means root. */
-  readonly user: string
-  /** From the image's ExposedPorts (`8000/tcp`), sorted; empty when it declares none. */
-  readonly exposedPorts: ReadonlyArray<ExposedPort>
-}
-
-export interface PulledImage {
-  /** The normalised reference asked for (`docker.io/library/python:3.12-slim`). */
-  readonly reference: string
-  /** Manifest digest the reference resolved to (what the registry serves; may be a multi-platform index). */
-  readonly digest: string
-  /** The unpacked root filesystem: shared by every box of this image, never write into it. */
-  readonly rootfs: string
-  readonly config: ImageConfig
-}
-
-/** A username and password for one registry host. */
-export interface RegistryAuth {
-  readonly username: string
-  readonly password: string
-}
-
-export interface PullOptions {
-  /** Hears the pull's progress ("pulling …: layer 2 (sha256:…)", "unpacking …"), from the moment it joins. */
-  readonly onProgress?: ((message: string) => Effect.Effect<void>) | undefined
-  /**
-   * Credentials for the reference's registry (a stored sandbox registry): written for this pull
-   * only, as a docker-config file of mode 0600 in a private directory under the store's tmp/,
-   * given to skopeo as `--authfile` (never on a command line) and removed when the pull ends.
-   * They take the place of the store's `authFile` for this pull.
-   */
-  readonly auth?: RegistryAuth | undefined
-}
-
-export type ImagePullErrorKind =
-  | "invalid_reference"
-  | "not_found"
-  | "unauthorized"
-  | "unreachable"
-  | "tls"
-  | "timeout"
-  | "unsupported"
-  | "tool_missing"
-  | "failed"
-
-/** A pull that did not succeed. `message` is short and human, fit for a `status_message`. */
-export class ImagePullError extends Data.TaggedError("ImagePullError")<{
-  readonly kind: ImagePullErrorKind
-  readonly message: string
-  /** The reference as asked (normalised when it parsed). */
-  readonly reference: string
-  /** The registry talked to (the mirror for Docker Hub references when one is set). */
-  readonly registry?: string | undefined
-  /** Raw tool output, for logs (never for users: it may be long). */
-  readonly detail?: string | undefined
-}> {}
-
-/** Any other failure of the store (a bad digest, the disk). */
-export class ImageStoreError extends Data.TaggedError("ImageStoreError")<{ readonly message: string }> {}
-
-export interface ImageStoreStats {
-  /** Tag -> digest resolutions (manifest requests). */
-  readonly resolves: number
-  /** skopeo copies started. */
-  readonly copies: number
-  /** umoci unpacks started. */
-  readonly unpacks: number
-  /** Pulls answered from the cache. */
-  readonly cacheHits: number
-}
+export * from "./images/model.ts"
+export { type ImageStoreOptions, imageStoreOptionsFromEnv } from "./images/config.ts"
 
 export class ImageStore extends Context.Service<
   ImageStore,
@@ -134,12 +66,140 @@ export class ImageStore extends Context.Service<
   }
 >()("slipway/ImageStore") {}
 
-/** An image config's `Env` (`["K=V", ...]`) as a record. */
-export const imageEnvironment = (env: ReadonlyArray<string>): Record<string, string> => {
-  const out: Record<string, string> = {}
-  for (const entry of env) {
-    const at = entry.indexOf("=")
-    if (at > 0) out[entry.slice(0, at)] = entry.slice(at + 1)
-  }
-  return out
-}
+
+const toPullError = (reference: string, registry?: string) => (error: { readonly message: string }) =>
+  error instanceof ImagePullError ? error : new ImagePullError({ kind: "failed", message: `pull ${reference}: ${cut(error.message)}`, reference, registry })
+
+/** A store over `options.root` (created when missing; leftovers of dead processes are removed). */
+export const makeImageStore = (options: ImageStoreOptions): Effect.Effect<ImageStore["Service"], ImageStoreError, ProcessRunner> =>
+  Effect.gen(function* () {
+    const runner = yield* ProcessRunner
+    const root = resolve(options.root)
+    if (root.includes(":")) return yield* new ImageStoreError({ message: `image store root must not contain ':' (skopeo and umoci read it as a tag separator): ${quote(root)}` })
+    const mirror = yield* Effect.try({
+      try: () => (options.mirror !== undefined && options.mirror.trim() !== "" ? parseMirror(options.mirror) : undefined),
+      catch: (error) => new ImageStoreError({ message: (error as Error).message })
+    })
+    const insecure = yield* Effect.try({
+      try: () => new Set<string>((options.insecureRegistries ?? []).map(parseRegistryHost)),
+      catch: (error) => new ImageStoreError({ message: (error as Error).message })
+    })
+    if (mirror?.insecure) insecure.add(mirror.domain)
+    const authFile = options.authFile !== undefined && options.authFile.trim() !== "" ? resolve(options.authFile) : undefined
+    const skopeo = options.skopeo ?? "skopeo"
+    const umoci = options.umoci ?? "umoci"
+    const copyTimeout = options.timeouts?.copyMs ?? 30 * 60_000
+    const unpackTimeout = options.timeouts?.unpackMs ?? 30 * 60_000
+    const counters = { resolves: 0, copies: 0, unpacks: 0, cacheHits: 0 }
+    const cache = yield* makeImageCache(root)
+    const registry = makeRegistryClient({ runner, cache, skopeo, insecure, resolveTimeout: options.timeouts?.resolveMs ?? 2 * 60_000, copyTimeout, counters })
+    const byReference = makeShared<PulledImage, ImagePullError>()
+    const byDigest = makeShared<CachedImage, ImagePullError>()
+
+    const fetchAndUnpack = (ref: ImageReference, source: Source, digest: string, authFile: string | undefined, emit: (message: string) => void) =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const started = yield* Clock.currentTimeMillis
+          const work = yield* cache.workDir()
+          const layout = join(work, "layout")
+          const bundle = join(work, "bundle")
+          emit(`pulling ${ref.reference}${source.domain !== ref.domain ? ` from ${source.domain}` : ""}`)
+          yield* registry.copy(ref, source, digest, layout, authFile, emit)
+          emit(`unpacking ${shortDigest(digest)}`)
+          counters.unpacks++
+          const config = yield* unpackLayout({ runner, umoci, timeout: unpackTimeout, layout, bundle, reference: ref.reference })
+          const finished = yield* Clock.currentTimeMillis
+          const cached: CachedImage = {
+            reference: ref.reference,
+            digest,
+            source: `${source.name}@${digest}`,
+            pulledAt: new Date(finished).toISOString(),
+            ...(authFile !== undefined ? { private: true } : {}),
+            config
+          }
+          yield* sealBundle(bundle, cached)
+          const stored = yield* cache.commit(bundle, cached)
+          options.log?.info("image pulled", { reference: ref.reference, digest, source: source.domain, ms: finished - started })
+          return stored
+        })
+      ).pipe(Effect.mapError(toPullError(ref.reference, source.domain)))
+
+    const pull = (input: string, pullOptions: PullOptions = {}): Effect.Effect<PulledImage, ImagePullError> =>
+      Effect.suspend(() => {
+        let ref: ImageReference
+        try {
+          ref = parseReference(input)
+        } catch (error) {
+          const message = error instanceof InvalidReference ? error.message : `invalid image reference ${quote(String(input))}`
+          return Effect.fail(new ImagePullError({ kind: "invalid_reference", message, reference: typeof input === "string" ? input : String(input) }))
+        }
+        const source = sourceOf(ref, mirror)
+        const auth = pullOptions.auth
+        // Pulls with other credentials (or none) do not share one operation: each shows its own access.
+        const key = auth ? `${ref.reference}\0${createHash("sha256").update(`${ref.domain}\0${auth.username}\0${auth.password}`).digest("hex")}` : ref.reference
+        const hit = (cached: CachedImage, emit: (message: string) => void) => {
+          counters.cacheHits++
+          emit(`cached ${shortDigest(cached.digest)}`)
+          return cache.toPulled(cached, ref.reference)
+        }
+        const operation = (emit: (message: string) => void) =>
+          Effect.scoped(
+            Effect.gen(function* () {
+              const credentials = auth ? yield* registry.authFileFor(ref.domain, auth) : undefined
+              const pullAuthFile = credentials ?? authFile
+              if (!credentials && authFile !== undefined) yield* registry.checkAuthFile(authFile, ref.reference)
+              if (ref.digest !== undefined) {
+                const cached = yield* cache.read(ref.digest)
+                if (cached) {
+                  // An image pulled with credentials is only handed to a caller who can read it too.
+                  if (cached.private) yield* registry.resolveDigest(ref, source, pullAuthFile, ref.digest)
+                  return hit(cached, emit)
+                }
+              } else emit(`resolving ${ref.reference}`)
+              const digest = ref.digest ?? (yield* registry.resolveDigest(ref, source, pullAuthFile))
+              const cached = yield* cache.read(digest)
+              if (cached) return hit(cached, emit)
+              const fetched = yield* byDigest(digest, (message) => Effect.sync(() => emit(message)), (emitDigest) => fetchAndUnpack(ref, source, digest, pullAuthFile, emitDigest))
+              emit(`ready ${shortDigest(digest)}`)
+              return cache.toPulled(fetched, ref.reference)
+            })
+          ).pipe(
+            Effect.mapError(toPullError(ref.reference, source.domain)),
+            Effect.catchDefect((defect) => Effect.fail(toPullError(ref.reference, source.domain)({ message: (defect as Error)?.message ?? String(defect) })))
+          )
+        return byReference(key, pullOptions.onProgress, operation).pipe(
+          Effect.tapError((error) => Effect.sync(() => options.log?.warn("image pull failed", { reference: ref.reference, kind: error.kind, message: error.message })))
+        )
+      })
+
+    const remove = (digest: string) => Effect.flatMap(cache.checkDigest(digest), cache.discard)
+
+    return ImageStore.of({
+      root,
+      pull,
+      lookup: (digest) =>
+        Effect.flatMap(cache.checkDigest(digest), cache.read).pipe(Effect.map((cached) => (cached ? cache.toPulled(cached, cached.reference) : null))),
+      list: Effect.flatMap(cache.digests, (digests) =>
+        Effect.forEach(digests, (digest) => Effect.map(cache.read(digest), (cached) => (cached ? [cache.toPulled(cached, cached.reference)] : [])))
+      ).pipe(Effect.map((found) => found.flat())),
+      remove,
+      importTree: (source, importOptions) => importTree({ runner, cache, timeout: unpackTimeout }, source, importOptions),
+      gc: (keep) =>
+        Effect.flatMap(cache.digests, (digests) =>
+          Effect.filter(digests.filter((digest) => !keep.has(digest)), (digest) =>
+            Effect.tap(cache.discard(digest), (removed) => Effect.sync(() => removed && options.log?.info("image removed", { digest })))
+          )
+        ),
+      stats: () => ({ ...counters })
+    })
+  })
+
+/** The image store of the runtime: `<runtime root>/images`, with the registry settings of the environment. */
+export const ImageStoreLive = Layer.effect(
+  ImageStore,
+  Effect.gen(function* () {
+    const { root } = yield* RuntimeRoot
+    const { log } = yield* ServerEnv
+    return yield* makeImageStore({ root: join(root, "images"), ...imageStoreOptionsFromEnv(), log })
+  }).pipe(Effect.orDie)
+)

@@ -2,27 +2,21 @@
  * The local runtime's machinery, shared by both areas: ONE process runner, ONE port allocator,
  * ONE image store (skopeo + umoci, cached by digest), ONE box runner (bubblewrap, cgroups,
  * overlay), the volume store and the egress bridges, each a service with its layer, with their
- * state under the server's data directory (`<dir of the database>/runtime/`, `RuntimeRoot`).
- * Deployments and sandboxes each have a driver over them; neither owns them.
+ * state under the server's data directory (`RuntimeRoot`). Deployments and sandboxes each have a
+ * driver over them; neither owns them.
  */
-import { createHash } from "node:crypto"
-import { existsSync } from "node:fs"
 import { dirname, join, resolve } from "node:path"
-import { Context, Layer } from "effect"
-import { ServerEnv } from "../../module.ts"
+import { existsSync } from "node:fs"
+import { Layer } from "effect"
+import { PortAllocatorLive } from "../PortAllocator.ts"
+import { ProcessRunnerLive } from "../ProcessRunner.ts"
+import { BoxRunnerLive } from "./BoxRunner.ts"
+import { EgressLive } from "./egress.ts"
 import { unsearchableAncestor } from "./host.ts"
+import { ImageStoreLive } from "./ImageStore.ts"
+import { RuntimeRootLive } from "./RuntimeRoot.ts"
 import { hostTools, missingToolsMessage } from "./tools.ts"
-
-/** Where the local runtime keeps its state, and the cgroup parent of its boxes. */
-export class RuntimeRoot extends Context.Service<
-  RuntimeRoot,
-  {
-    /** `<dir of the database>/runtime`: images/, boxes/, volumes/ and the deployments' state below it. */
-    readonly root: string
-    /** The cgroup parent of this runtime's boxes: servers with other data directories on the host never touch them. */
-    readonly cgroupParent: string
-  }
->()("slipway/RuntimeRoot") {}
+import { VolumeStoreLive } from "./VolumeStore.ts"
 
 /** Why the local runtime cannot run here with its state under `root`, or null when it can. */
 export const localRuntimeUnavailable = (root: string): string | null => {
@@ -37,18 +31,11 @@ export const localRuntimeUnavailable = (root: string): string | null => {
   return blocked ? `${blocked} is not searchable by others (chmod o+x ${blocked}, or put the database elsewhere)` : null
 }
 
-/** Where the local runtime keeps its state: beside the database file (or in a temp dir for `:memory:`). */
-export const runtimeRoot = (databasePath: string) =>
-  databasePath === ":memory:" || databasePath.startsWith("file:") ? join(process.env.TMPDIR ?? "/tmp", `slipway-runtime-${process.pid}`) : join(resolve(dirname(databasePath)), "runtime")
-
-/** The cgroup parent of the boxes of the runtime whose state is under `root`. */
-export const cgroupParentFor = (root: string) => `slipway-${createHash("sha256").update(resolve(root)).digest("hex").slice(0, 12)}`
-
-/** The runtime root of the server's database. */
-export const RuntimeRootLive = Layer.effect(
-  RuntimeRoot,
-  ServerEnv.useSync(({ config }) => {
-    const root = runtimeRoot(config.databasePath)
-    return RuntimeRoot.of({ root, cgroupParent: cgroupParentFor(root) })
-  })
+/**
+ * Every service of the local runtime, over the server's environment. The sandbox and deployment
+ * areas provide this same layer (memoized: built once per server), so they share one box runner
+ * and one image store.
+ */
+export const LocalRuntimeLive = Layer.mergeAll(ImageStoreLive, VolumeStoreLive, BoxRunnerLive, EgressLive, PortAllocatorLive).pipe(
+  Layer.provideMerge(Layer.mergeAll(ProcessRunnerLive, RuntimeRootLive))
 )

@@ -4,7 +4,7 @@ import { makeSecretBox } from "../../deployments/secrets.ts"
 import { ServerEnv } from "../../module.ts"
 import { SandboxStore } from "../../store/SandboxStore.ts"
 import { SandboxController } from "../controller.ts"
-import { Dataplane } from "../Dataplane.ts"
+import { Dataplane } from "../dataplane/Dataplane.ts"
 import { makeAccessTokens } from "./tokens.ts"
 
 /** Where the links are served, under the server's public URL. */

@@ -1,14 +1,30 @@
 /**
- * What a running box offers to the dataplane (the contract in tasks/interfaces.md). The dataplane
- * only ever touches a box through `exec`: commands, file reads and writes all run inside the
- * box's own namespaces, so path resolution and permissions are the box's, never the host's.
+ * What a running box offers the dataplane's protocol: commands started at once (`exec`), whose
+ * stdio are Node streams the protocol pipes to HTTP answers and WebSockets. The dataplane only
+ * ever touches a box through exec: commands, file reads and writes all run inside the box's own
+ * namespaces, so path resolution and permissions are the box's, never the host's. The local
+ * backend (`local.ts`) makes one of a `RunningBox`; the protocol's tests make one of a bare
+ * bubblewrap sandbox.
  */
-import { BOX_HOME, BOX_TOOLS, shellLaunchArgv, type BoxExec, type BoxProcess, type ExecOptions, type ShellCommand } from "../../runtime/BoxExec.ts"
+import { BOX_HOME, BOX_TOOLS, type ExecOptions, type ExitStatus, type ShellCommand, shellLaunchArgv, type StartedProcess } from "../../runtime/BoxProcess.ts"
 
-export { BOX_HOME, BOX_TOOLS, shellLaunchArgv, type BoxExec, type BoxProcess, type ExecOptions, type ShellCommand }
+export { BOX_HOME, BOX_TOOLS, shellLaunchArgv, type ExecOptions, type ExitStatus, type ShellCommand }
+
+/** A command running in the box, as the protocol's stream code holds it (the runtime's `BoxProcess`, its start and exit as Promises). */
+export type BoxCommand = StartedProcess
+
+export interface BoxExec {
+  /** Runs argv inside the box; throws when the box cannot run it (stopped, gone). */
+  readonly exec: (argv: ReadonlyArray<string>, options?: ExecOptions) => BoxCommand
+  /**
+   * Runs a shell command with the launcher's rules (`shellLaunchArgv`) in one exec, when the box can
+   * (the local runner's exec helper). Absent: callers run `shellLaunchArgv(command)` through `exec`.
+   */
+  readonly execShell?: (command: ShellCommand, options?: ExecOptions) => BoxCommand
+}
 
 /** The box's `exec`, with a runner failure (box stopped, gone) reported as the protocol's retryable not-ready answer. */
-export const execIn = (box: BoxExec, argv: ReadonlyArray<string>, options?: ExecOptions): BoxProcess => {
+export const execIn = (box: BoxExec, argv: ReadonlyArray<string>, options?: ExecOptions): BoxCommand => {
   try {
     return box.exec(argv, options)
   } catch (cause) {
@@ -17,7 +33,7 @@ export const execIn = (box: BoxExec, argv: ReadonlyArray<string>, options?: Exec
 }
 
 /** A shell command in the box: the box's own `execShell` (one exec) when it has one, else the busybox launcher through `exec`. */
-export const execShellIn = (box: BoxExec, command: ShellCommand, options?: ExecOptions): BoxProcess => {
+export const execShellIn = (box: BoxExec, command: ShellCommand, options?: ExecOptions): BoxCommand => {
   try {
     return box.execShell ? box.execShell(command, options) : box.exec(shellLaunchArgv(command), options)
   } catch (cause) {

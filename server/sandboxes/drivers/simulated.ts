@@ -7,21 +7,20 @@
  * fail, and a snapshot image containing `fail-pull` makes the snapshot fail, so users and tests
  * can watch the failure paths without a real runtime.
  */
-import { Effect, Layer } from "effect"
-import { type BoxObservationSink, ImageError, SandboxDriver } from "../Driver.ts"
+import { Effect, Layer, Queue } from "effect"
+import { ImageError, SandboxDriver, SandboxObservations } from "../Driver.ts"
 
-export const makeSimulatedSandboxDriver = Effect.sync(() => {
-  let sink: BoxObservationSink = () => Effect.void
+export const makeSimulatedSandboxDriver = Effect.gen(function* () {
+  const observations = yield* SandboxObservations
   return SandboxDriver.of({
     name: "simulated",
-    observe: (next) => Effect.sync(() => void (sink = next)),
     start: (work) =>
-      sink({
+      Queue.offer(observations, {
         sandboxId: work.sandboxId,
         event: work.template.image.includes("fail-start")
           ? { _tag: "Failed", message: "Box could not be started (fail-start marker)" }
           : { _tag: "Provisioned" }
-      }),
+      }).pipe(Effect.asVoid),
     stop: () => Effect.void,
     teardown: () => Effect.void,
     createVolume: () => Effect.void,
