@@ -15,9 +15,9 @@ import { replicaBoxPrefix } from "../../server/deployments/drivers/local.ts"
 import { makeDeploymentDatabases } from "../../server/deployments/local/databases.ts"
 import { startServer } from "../../server/index.ts"
 import { makeLogger } from "../../server/log.ts"
-import { makeBoxRunner } from "../../server/runtime/local/boxes.ts"
-import { cgroupParentFor } from "../../server/runtime/local/LocalHost.ts"
-import { runCommand } from "../../server/runtime/local/command.ts"
+import { cgroupParentFor } from "../../server/runtime/local/RuntimeRoot.ts"
+import { makeTestRunner, type TestRunner } from "../runtime/local/harness.ts"
+import { runCommand } from "../support/run.ts"
 import { buildTestImages, pushTestImages, removeTestImages, type TestImageRefs } from "../support/images.ts"
 import { startRegistry, type TestRegistry } from "../support/registry.ts"
 import { makeRequester, TEST_KEY, tempDatabasePath } from "../support/server.ts"
@@ -69,8 +69,9 @@ afterAll(async () => {
   let closed: unknown
   await within(90_000, "server.close()", server?.close() ?? Promise.resolve()).catch((error) => (closed = error))
   // Whatever a failure left: boxes, then the database servers.
-  const leftover = existsSync(boxesRoot()) ? await makeBoxRunner({ root: boxesRoot(), cgroupParent: cgroupParentFor(join(database.dir, "runtime")) }).recover() : { running: [], stopped: [] }
-  for (const box of leftover.running) await box.destroy().catch(() => undefined)
+  const cleaner = existsSync(boxesRoot()) ? await makeTestRunner({ root: boxesRoot(), cgroupParent: cgroupParentFor(join(database.dir, "runtime")) }) : undefined
+  const leftover = cleaner ? await cleaner.recover() : { running: [], stopped: [] }
+  for (const box of leftover.running) await cleaner!.destroy(box.id).catch(() => undefined)
   await makeDeploymentDatabases({ dataDir: join(database.dir, "runtime", "deployment-data") }).close().catch(() => undefined)
   await registry?.stop()
   removeTestImages()
@@ -122,11 +123,11 @@ const get = async (name: string, path: string) => {
 
 /** The server's boxes, seen through a runner of our own on its state directory. */
 const boxesRoot = () => join(database.dir, "runtime", "boxes")
-let runner: ReturnType<typeof makeBoxRunner> | undefined
+let runner: TestRunner | undefined
 
 /** The running replica boxes of a revision. */
 const replicaBoxes = async (revisionId: string) => {
-  runner ??= makeBoxRunner({ root: boxesRoot(), cgroupParent: cgroupParentFor(join(database.dir, "runtime")) })
+  runner ??= await makeTestRunner({ root: boxesRoot(), cgroupParent: cgroupParentFor(join(database.dir, "runtime")) })
   const prefix = replicaBoxPrefix(revisionId)
   const ids = existsSync(boxesRoot()) ? readdirSync(boxesRoot()).filter((id) => id.startsWith(prefix) && /-\d+-[0-9a-f]{6}$/.test(id)) : []
   const boxes = await Promise.all(ids.map((id) => runner!.attach(id)))

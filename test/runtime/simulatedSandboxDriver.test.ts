@@ -1,16 +1,19 @@
-/** The simulated sandbox driver against the sandbox driver suite. */
+/** The simulated sandbox driver against the sandbox driver suite: it reports and accepts, it stores and pulls nothing. */
 import { describe } from "@effect/vitest"
-import { Effect } from "effect"
-import { TestClock } from "effect/testing"
-import type { SandboxDriver } from "../../server/sandboxes/Driver.ts"
+import { Effect, Layer } from "effect"
+import { type SandboxDriver, type SandboxObservations, SandboxObservationsLive } from "../../server/sandboxes/Driver.ts"
 import { SimulatedSandboxDriver } from "../../server/sandboxes/drivers/simulated.ts"
 import { sandboxDriverSuite } from "./sandboxDriver.suite.ts"
 
 describe("simulated sandbox driver", () => {
-  sandboxDriverSuite("simulated", <A, E>(effect: Effect.Effect<A, E, SandboxDriver>) => Effect.provide(effect, SimulatedSandboxDriver), {
-    advance: (millis) => TestClock.adjust(millis),
-    image: "python:3.12-slim",
-    missingImage: "registry.invalid/fail-start:1",
-    settleMs: 10
-  })
+  sandboxDriverSuite(
+    "simulated",
+    <A, E>(effect: Effect.Effect<A, E, SandboxDriver | SandboxObservations>) => Effect.provide(effect, SimulatedSandboxDriver.pipe(Layer.provideMerge(SandboxObservationsLive))),
+    {
+      image: "python:3.12-slim",
+      missingImage: "registry.invalid/fail-start:1",
+      live: false,
+      claims: { volumes: false, images: false }
+    }
+  )
 })

@@ -100,50 +100,49 @@ export const makeBoxCommands = (options: {
       (process) => Effect.sync(() => process.kill("SIGKILL"))
     )
 
-  const exec = (argv: ReadonlyArray<string>, execOptions?: ExecOptions): Effect.Effect<BoxProcess, BoxError, Scope.Scope> =>
-    Effect.gen(function* () {
-      if (!isRunning()) return yield* notRunning()
-      if (!Array.isArray(argv) || argv.length === 0 || argv.some((a) => typeof a !== "string" || a.includes("\0")))
-        return yield* new BoxError({ message: "argv must be a non-empty list of strings" })
-      if (argv[0]!.includes("=")) return yield* new BoxError({ message: "argv[0] must not contain '='" })
-      const env = envFor(execOptions)
-      if (env instanceof BoxError) return yield* env
-      const defaultCwd = record.spec.workingDir ?? BOX_HOME
-      const cwd = execOptions?.cwd === undefined ? defaultCwd : path.posix.resolve(BOX_HOME, execOptions.cwd)
-      const viaHelper = yield* helperChannel
-      // The helper starts in the init's directory: "" = stay there (as nsenter --wd does).
-      if (viaHelper) return yield* scoped(() => viaHelper.exec(argv, env, cwd === defaultCwd ? "" : cwd))
-      // Inside the box: a clean environment (`env -i`), and `cd` when not the init's directory.
-      // The host-side tools (sh, nsenter) never see the box's variables (no LD_PRELOAD games).
-      const inner = [BOX_TOOLS, "env", "-i", ...Object.entries(env).map(([k, v]) => `${k}=${v}`)]
-      const command =
-        cwd === defaultCwd ? [...inner, ...argv] : [BOX_TOOLS, "sh", "-c", 'cd -- "$1" || exit 126; shift; exec "$@"', "sh", cwd, ...inner, ...argv]
-      const child = yield* spawnInBox(command, ["pipe", "pipe", "pipe"], true, false)
-      child.stdin!.on("error", () => undefined)
-      return {
-        pid: child.pid,
-        started: Effect.void,
-        stdin: child.stdin!,
-        stdout: child.stdout!,
-        stderr: child.stderr!,
-        kill: child.kill,
-        exited: child.exited
-      } satisfies BoxProcess
-    })
+  // Made once (not a generator per call): an exec is on the dataplane's hot path.
+  const exec: BoxCommands["exec"] = Effect.fnUntraced(function* (argv: ReadonlyArray<string>, execOptions?: ExecOptions) {
+    if (!isRunning()) return yield* notRunning()
+    if (!Array.isArray(argv) || argv.length === 0 || argv.some((a) => typeof a !== "string" || a.includes("\0")))
+      return yield* new BoxError({ message: "argv must be a non-empty list of strings" })
+    if (argv[0]!.includes("=")) return yield* new BoxError({ message: "argv[0] must not contain '='" })
+    const env = envFor(execOptions)
+    if (env instanceof BoxError) return yield* env
+    const defaultCwd = record.spec.workingDir ?? BOX_HOME
+    const cwd = execOptions?.cwd === undefined ? defaultCwd : path.posix.resolve(BOX_HOME, execOptions.cwd)
+    const viaHelper = yield* helperChannel
+    // The helper starts in the init's directory: "" = stay there (as nsenter --wd does).
+    if (viaHelper) return yield* scoped(() => viaHelper.exec(argv, env, cwd === defaultCwd ? "" : cwd))
+    // Inside the box: a clean environment (`env -i`), and `cd` when not the init's directory.
+    // The host-side tools (sh, nsenter) never see the box's variables (no LD_PRELOAD games).
+    const inner = [BOX_TOOLS, "env", "-i", ...Object.entries(env).map(([k, v]) => `${k}=${v}`)]
+    const command =
+      cwd === defaultCwd ? [...inner, ...argv] : [BOX_TOOLS, "sh", "-c", 'cd -- "$1" || exit 126; shift; exec "$@"', "sh", cwd, ...inner, ...argv]
+    const child = yield* spawnInBox(command, ["pipe", "pipe", "pipe"], true, false)
+    child.stdin!.on("error", () => undefined)
+    return {
+      pid: child.pid,
+      started: Effect.void,
+      stdin: child.stdin!,
+      stdout: child.stdout!,
+      stderr: child.stderr!,
+      kill: child.kill,
+      exited: child.exited
+    } satisfies BoxProcess
+  })
 
-  const execShell = (command: ShellCommand, execOptions?: ExecOptions): Effect.Effect<BoxProcess, BoxError, Scope.Scope> =>
-    Effect.gen(function* () {
-      if (!isRunning()) return yield* notRunning()
-      for (const field of ["shell", "cwd", "command"] as const)
-        if (typeof command?.[field] !== "string" || command[field].includes("\0")) return yield* new BoxError({ message: `${field} must be a string without NUL` })
-      if (!command.shell.startsWith("/") || !command.cwd.startsWith("/")) return yield* new BoxError({ message: "shell and cwd must be absolute paths" })
-      const viaHelper = yield* helperChannel
-      if (!viaHelper) return yield* exec(shellLaunchArgv(command), execOptions)
-      // PWD as the launcher's `cd` left it (the shell would otherwise take the physical path).
-      const env = envFor(execOptions, { PWD: command.cwd })
-      if (env instanceof BoxError) return yield* env
-      return yield* scoped(() => viaHelper.execShell(command.shell, command.command, env, command.cwd))
-    })
+  const execShell: BoxCommands["execShell"] = Effect.fnUntraced(function* (command: ShellCommand, execOptions?: ExecOptions) {
+    if (!isRunning()) return yield* notRunning()
+    for (const field of ["shell", "cwd", "command"] as const)
+      if (typeof command?.[field] !== "string" || command[field].includes("\0")) return yield* new BoxError({ message: `${field} must be a string without NUL` })
+    if (!command.shell.startsWith("/") || !command.cwd.startsWith("/")) return yield* new BoxError({ message: "shell and cwd must be absolute paths" })
+    const viaHelper = yield* helperChannel
+    if (!viaHelper) return yield* exec(shellLaunchArgv(command), execOptions)
+    // PWD as the launcher's `cd` left it (the shell would otherwise take the physical path).
+    const env = envFor(execOptions, { PWD: command.cwd })
+    if (env instanceof BoxError) return yield* env
+    return yield* scoped(() => viaHelper.execShell(command.shell, command.command, env, command.cwd))
+  })
 
   return { exec, execShell }
 }
