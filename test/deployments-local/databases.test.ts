@@ -8,18 +8,10 @@ import * as fs from "node:fs"
 import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
-import { Effect, Exit, Layer, Scope } from "effect"
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import {
-  DatabaseProvisionError,
-  type DeploymentDatabasesOptions,
-  makeDeploymentDatabases,
-  type ProvisionedDatabases,
-  type ProvisionOptions
-} from "../../server/deployments/local/databases.ts"
-import { PortAllocatorLive } from "../../server/runtime/PortAllocator.ts"
-import { ProcessRunnerLive } from "../../server/runtime/ProcessRunner.ts"
+import { DatabaseProvisionError, type ProvisionedDatabases } from "../../server/deployments/local/databases.ts"
+import { openDatabases, type TestDatabases } from "./openDatabases.ts"
 
 const PG_BIN = "/usr/lib/postgresql/15/bin"
 
@@ -108,18 +100,8 @@ const refused = (port: number) =>
     s.on("error", () => resolve(true))
   })
 
-/** The service over a data directory, open until `close` (a clean stop: its servers are stopped). */
-const open = async (options: DeploymentDatabasesOptions) => {
-  const scope = Scope.makeUnsafe()
-  const service = await Effect.runPromise(makeDeploymentDatabases(options).pipe(Scope.provide(scope), Effect.provide(Layer.mergeAll(ProcessRunnerLive, PortAllocatorLive))))
-  return {
-    provision: (id: string, o?: ProvisionOptions) => Effect.runPromise(service.provision(id, o)),
-    release: (id: string) => Effect.runPromise(service.release(id)),
-    recover: () => Effect.runPromise(service.recover),
-    close: () => Effect.runPromise(Scope.close(scope, Exit.void))
-  }
-}
-type Databases = Awaited<ReturnType<typeof open>>
+const open = openDatabases
+type Databases = TestDatabases
 
 const A = "0b0e6a8e-5d1f-4f6e-9a43-0c4c1d9e0a01"
 const B = "0b0e6a8e-5d1f-4f6e-9a43-0c4c1d9e0a02"

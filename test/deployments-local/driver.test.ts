@@ -12,7 +12,6 @@ import { Effect } from "effect"
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { replicaBoxPrefix } from "../../server/deployments/drivers/local.ts"
-import { makeDeploymentDatabases } from "../../server/deployments/local/databases.ts"
 import { startServer } from "../../server/index.ts"
 import { makeLogger } from "../../server/log.ts"
 import { cgroupParentFor } from "../../server/runtime/local/RuntimeRoot.ts"
@@ -21,6 +20,7 @@ import { runCommand } from "../support/run.ts"
 import { buildTestImages, pushTestImages, removeTestImages, type TestImageRefs } from "../support/images.ts"
 import { startRegistry, type TestRegistry } from "../support/registry.ts"
 import { makeRequester, TEST_KEY, tempDatabasePath } from "../support/server.ts"
+import { openDatabases } from "./openDatabases.ts"
 
 let registry: TestRegistry
 let refs: TestImageRefs
@@ -72,7 +72,9 @@ afterAll(async () => {
   const cleaner = existsSync(boxesRoot()) ? await makeTestRunner({ root: boxesRoot(), cgroupParent: cgroupParentFor(join(database.dir, "runtime")) }) : undefined
   const leftover = cleaner ? await cleaner.recover() : { running: [], stopped: [] }
   for (const box of leftover.running) await cleaner!.destroy(box.id).catch(() => undefined)
-  await makeDeploymentDatabases({ dataDir: join(database.dir, "runtime", "deployment-data") }).close().catch(() => undefined)
+  await openDatabases({ dataDir: join(database.dir, "runtime", "deployment-data") })
+    .then((databases) => databases.close())
+    .catch(() => undefined)
   await registry?.stop()
   removeTestImages()
   for (const key of ["SLIPWAY_INSECURE_REGISTRIES", "SLIPWAY_DEPLOY_HEALTH_TIMEOUT_MS", "SLIPWAY_DEPLOY_DRAIN_MS"]) {
@@ -184,7 +186,7 @@ describe("a revision runs, serves and logs", () => {
     const other = await create("other", versioned, [{ name: "VERSION", value: "o" }])
     expect((await waitRevision(other.id, other.latest_revision_id)).last.status).toBe("DEPLOYED")
     // Outside view of the same provisioning (provision is idempotent: same roles and passwords).
-    const outside = makeDeploymentDatabases({ dataDir: join(database.dir, "runtime", "deployment-data") })
+    const outside = await openDatabases({ dataDir: join(database.dir, "runtime", "deployment-data") })
     const mine = await outside.provision(app.id)
     hostUris = mine
     const theirs = await outside.provision(other.id)
