@@ -340,6 +340,33 @@ describe("rollout", () => {
   }, 90_000)
 })
 
+describe("crash after DEPLOYED", () => {
+  it("restarts a replica's main process that exits, on a growing delay, and the deploy log says so", async () => {
+    const boxes = await replicaBoxes(app.v2!)
+    expect(boxes.length).toBeGreaterThan(0)
+    const p = boxes[0]!.exec(["/bin/sh", "-c", "killall httpd"])
+    await p.exited
+    const deadline = Date.now() + 20_000
+    let restarted: any
+    while (!restarted && Date.now() < deadline) {
+      await sleep(100)
+      const logs = (await request("POST", `/v1/projects/${app.id}/revisions/${app.v2}/deploy_logs`, { body: { query: "restarting in", limit: 10 } })).body.logs
+      restarted = logs[0]
+    }
+    expect(restarted?.message).toMatch(/^replica \S+ exited \(.+\); restarting in 500 ms$/)
+    expect(restarted?.level).toBe("ERROR")
+    // The restarted process answers again (four answers in a row reach both replicas), and the revision stays DEPLOYED.
+    let inARow = 0
+    while (inARow < 4 && Date.now() < deadline) {
+      const answer = await get("agent", "/version")
+      inARow = answer.status === 200 && answer.text === "v2" ? inARow + 1 : 0
+      if (inARow === 0) await sleep(100)
+    }
+    expect(inARow).toBe(4)
+    expect((await request("GET", `/v2/deployments/${app.id}/revisions/${app.v2}`)).body.status).toBe("DEPLOYED")
+  }, 60_000)
+})
+
 describe("logs", () => {
   it("serves build and deploy logs at the CLI's endpoints, 404 for another tenant", async () => {
     const build = await request("POST", `/v1/projects/${app.id}/revisions/${app.v2}/build_logs`, { body: { order: "asc", limit: 100 } })
