@@ -146,8 +146,14 @@ export const makeDeploymentController = Effect.gen(function* () {
       ),
       // The driver drops what was not applied; give those leases up too, so the next claim (by
       // any replica) resumes them from their stored state instead of renewing an idle lease.
+      // A revision that reached a final state is no longer held (nothing renews it).
       Effect.tap((applied) => {
-        const dropped = batch.flatMap((observation, index) => (!applied[index] && !("_tag" in observation) ? [observation.revisionId] : []))
+        const dropped: Array<string> = []
+        batch.forEach((observation, index) => {
+          if ("_tag" in observation) return
+          if (!applied[index]) dropped.push(observation.revisionId)
+          else if (isTerminal(observation.to)) held.delete(observation.revisionId)
+        })
         for (const id of dropped) held.delete(id)
         return dropped.length > 0 ? Effect.ignore(leases.release(dropped)) : Effect.void
       })

@@ -170,8 +170,8 @@ interface Run {
   live: boolean
   /** Its scope is closing: it serves nothing any more. */
   closing: boolean
-  /** Its release drains it first (false: a teardown, which stops at once). */
-  drain: boolean
+  /** Completed by a teardown: its release stops at once, without (more) draining. */
+  readonly cut: Deferred.Deferred<void>
 }
 
 /** A started replica: its box, the forward the proxy and health checks use, its main process's first exit. */
@@ -272,12 +272,14 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
 
     // ---- boxes ---------------------------------------------------------------------------------
 
-    /** A box of the revision's scope, its disk freed after it stopped. */
+    /**
+     * A box in the current scope, its disk freed after it stopped. Its id is new (each run of a
+     * revision has its own suffix; what a previous process left is removed at start).
+     */
     const startBox = (spec: BoxSpec) =>
       Effect.gen(function* () {
         // Registered first, so it runs after the box's own release (which keeps its files).
         yield* Effect.addFinalizer(() => Effect.ignore(boxes.destroy(spec.id)))
-        yield* Effect.ignore(boxes.destroy(spec.id))
         return yield* Effect.mapError(boxes.start(spec), (error) => failed(error.message))
       })
 
@@ -371,8 +373,8 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
             const p = yield* Effect.mapError(box.exec(argv, { env: { ...env, ...containerEnv(container) }, ...(container.workingDir ? { cwd: container.workingDir } : {}) }), (e) => failed(e.message))
             const pipes = yield* pipeLogs(work, p, label)
             const exit = yield* p.exited
-            // Its last lines are in the log before they are quoted.
-            yield* Effect.timeoutOption(Fiber.await(pipes), 500)
+            // A failure quotes its last lines: they are in the log first.
+            if (exit.code !== 0) yield* Effect.timeoutOption(Fiber.await(pipes), 500)
             return exit
           })
         )
@@ -568,8 +570,8 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
             serving.delete(work.deploymentId)
             return
           }
-          if (!run.live || !run.drain) return
-          const drained = yield* proxy.drain(run.targets, options.drainMs)
+          if (!run.live || Deferred.isDoneUnsafe(run.cut)) return
+          const drained = yield* Effect.raceFirst(proxy.drain(run.targets, options.drainMs), Effect.as(Deferred.await(run.cut), true))
           yield* append(work, "deploy", drained ? "replaced: drained, stopping" : `replaced: still busy after ${options.drainMs} ms, stopping`)
         })
       )
@@ -630,7 +632,7 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
 
     const launch = (work: RevisionWork, mode: "rollout" | "serve") =>
       Effect.gen(function* () {
-        const run: Run = { work, status: work.status, fiber: undefined, targets: [], live: false, closing: false, drain: true }
+        const run: Run = { work, status: work.status, fiber: undefined, targets: [], live: false, closing: false, cut: yield* Deferred.make<void>() }
         runs.set(work.revisionId, run)
         run.fiber = yield* FiberMap.run(revisions, work.revisionId, runRevision(run, mode))
       })
@@ -677,7 +679,7 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
           serving.delete(deploymentId)
           const mine = [...runs.values()].filter((run) => run.work.deploymentId === deploymentId)
           // Nothing to drain for: the URL answers nothing any more.
-          for (const run of mine) run.drain = false
+          yield* Effect.forEach(mine, (run) => Deferred.succeed(run.cut, undefined), { discard: true })
           yield* Effect.forEach(mine, (run) => (run.fiber ? Fiber.interrupt(run.fiber) : Effect.void), { concurrency: "unbounded", discard: true })
           yield* databases.release(deploymentId).pipe(
             Effect.catch((error) => Effect.sync(() => log.error("deployment databases could not be released", { deployment_id: deploymentId, error: error.message })))
