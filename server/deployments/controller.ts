@@ -162,7 +162,11 @@ export const makeDeploymentController = Effect.gen(function* () {
   /** Takes every report waiting, persists them in one transaction, answers those that wait. */
   const consume = Effect.gen(function* () {
     const reports = yield* channel.take
-    const applied = yield* persistBatch(reports.flatMap((report) => report.observations))
+    const batch = reports.flatMap((report) => report.observations)
+    // Even a defect answers every report (nothing applied): no driver waits forever.
+    const applied = yield* persistBatch(batch).pipe(
+      Effect.catchDefect((defect) => Effect.sync(() => (log.error("runtime step failed", { error: String(defect) }), batch.map(() => false))))
+    )
     let offset = 0
     for (const report of reports) {
       const mine = applied.slice(offset, (offset += report.observations.length))
