@@ -6,7 +6,7 @@
  * permissions are the box's, never the host's.
  */
 import type { Readable, Writable } from "node:stream"
-import { Effect, Exit, Scope } from "effect"
+import type { Effect } from "effect"
 import type { ExitStatus } from "./ProcessRunner.ts"
 
 export type { ExitStatus } from "./ProcessRunner.ts"
@@ -66,46 +66,3 @@ export const BOX_TOOLS = "/.slipway/busybox"
 export const BOX_HOME = "/home/user"
 
 
-/**
- * A command started at once for stream code (the dataplane's protocol): the runtime's
- * `BoxProcess`, its start and exit as Promises.
- */
-export interface StartedProcess {
-  readonly pid: number
-  readonly started: Promise<void>
-  readonly stdin: Writable
-  readonly stdout: Readable
-  readonly stderr: Readable
-  readonly kill: (signal?: NodeJS.Signals) => void
-  readonly exited: Promise<ExitStatus>
-}
-
-/**
- * Starts a scoped exec (`box.exec(...)`) now, from stream code, in a scope of its own inside
- * `parent` (the box's): the command dies with the box, and its scope closes once it has exited.
- * One run for the start (synchronous up to the spawn), one for the exit. Throws when it cannot start.
- */
-export const startNow = (exec: Effect.Effect<BoxProcess, { readonly message: string }, Scope.Scope>, parent: Scope.Scope): StartedProcess => {
-  const scope = Scope.forkUnsafe(parent)
-  const started = Effect.runSyncExit(Scope.provide(exec, scope))
-  if (Exit.isFailure(started)) {
-    Effect.runFork(Scope.close(scope, Exit.void))
-    const failure = started.cause.reasons.find((reason) => reason._tag === "Fail")
-    throw new Error(failure?._tag === "Fail" ? failure.error.message : "the command could not start")
-  }
-  const process = started.value
-  let pidKnown: Promise<void> | undefined
-  return {
-    get pid() {
-      return process.pid
-    },
-    get started() {
-      return (pidKnown ??= Effect.runPromise(process.started))
-    },
-    stdin: process.stdin,
-    stdout: process.stdout,
-    stderr: process.stderr,
-    kill: process.kill,
-    exited: Effect.runPromise(Effect.ensuring(process.exited, Scope.close(scope, Exit.void)))
-  }
-}

@@ -189,18 +189,19 @@ const run = (argv: ReadonlyArray<string>, options: RunOptions = {}): Effect.Effe
       })
       const stdoutChunks: Array<Buffer> = []
       let stdoutBytes = 0
-      let failure: CommandFailed | undefined
+      /** Why the run failed while the process still ran (too much output, an error after the spawn): reported once it has closed. */
+      let failure: { readonly kind: CommandFailureKind; readonly detail?: string; readonly errno?: string | undefined } | undefined
       let settled = false
       const closed = Deferred.makeUnsafe<void>()
-      const failWith = (error: CommandFailed) => {
-        failure ??= error
+      const failWith = (reason: NonNullable<typeof failure>) => {
+        failure ??= reason
         signalGroup(child, "SIGKILL")
       }
       const outLines = options.onLine ? lineSplitter((l) => options.onLine!(l, "stdout")) : undefined
       const errLines = options.onLine ? lineSplitter((l) => options.onLine!(l, "stderr")) : undefined
       child.stdout!.on("data", (chunk: Buffer) => {
         stdoutBytes += chunk.length
-        if (stdoutBytes > maxStdout) return failWith(commandFailed({ argv, kind: "output", detail: `wrote more than ${maxStdout} bytes to stdout` }))
+        if (stdoutBytes > maxStdout) return failWith({ kind: "output", detail: `wrote more than ${maxStdout} bytes to stdout` })
         stdoutChunks.push(chunk)
         outLines?.push(chunk)
       })
@@ -216,11 +217,11 @@ const run = (argv: ReadonlyArray<string>, options: RunOptions = {}): Effect.Effe
       }
       child.on("error", (error: NodeJS.ErrnoException) => {
         // Failure to spawn (ENOENT, EACCES): "close" may never come.
-        const failed = commandFailed({ argv, kind: "spawn", errno: error.code, detail: error.message })
+        const reason = { kind: "spawn" as const, errno: error.code, detail: error.message }
         if (child.pid === undefined) {
           Deferred.doneUnsafe(closed, Effect.void)
-          finish(Effect.fail(failed))
-        } else failWith(failed)
+          finish(Effect.fail(commandFailed({ argv, ...reason })))
+        } else failWith(reason)
       })
       if (options.input !== undefined && child.stdin) {
         // EPIPE when the command exits without reading its input: its exit status tells the story.
@@ -232,7 +233,7 @@ const run = (argv: ReadonlyArray<string>, options: RunOptions = {}): Effect.Effe
         outLines?.end()
         errLines?.end()
         const stderr = stderrTail.toString("utf8")
-        if (failure) return finish(Effect.fail(new CommandFailed({ ...failure, exitCode: code, signal, stderrTail: stderr })))
+        if (failure) return finish(Effect.fail(commandFailed({ argv, ...failure, exitCode: code, signal, stderrTail: stderr })))
         if (code === 0) {
           const bytes = Buffer.concat(stdoutChunks)
           return finish(Effect.succeed({ stdout: bytes.toString("utf8"), stdoutBytes: bytes, stderr }))

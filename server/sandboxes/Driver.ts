@@ -5,7 +5,7 @@
  * core's box lifecycle (`core/sandboxes/lifecycle.ts`) and persists it. Drivers: `simulated`
  * (boxes are ready at once, nothing runs) and `local` (bubblewrap); `SLIPWAY_RUNTIME` selects one.
  */
-import { Context, Data, type Effect, Layer, Queue } from "effect"
+import { Context, Data, type Deferred, type Effect, Layer, Queue } from "effect"
 import type { BoxEvent } from "../../core/index.ts"
 import type { TemplateRecord } from "../store/SandboxStore.ts"
 
@@ -31,6 +31,8 @@ export interface BoxWork {
 export interface BoxObservation {
   readonly sandboxId: string
   readonly event: Extract<BoxEvent, { readonly _tag: "Provisioned" | "Failed" | "Progress" }>
+  /** Completed by the controller once it has applied the observation (or found nothing to apply it to), for a driver that waits for that. */
+  readonly applied?: Deferred.Deferred<void>
 }
 
 /** Where drivers report what they observe, in order; the controller takes from it. */

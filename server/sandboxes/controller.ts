@@ -115,11 +115,13 @@ export const makeSandboxController = Effect.gen(function* () {
   /** What the driver observed, applied in order. */
   const observed = Effect.flatMap(Queue.take(observations), (observation) => {
     const tenantId = tenants.get(observation.sandboxId)
-    if (tenantId === undefined) return Effect.void
-    return apply(tenantId, observation.sandboxId, observation.event).pipe(
-      Effect.asVoid,
-      Effect.catch((error) => Effect.sync(() => log.error("sandbox state not saved", { sandbox_id: observation.sandboxId, error: error.message })))
-    )
+    const applied = tenantId === undefined
+      ? Effect.void
+      : apply(tenantId, observation.sandboxId, observation.event).pipe(
+          Effect.asVoid,
+          Effect.catch((error) => Effect.sync(() => log.error("sandbox state not saved", { sandbox_id: observation.sandboxId, error: error.message })))
+        )
+    return observation.applied ? Effect.ensuring(applied, Deferred.succeed(observation.applied, undefined)) : applied
   })
   yield* Effect.forkScoped(Effect.forever(observed))
 

@@ -3,7 +3,7 @@
  * pulled from a real registry on loopback (named as the Docker Hub mirror), real volumes.
  */
 import { describe, vi } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, type Scope } from "effect"
 import { afterAll, beforeAll } from "vitest"
 import { defaultConfig } from "../../server/config.ts"
 import { makeLogger } from "../../server/log.ts"
@@ -38,7 +38,7 @@ const driver = () =>
   )
 
 describe("local sandbox driver", () => {
-  sandboxDriverSuite("local", <A, E>(effect: Effect.Effect<A, E, SandboxDriver | SandboxObservations>) => Effect.scoped(Effect.provide(effect, driver())), {
+  sandboxDriverSuite("local", <A, E>(effect: Effect.Effect<A, E, SandboxDriver | SandboxObservations | Scope.Scope>) => Effect.scoped(Effect.provide(effect, driver())), {
     image: "python:3.12-slim",
     get missingImage() {
       return `${mirror.host}/slipway-test/nothing-here:1`

@@ -83,6 +83,7 @@ describe("ProcessRunner.run", () => {
       expect((yield* failure(runner.run(["/bin/sh", "-c", "kill -TERM $$"]))).kind).toBe("signal")
       const big = yield* failure(runner.run(["/bin/sh", "-c", "head -c 100000 /dev/zero"], { maxStdoutBytes: 1000 }))
       expect(big.kind).toBe("output")
+      expect(big.message).toBe("/bin/sh wrote more than 1000 bytes to stdout")
     })
   )
 

@@ -7,7 +7,7 @@
  */
 import { randomUUID } from "node:crypto"
 import { expect, it } from "@effect/vitest"
-import { Effect, Queue } from "effect"
+import { Deferred, Effect, Queue, type Scope } from "effect"
 import { type BoxObservation, type BoxWork, ImageError, SandboxDriver, SandboxObservations, VolumeError } from "../../server/sandboxes/Driver.ts"
 import type { TemplateRecord } from "../../server/store/SandboxStore.ts"
 
@@ -53,26 +53,41 @@ const MiB = 1024n * 1024n
 
 export const sandboxDriverSuite = (
   name: string,
-  provide: <A, E>(effect: Effect.Effect<A, E, SandboxDriver | SandboxObservations>) => Effect.Effect<A, E>,
+  provide: <A, E>(effect: Effect.Effect<A, E, SandboxDriver | SandboxObservations | Scope.Scope>) => Effect.Effect<A, E>,
   options: SandboxDriverSuiteOptions
 ) => {
   const test = options.live ? it.live : it.effect
 
-  /** What the driver reports last about the box (its progress skipped), as the controller would take it. */
-  const outcome = (work: BoxWork): Effect.Effect<BoxObservation["event"], never, SandboxObservations> =>
-    Effect.gen(function* () {
-      const observations = yield* SandboxObservations
+  /**
+   * The controller's part: takes what the driver reports (completing `applied`, as the controller
+   * does once it has saved it) and hands it to `outcome`.
+   */
+  const controller = Effect.gen(function* () {
+    const observations = yield* SandboxObservations
+    const taken = yield* Queue.unbounded<BoxObservation>()
+    yield* Effect.forkScoped(
+      Effect.forever(
+        Effect.flatMap(Queue.take(observations), (observation) =>
+          Effect.andThen(observation.applied ? Deferred.succeed(observation.applied, undefined) : Effect.void, Queue.offer(taken, observation))
+        )
+      )
+    )
+    /** What the driver reports last about the box (its progress skipped). */
+    const outcome = Effect.fnUntraced(function* (work: BoxWork) {
       for (;;) {
-        const observation = yield* Queue.take(observations)
+        const observation = yield* Queue.take(taken)
         if (observation.sandboxId === work.sandboxId && observation.event._tag !== "Progress") return observation.event
       }
     })
-  const settled = (work: BoxWork) => (options.live ? Effect.timeoutOption(outcome(work), "120 seconds").pipe(Effect.map((found) => (found._tag === "Some" ? found.value : undefined))) : outcome(work))
+    const settled = (work: BoxWork) =>
+      options.live ? Effect.timeoutOption(outcome(work), "120 seconds").pipe(Effect.map((found) => (found._tag === "Some" ? found.value : undefined))) : outcome(work)
+    return { driver: yield* SandboxDriver, settled }
+  })
 
   test(`${name}: brings a started box to Provisioned; stops it, starts it again, and tears it down`, () =>
     provide(
       Effect.gen(function* () {
-        const driver = yield* SandboxDriver
+        const { driver, settled } = yield* controller
         const work = boxWork(options.image)
         yield* driver.start(work)
         expect((yield* settled(work))?._tag).toBe("Provisioned")
@@ -87,7 +102,7 @@ export const sandboxDriverSuite = (
   test(`${name}: reports a box whose image cannot be had as Failed, with a reason`, () =>
     provide(
       Effect.gen(function* () {
-        const driver = yield* SandboxDriver
+        const { driver, settled } = yield* controller
         const work = boxWork(options.missingImage)
         yield* driver.start(work)
         const event = yield* settled(work)
@@ -114,7 +129,7 @@ export const sandboxDriverSuite = (
     test(`${name}: volumes are storage: a box mounts one; an existing one is not created again; none shrinks; deleting frees it`, () =>
       provide(
         Effect.gen(function* () {
-          const driver = yield* SandboxDriver
+          const { driver, settled } = yield* controller
           const id = randomUUID()
           yield* driver.createVolume(id, 256n * MiB)
           const again = yield* Effect.flip(driver.createVolume(id, 256n * MiB))

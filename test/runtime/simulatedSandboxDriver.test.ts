@@ -1,6 +1,6 @@
 /** The simulated sandbox driver against the sandbox driver suite: it reports and accepts, it stores and pulls nothing. */
 import { describe } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, type Scope } from "effect"
 import { type SandboxDriver, type SandboxObservations, SandboxObservationsLive } from "../../server/sandboxes/Driver.ts"
 import { SimulatedSandboxDriver } from "../../server/sandboxes/drivers/simulated.ts"
 import { sandboxDriverSuite } from "./sandboxDriver.suite.ts"
@@ -8,7 +8,8 @@ import { sandboxDriverSuite } from "./sandboxDriver.suite.ts"
 describe("simulated sandbox driver", () => {
   sandboxDriverSuite(
     "simulated",
-    <A, E>(effect: Effect.Effect<A, E, SandboxDriver | SandboxObservations>) => Effect.provide(effect, SimulatedSandboxDriver.pipe(Layer.provideMerge(SandboxObservationsLive))),
+    <A, E>(effect: Effect.Effect<A, E, SandboxDriver | SandboxObservations | Scope.Scope>) =>
+      Effect.scoped(Effect.provide(effect, SimulatedSandboxDriver.pipe(Layer.provideMerge(SandboxObservationsLive)))),
     {
       image: "python:3.12-slim",
       missingImage: "registry.invalid/fail-start:1",

@@ -7,7 +7,7 @@
  */
 import { Effect, Layer } from "effect"
 import { ServerEnv } from "../../module.ts"
-import { startNow } from "../../runtime/BoxProcess.ts"
+import { startNow } from "./box.ts"
 import { ProcessRunner } from "../../runtime/ProcessRunner.ts"
 import { BoxRegistry, type RegisteredBox } from "../BoxRegistry.ts"
 import type { BoxExec } from "./box.ts"

@@ -89,6 +89,12 @@ export const makeLocalSandboxDriver = Effect.gen(function* () {
     })
   })
 
+  const failed = (work: BoxWork, message: string) =>
+    Effect.andThen(
+      Effect.sync(() => log.warn("sandbox failed to start", { sandbox_id: work.sandboxId, error: message })),
+      report(work.sandboxId, { _tag: "Failed", message })
+    )
+
   /** A box's life: up, registered for the dataplane, ready, then until its init exits (or the fiber is interrupted: a stop). */
   const life = (work: BoxWork) =>
     Effect.scoped(
@@ -104,12 +110,9 @@ export const makeLocalSandboxDriver = Effect.gen(function* () {
         if (!exit.expected) yield* report(id, { _tag: "Failed", message: `box exited unexpectedly (${exit.signal ?? `code ${exit.code}`})` })
       })
     ).pipe(
-      Effect.catch((error) =>
-        Effect.andThen(
-          Effect.sync(() => log.warn("sandbox failed to start", { sandbox_id: work.sandboxId, error: messageOf(error) })),
-          report(work.sandboxId, { _tag: "Failed", message: messageOf(error) })
-        )
-      )
+      // A failure (or a bug) ends the box as Failed with its reason, never as a box stuck provisioning.
+      Effect.catch((error) => failed(work, messageOf(error))),
+      Effect.catchDefect((defect) => failed(work, messageOf({ message: String((defect as Error)?.message ?? defect) })))
     )
 
   /** Ends the box's fiber (its bring-up, or the box itself) and waits until its scope is closed. */

@@ -7,20 +7,23 @@
  * fail, and a snapshot image containing `fail-pull` makes the snapshot fail, so users and tests
  * can watch the failure paths without a real runtime.
  */
-import { Effect, Layer, Queue } from "effect"
+import { Deferred, Effect, Layer, Queue } from "effect"
 import { ImageError, SandboxDriver, SandboxObservations } from "../Driver.ts"
 
 export const makeSimulatedSandboxDriver = Effect.gen(function* () {
   const observations = yield* SandboxObservations
   return SandboxDriver.of({
     name: "simulated",
+    // The box is ready at once, and in the answer that created it: start waits until the controller applied that.
     start: (work) =>
-      Queue.offer(observations, {
-        sandboxId: work.sandboxId,
-        event: work.template.image.includes("fail-start")
-          ? { _tag: "Failed", message: "Box could not be started (fail-start marker)" }
-          : { _tag: "Provisioned" }
-      }).pipe(Effect.asVoid),
+      Effect.suspend(() => {
+        const applied = Deferred.makeUnsafe<void>()
+        return Queue.offer(observations, {
+          sandboxId: work.sandboxId,
+          event: work.template.image.includes("fail-start") ? { _tag: "Failed", message: "Box could not be started (fail-start marker)" } : { _tag: "Provisioned" },
+          applied
+        }).pipe(Effect.andThen(Deferred.await(applied)))
+      }),
     stop: () => Effect.void,
     teardown: () => Effect.void,
     createVolume: () => Effect.void,

@@ -4,7 +4,8 @@
  * closes, its commands in scopes inside it (`startNow`, as the dataplane runs them).
  */
 import { Effect, Exit, Scope } from "effect"
-import { type ExecOptions, type ShellCommand, type StartedProcess, startNow } from "../../../server/runtime/BoxProcess.ts"
+import type { ExecOptions, ShellCommand } from "../../../server/runtime/BoxProcess.ts"
+import { type BoxCommand as StartedProcess, startNow } from "../../../server/sandboxes/dataplane/box.ts"
 import { type BoxExit, BoxRunner, type BoxRunnerOptions, type BoxSpec, type Forward, makeBoxRunner, type RunningBox } from "../../../server/runtime/local/BoxRunner.ts"
 import { makeVolumeStore, type VolumeStore } from "../../../server/runtime/local/VolumeStore.ts"
 import { ProcessRunnerLive } from "../../../server/runtime/ProcessRunner.ts"
@@ -32,6 +33,7 @@ export interface TestBox {
 export interface TestRunner {
   readonly service: BoxRunner["Service"]
   readonly start: (spec: BoxSpec) => Promise<TestBox>
+  /** Adopts a box a previous (or another) process runs; the same box again while it runs. */
   readonly attach: (id: string) => Promise<TestBox | undefined>
   readonly recover: () => Promise<{ readonly running: ReadonlyArray<BoxSpec>; readonly stopped: ReadonlyArray<BoxSpec> }>
   readonly list: () => ReadonlyArray<BoxSpec>
@@ -72,10 +74,18 @@ const inNewScope = async (service: BoxRunner["Service"], acquire: Effect.Effect<
 
 export const makeTestRunner = async (options: BoxRunnerOptions): Promise<TestRunner> => {
   const service = await run(Effect.provide(makeBoxRunner(options), ProcessRunnerLive))
+  const adopted = new Map<string, TestBox>()
   return {
     service,
     start: async (spec) => (await inNewScope(service, service.start(spec)))!,
-    attach: (id) => inNewScope(service, service.attach(id)),
+    attach: async (id) => {
+      const known = adopted.get(id)
+      if (known?.isRunning()) return known
+      if (known) await known.stop()
+      const box = await inNewScope(service, service.attach(id))
+      if (box) adopted.set(id, box)
+      return box
+    },
     recover: () => run(service.recover),
     list: () => Effect.runSync(service.list),
     destroy: (id) => run(service.destroy(id))
