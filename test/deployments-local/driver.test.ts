@@ -15,7 +15,7 @@ import { replicaBoxPrefix } from "../../server/deployments/drivers/local.ts"
 import { startServer } from "../../server/index.ts"
 import { makeLogger } from "../../server/log.ts"
 import { cgroupParentFor } from "../../server/runtime/local/RuntimeRoot.ts"
-import { makeTestRunner, type TestBox, type TestRunner } from "../runtime/local/harness.ts"
+import { makeTestRunner, type TestRunner } from "../runtime/local/harness.ts"
 import { runCommand } from "../support/run.ts"
 import { buildTestImages, pushTestImages, removeTestImages, type TestImageRefs } from "../support/images.ts"
 import { startRegistry, type TestRegistry } from "../support/registry.ts"
@@ -127,23 +127,12 @@ const get = async (name: string, path: string) => {
 const boxesRoot = () => join(database.dir, "runtime", "boxes")
 let runner: TestRunner | undefined
 
-/** Boxes this test's runner adopted (a box is adopted once; it runs until the server stops it). */
-const adopted = new Map<string, TestBox>()
-
 /** The running replica boxes of a revision. */
 const replicaBoxes = async (revisionId: string) => {
   runner ??= await makeTestRunner({ root: boxesRoot(), cgroupParent: cgroupParentFor(join(database.dir, "runtime")) })
   const prefix = replicaBoxPrefix(revisionId)
   const ids = existsSync(boxesRoot()) ? readdirSync(boxesRoot()).filter((id) => id.startsWith(prefix) && /-\d+-[0-9a-f]{6}$/.test(id)) : []
-  const boxes = await Promise.all(
-    ids.map(async (id) => {
-      const known = adopted.get(id)
-      if (known) return known.isRunning() ? known : undefined
-      const box = await runner!.attach(id)
-      if (box) adopted.set(id, box)
-      return box
-    })
-  )
+  const boxes = await Promise.all(ids.map((id) => runner!.attach(id)))
   return boxes.filter((box) => box !== undefined)
 }
 
