@@ -44,6 +44,7 @@ import type * as http from "node:http"
 import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import autocannon from "autocannon"
+import { Effect, Exit, Scope } from "effect"
 import { makeDeploymentProxy } from "../server/deployments/local/proxy.ts"
 import { collectLatencies, percentile } from "./load.ts"
 import { cpuMicros, freePort, probe } from "./procs.ts"
@@ -151,27 +152,28 @@ const root = new URL("..", import.meta.url).pathname
 const slipwaySource = (port: number, target: number) => `
 import { startServer } from "${root}server/index.ts"
 import { makeLogger } from "${root}server/log.ts"
-import { DeploymentServing } from "${root}server/deployments/local/services.ts"
+import { DeploymentProxy } from "${root}server/deployments/local/proxy.ts"
 import { tempDatabasePath, TEST_KEY } from "${root}test/support/server.ts"
+import { Effect } from "effect"
 const database = tempDatabasePath("proxy-bench")
 const server = await startServer({ port: ${port}, host: "127.0.0.1", databasePath: database.path, apiKey: TEST_KEY, runtime: "simulated", logger: makeLogger("error") })
-const { proxy } = await server.run(DeploymentServing)
-proxy.setRoute("bench", { name: "bench", url: server.url + "/d/bench" })
-proxy.setTargets("bench", [{ host: "127.0.0.1", port: ${target} }])
+await server.run(Effect.flatMap(DeploymentProxy, (proxy) => Effect.andThen(proxy.setRoute("bench", { name: "bench", url: server.url + "/d/bench" }), proxy.setTargets("bench", [{ host: "127.0.0.1", port: ${target} }]))))
 process.on("SIGTERM", async () => { await server.close({ graceMs: 100 }); database.remove(); process.exit(0) })
 `
 
 /** The proxy module alone in a plain node:http server: what Slipway's server and app add, by difference. */
 const bareSource = (port: number, target: number) => `
 import * as http from "node:http"
+import { Effect, Exit, Scope } from "effect"
 import { makeDeploymentProxy } from "${root}server/deployments/local/proxy.ts"
 const url = "http://127.0.0.1:${port}"
-const proxy = makeDeploymentProxy({ publicUrl: url })
-proxy.setRoute("bench", { name: "bench", url: url + "/d/bench" })
-proxy.setTargets("bench", [{ host: "127.0.0.1", port: ${target} }])
+const scope = Scope.makeUnsafe()
+const proxy = Effect.runSync(Scope.provide(scope)(makeDeploymentProxy({ publicUrl: url })))
+Effect.runSync(proxy.setRoute("bench", { name: "bench", url: url + "/d/bench" }))
+Effect.runSync(proxy.setTargets("bench", [{ host: "127.0.0.1", port: ${target} }]))
 const server = http.createServer((req, res) => { if (!proxy.handle(req, res)) { res.statusCode = 404; res.end() } })
 server.listen(${port}, "127.0.0.1")
-process.on("SIGTERM", () => { proxy.close(); server.close(); server.closeAllConnections(); process.exit(0) })
+process.on("SIGTERM", () => { Effect.runSync(Scope.close(scope, Exit.void)); server.close(); server.closeAllConnections(); process.exit(0) })
 `
 
 /** The cheapest HTTP proxy: what any Node HTTP proxy must spend at least (Slipway's minus this is its own code). */
@@ -460,16 +462,17 @@ export const runDeploymentProxyBench = async (options: DeploymentProxyBenchOptio
   const routingNs: Record<string, number> = {}
   if (!options.skipRouting) {
     for (const count of [10, 10_000]) {
-      const proxy = makeDeploymentProxy({ publicUrl: "http://127.0.0.1:8080" })
+      const scope = Scope.makeUnsafe()
+      const proxy = Effect.runSync(Scope.provide(scope)(makeDeploymentProxy({ publicUrl: "http://127.0.0.1:8080" })))
       for (let i = 0; i < count; i++) {
-        proxy.setRoute(`d${i}`, { name: `agent-${i}`, url: i % 2 === 0 ? `http://127.0.0.1:8080/d/agent-${i}` : `http://agent-${i}.example.test/` })
+        Effect.runSync(proxy.setRoute(`d${i}`, { name: `agent-${i}`, url: i % 2 === 0 ? `http://127.0.0.1:8080/d/agent-${i}` : `http://agent-${i}.example.test/` }))
       }
       const req = { url: "/v2/deployments/0b8c7f9e/revisions?limit=20", rawHeaders: ["Host", "127.0.0.1:8080", "X-Api-Key", "k"] }
       const n = 200_000
       const t0 = performance.now()
       for (let i = 0; i < n; i++) if (proxy.handle(req as unknown as http.IncomingMessage, undefined as never)) throw new Error("matched")
       routingNs[String(count)] = Math.round(((performance.now() - t0) * 1e6) / n)
-      proxy.close()
+      Effect.runSync(Scope.close(scope, Exit.void))
     }
   }
 

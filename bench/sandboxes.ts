@@ -32,9 +32,11 @@ import { Agent, request as httpRequest } from "node:http"
 import { join } from "node:path"
 import { WebSocket } from "ws"
 import { launchArgv } from "../server/sandboxes/dataplane/commands.ts"
-import { makeBoxRunner } from "../server/runtime/local/boxes.ts"
-import { cgroupParentFor } from "../server/runtime/local/LocalHost.ts"
-import { mountsUnder, unmountAll } from "../server/runtime/local/host.ts"
+import { Effect } from "effect"
+import { cgroupParentFor } from "../server/runtime/local/RuntimeRoot.ts"
+import { hostCommands, mountsUnder } from "../server/runtime/local/mounts.ts"
+import { processRunner } from "../server/runtime/ProcessRunner.ts"
+import { makeTestRunner, type TestBox } from "../test/runtime/local/harness.ts"
 import { pushTestImages, removeTestImages } from "../test/support/images.ts"
 import { startRegistry } from "../test/support/registry.ts"
 import { freePort, num, residentBytes, root, spawnTarget, type Target } from "./procs.ts"
@@ -108,7 +110,7 @@ const mustCreate = async (template: string, name: string) => {
 }
 
 const boxesDir = () => join(dataDir!, "runtime", "boxes")
-/** The server's cgroup parent (one per data directory, server/runtime/local/LocalHost.ts). */
+/** The server's cgroup parent (one per data directory, server/runtime/local/RuntimeRoot.ts). */
 const cgroupParent = () => cgroupParentFor(join(dataDir!, "runtime"))
 const boxDirs = () => (existsSync(boxesDir()) ? readdirSync(boxesDir()).filter((name) => !name.startsWith(".")) : [])
 
@@ -302,7 +304,7 @@ const coldCreate = async () => {
 }
 
 const exec = async (box: Box) => {
-  // The runner's own command line for `true` (server/runtime/local/boxes.ts exec + the dataplane's launcher).
+  // The runner's own command line for `true` (server/runtime/local/boxes/exec.ts without the helper + the dataplane's launcher).
   const run = JSON.parse(readFileSync(join(boxesDir(), box.id, "run.json"), "utf8")) as { pid: number }
   const procs = ["memory", "cpu", "pids"].map((c) => `/sys/fs/cgroup/${c}/${cgroupParent()}/${box.id}/cgroup.procs`).filter((f) => existsSync(f))
   const inner = ["/.slipway/busybox", "env", "-i", "PATH=/bin", "HOME=/home/user", ...launchArgv({ shell: "/bin/sh", cwd: "/home/user", command: "true", env: {} })]
@@ -310,8 +312,9 @@ const exec = async (box: Box) => {
   const full = ["/bin/sh", "-c", script, "sh", "/usr/bin/nsenter", "-t", String(run.pid), "--all", "--root", "--wd", "--", ...inner]
   const nsenterOnly = ["/usr/bin/nsenter", "-t", String(run.pid), "--all", "--root", "--wd", "--", "/.slipway/busybox", "true"]
   // The runner's own exec of the same command (the box's exec helper), from this small process: the server's path minus HTTP.
-  const direct = (await makeBoxRunner({ root: boxesDir(), cgroupParent: cgroupParent() }).attach(box.id))!
-  const runnerExec = async (running: typeof direct) => {
+  // (Adopted in a scope never closed: closing it would end the server's box.)
+  const direct = (await (await makeTestRunner({ root: boxesDir(), cgroupParent: cgroupParent() })).attach(box.id))!
+  const runnerExec = async (running: TestBox) => {
     // The dataplane's path: execShell (the helper settles the shell and cwd itself, one exec in the box).
     const p = running.execShell({ shell: "/bin/sh", cwd: "/home/user", command: "true" }, { env: {} })
     p.stdin.end()
@@ -555,11 +558,11 @@ const cleanup = async () => {
   if (dataDir) {
     // Anything the server could not free (it was killed): the runner's own destroy, then any mount left.
     if (existsSync(boxesDir())) {
-      const runner = makeBoxRunner({ root: boxesDir(), cgroupParent: cgroupParent() })
+      const runner = await makeTestRunner({ root: boxesDir(), cgroupParent: cgroupParent() })
       await runner.recover().catch(() => undefined)
-      for (const spec of runner.list()) await runner.destroy(spec.id).catch((error) => log(`destroy ${spec.id}: ${error}`))
+      for (const spec of runner.list()) await runner.destroy(spec.id).catch((error: unknown) => log(`destroy ${spec.id}: ${error}`))
     }
-    if (mountsUnder(dataDir).length > 0) await unmountAll(dataDir).catch((error) => log(`unmount: ${error}`))
+    if (mountsUnder(dataDir).length > 0) await Effect.runPromise(hostCommands(processRunner).unmountAll(dataDir))
     if (mountsUnder(dataDir).length > 0) log(`mounts left under ${dataDir}: ${mountsUnder(dataDir).map((m) => m.mountPoint).join(", ")}`)
     else if (!env.BENCH_KEEP) rmSync(dataDir, { recursive: true, force: true })
     dataDir = undefined

@@ -146,7 +146,8 @@ export const startServer = async (options: StartOptions = {}): Promise<SlipwaySe
     authenticateNow: keys.authenticateNow,
     log,
     unauthenticatedMaxBody: config.unauthenticatedMaxBody,
-    observe: metrics.route
+    observe: metrics.route,
+    services: context
   })
   app = (request, response) => {
     for (const hook of requestHooks) if (hook(request, response)) return

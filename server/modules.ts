@@ -2,8 +2,13 @@
  * The server's composition: the services it builds, in the order `startServer` (index.ts)
  * builds them, and the areas it serves. A new area adds its Layers and its module here.
  *
- * 1. the base services, from the configuration: `ServerEnv`, `Metrics`, the stores;
- * 2. the runtimes `SLIPWAY_RUNTIME` selects (drivers, dataplane), on the base services;
+ * 1. the base services, from the configuration: `ServerEnv`, `Metrics`, the stores (with the
+ *    backend's `RevisionLeases`);
+ * 2. the runtimes `SLIPWAY_RUNTIME` selects, on the base services: each area's driver and the channel it reports
+ *    on (`DeploymentObservations`, `SandboxObservations`), the deployments' `LogStore` and
+ *    `DeploymentProxy`, the sandboxes' `Dataplane`. With the local runtime both areas' drivers
+ *    run on one `LocalRuntimeLive` (process runner, ports, images, boxes, volumes, egress): each
+ *    area provides that same Layer, and a Layer is built once per server build (memoized);
  * 3. the substitutions a caller asked for (tests: a failing driver, a slow store), on 1 and 2:
  *    they replace the service of the same tag (and may wrap it);
  * 4. the controllers, on all of that;

@@ -2,10 +2,17 @@
  * The HTTP pipeline: route, authenticate, read and decode the request against its endpoint
  * description, run the handler, and answer. Every failure goes through `toErrorResponse`, the
  * one error mapper, so bodies always have the spec's shapes.
+ *
+ * Requests run through `makeRequestRunner`, the server's one request runner (the sandbox
+ * dataplane's URLs use it too): a request's program is a fiber run with the server's services,
+ * synchronously up to its first suspension (most handlers answer within it: SQLite), and
+ * interrupted when its client goes away before the answer (a `wait_for_ready` that only waits);
+ * work a handler has committed to the store goes on in the controllers, which run their own fibers.
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http"
 import { randomUUID } from "node:crypto"
-import { Cause, Effect, Exit, Result, type Schema } from "effect"
+import type { Duplex } from "node:stream"
+import { Cause, Context, Effect, Exit, Result, type Schema } from "effect"
 import * as SchemaJITCompiler from "effect/schema/SchemaJITCompiler"
 import {
   type ApiError,
@@ -117,6 +124,8 @@ export interface AppOptions {
    * duration to its route's observer.
    */
   readonly observe?: (endpoint: Endpoint | undefined) => { readonly observe: (status: number, seconds: number) => void }
+  /** The server's services: every request's fiber runs with them (default: none). */
+  readonly services?: Context.Context<never> | undefined
 }
 
 interface Observer {
@@ -281,11 +290,33 @@ const emptyBody = Buffer.alloc(0)
 
 const headerValue = (value: string | Array<string> | undefined): string | undefined => (typeof value === "string" ? value : undefined)
 
-/** Most handlers are synchronous (SQLite): take their result at once, and await only those that suspend. */
-const runHandler = <A, E>(effect: Effect.Effect<A, E>): Exit.Exit<A, E> | Promise<Exit.Exit<A, E>> => {
-  const fiber = Effect.runFork(effect)
-  return fiber.pollUnsafe() ?? new Promise((resolve) => fiber.addObserver(resolve))
+/**
+ * Runs a request's program (`run(effect, connection)`) with the server's services: its exit at once
+ * when the program never suspends (most handlers are synchronous: SQLite), else a Promise of it. A
+ * program still running when `connection` (the response, or an upgrade's socket) closes before
+ * the answer is interrupted: its client is gone (read effect's `NodeHttpServer.makeHandler`).
+ */
+export const makeRequestRunner = (services: Context.Context<never>) => {
+  const runFork = Effect.runForkWith(services)
+  return <A, E>(effect: Effect.Effect<A, E>, connection: ServerResponse | Duplex): Exit.Exit<A, E> | Promise<Exit.Exit<A, E>> => {
+    const fiber = runFork(effect)
+    const exit = fiber.pollUnsafe()
+    if (exit) return exit
+    const gone = () => {
+      if (!connection.writableEnded) fiber.interruptUnsafe()
+    }
+    connection.once("close", gone)
+    return new Promise((resolve) =>
+      fiber.addObserver((done) => {
+        connection.off("close", gone)
+        resolve(done)
+      })
+    )
+  }
 }
+
+/** Whether a request's program ended because its client went away (nothing to answer, nothing to log as an error). */
+export const clientGone = <A, E>(exit: Exit.Exit<A, E>): boolean => Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)
 
 export const makeApp = (options: AppOptions) => {
   const observerOf = options.observe ?? (() => noObserver)
@@ -298,6 +329,7 @@ export const makeApp = (options: AppOptions) => {
    */
   let matched: Observer = unmatched
   const { log, authenticateNow } = options
+  const runRequest = makeRequestRunner(options.services ?? Context.empty())
   const unauthenticatedLimit = Math.min(options.unauthenticatedMaxBody ?? UNAUTHENTICATED_MAX_BODY_BYTES, MAX_BODY_BYTES)
 
   /** Answers; returns the status sent (a `RawResponse` may set its own). */
@@ -372,7 +404,7 @@ export const makeApp = (options: AppOptions) => {
 
   /** Runs a request's program in one fiber and answers its outcome: at once unless the program suspends. */
   const execute = (response: ServerResponse, requestId: string, route: CompiledRoute, program: Effect.Effect<unknown, ApiError | StoreError>): number | Promise<number> => {
-    const exit = runHandler(program)
+    const exit = runRequest(program, response)
     return exit instanceof Promise ? exit.then((done) => respond(response, requestId, route, done)) : respond(response, requestId, route, exit)
   }
 
@@ -433,6 +465,8 @@ export const makeApp = (options: AppOptions) => {
 
   /** Answers the outcome of a request's program; stays synchronous unless the program suspended. */
   const respond = (response: ServerResponse, requestId: string, route: CompiledRoute, exit: Exit.Exit<unknown, ApiError | StoreError>): number => {
+    // The client went away: nobody to answer (499, nginx's "client closed request", in the access log).
+    if (clientGone(exit) && response.destroyed) return 499
     if (Exit.isSuccess(exit)) {
       return send(response, route.endpoint.status, route.endpoint.status === 204 ? undefined : exit.value, requestId)
     }

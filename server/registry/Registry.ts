@@ -29,10 +29,10 @@ import { stateDir } from "../dataDir.ts"
 import { header, type NeutralRequest, type NeutralResponse, jsonResponse } from "../http/neutral.ts"
 import type { Logger } from "../log.ts"
 import { ServerEnv } from "../module.ts"
-import { runCommand } from "../runtime/local/command.ts"
-import type { RegistryAuth } from "../runtime/local/images.ts"
+import type { RegistryAuth } from "../runtime/local/images/model.ts"
 import { parseReference } from "../runtime/local/reference.ts"
 import { which } from "../runtime/local/tools.ts"
+import { ProcessRunner } from "../runtime/ProcessRunner.ts"
 import { unexpired } from "../signedTokens.ts"
 import { CREDENTIALS_USERNAME, grant, isUnder, makeCredentialTokens, parseScopes, repositoryOf, type RepositoryAction } from "./access.ts"
 import { loadOrCreateSigningKey, RegistryError, type ResourceAccess, signRegistryToken } from "./keys.ts"
@@ -153,8 +153,9 @@ const checkFree = (hostname: string, port: number): Effect.Effect<void, Registry
     server.listen(port, hostname === "" ? undefined : hostname.replace(/^\[|\]$/g, ""), () => server.close(() => resume(Effect.void)))
   })
 
-export const makeRegistry = (options: RegistryOptions): Effect.Effect<Registry["Service"], RegistryError, Scope.Scope> =>
+export const makeRegistry = (options: RegistryOptions): Effect.Effect<Registry["Service"], RegistryError, ProcessRunner | Scope.Scope> =>
   Effect.gen(function* () {
+    const runner = yield* ProcessRunner
     const { settings, log } = options
     const service = options.service ?? "slipway-registry"
     const issuer = options.issuer ?? "slipway"
@@ -253,7 +254,7 @@ export const makeRegistry = (options: RegistryOptions): Effect.Effect<Registry["
         Effect.gen(function* () {
           yield* checkFree(addrHost, Number(addrPort))
           yield* writeConfig(readOnly, secret)
-          const child = yield* spawnChild([binary!, "serve", configPath], { env: { PATH: process.env.PATH ?? "/usr/bin:/bin" }, cwd: storage, graceMs: (DRAIN_SECONDS + 5) * 1000 })
+          const child = yield* spawnChild(runner, [binary!, "serve", configPath], { env: { PATH: process.env.PATH ?? "/usr/bin:/bin" }, cwd: storage, graceMs: (DRAIN_SECONDS + 5) * 1000 })
           yield* awaitReady(child)
           failures = 0
           log.info("registry serving", { addr: settings.addr, host, readOnly })
@@ -450,10 +451,8 @@ export const makeRegistry = (options: RegistryOptions): Effect.Effect<Registry["
             mkdirSync(join(v2, "repositories"), { recursive: true })
             log.info("registry garbage collection: read-only window starts")
             yield* start(true)
-            const result = yield* Effect.tryPromise({
-              try: (signal) => runCommand([binary!, "garbage-collect", configPath], { signal, env: { PATH: process.env.PATH ?? "/usr/bin:/bin" }, cleanEnv: true, maxStdoutBytes: 256 * 1024 * 1024 }),
-              catch: (error) => new RegistryError({ message: `registry garbage collection failed: ${error instanceof Error ? error.message : String(error)}` })
-            }).pipe(
+            const result = yield* runner.run([binary!, "garbage-collect", configPath], { env: { PATH: process.env.PATH ?? "/usr/bin:/bin" }, cleanEnv: true, maxStdoutBytes: 256 * 1024 * 1024 }).pipe(
+              Effect.mapError((error) => new RegistryError({ message: `registry garbage collection failed: ${error.message}` })),
               Effect.ensuring(
                 start(false).pipe(
                   Effect.catch((error) => Effect.sync(() => log.error("registry: could not restart writable after garbage collection (retrying)", { error: error.message })))

@@ -24,7 +24,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from "node:fs
 import { dirname, join } from "node:path"
 import { Data, Effect } from "effect"
 import { isFileDatabase, stateDir } from "../dataDir.ts"
-import { runCommand } from "../runtime/local/command.ts"
+import { ProcessRunner } from "../runtime/ProcessRunner.ts"
 import { createExclusive } from "../secrets/secretsKey.ts"
 
 export class RegistryError extends Data.TaggedError("RegistryError")<{ readonly message: string }> {}
@@ -59,7 +59,7 @@ const certificateFits = (pem: string, key: KeyObject, nowMs: number): boolean =>
 }
 
 /** The signing key and its certificate, made at first start. `nowMs` from the caller's clock. */
-export const loadOrCreateSigningKey = (databasePath: string, nowMs: number): Effect.Effect<SigningKey, RegistryError> =>
+export const loadOrCreateSigningKey = (databasePath: string, nowMs: number): Effect.Effect<SigningKey, RegistryError, ProcessRunner> =>
   Effect.gen(function* () {
     const paths = signingKeyPaths(databasePath)
     const failed = (what: string) => (error: unknown) => new RegistryError({ message: `registry token key: ${what}: ${error instanceof Error ? error.message : String(error)}` })
@@ -78,16 +78,16 @@ export const loadOrCreateSigningKey = (databasePath: string, nowMs: number): Eff
     if (existing === undefined || !certificateFits(existing, privateKey, nowMs)) {
       // Written beside the final name and renamed over it: a reader never sees half a certificate.
       const temporary = `${paths.certificate}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`
-      yield* Effect.tryPromise({
-        try: async (signal) => {
-          await runCommand(
-            ["openssl", "req", "-new", "-x509", "-key", paths.key, "-sha256", "-days", "3650", "-subj", "/CN=Slipway registry token signer", "-out", temporary],
-            { timeoutMs: 30_000, signal }
-          )
-          renameSync(temporary, paths.certificate)
-        },
-        catch: failed("openssl could not make the certificate (install Debian package openssl)")
-      }).pipe(Effect.ensuring(Effect.sync(() => rmSync(temporary, { force: true }))))
+      const runner = yield* ProcessRunner
+      yield* runner
+        .run(["openssl", "req", "-new", "-x509", "-key", paths.key, "-sha256", "-days", "3650", "-subj", "/CN=Slipway registry token signer", "-out", temporary], {
+          timeout: "30 seconds"
+        })
+        .pipe(
+          Effect.andThen(Effect.try(() => renameSync(temporary, paths.certificate))),
+          Effect.mapError(failed("openssl could not make the certificate (install Debian package openssl)"))
+        )
+        .pipe(Effect.ensuring(Effect.sync(() => rmSync(temporary, { force: true }))))
     }
     const certificatePem = readFileSync(paths.certificate, "utf8")
     const x5c = new X509Certificate(certificatePem).raw.toString("base64")

@@ -6,7 +6,8 @@
  */
 import { Effect } from "effect"
 import { ServerEnv } from "../module.ts"
-import { localRuntimeUnavailable, runtimeRoot } from "./local/LocalHost.ts"
+import { localRuntimeUnavailable } from "./local/LocalRuntime.ts"
+import { runtimeRoot } from "./local/RuntimeRoot.ts"
 
 export interface RuntimeChoice {
   readonly name: "local" | "simulated"

@@ -1,11 +1,11 @@
 /**
  * The sandbox runtime's seam, shaped like the deployment one: a driver starts, stops and tears
- * down boxes and reports what it observes (provisioning progress, ready, failed); the controller
- * (`controller.ts`) applies the core's box lifecycle (`core/sandboxes/lifecycle.ts`) and persists
- * it. Drivers: `simulated` (boxes are ready at once, nothing runs) and `local` (bubblewrap);
- * `SLIPWAY_RUNTIME` selects one.
+ * down boxes and reports what it observes (provisioning progress, ready, failed) on the
+ * `SandboxObservations` queue, which the controller (`controller.ts`) consumes: it applies the
+ * core's box lifecycle (`core/sandboxes/lifecycle.ts`) and persists it. Drivers: `simulated`
+ * (boxes are ready at once, nothing runs) and `local` (bubblewrap); `SLIPWAY_RUNTIME` selects one.
  */
-import { Context, Data, type Effect } from "effect"
+import { Context, Data, type Deferred, type Effect, Layer, Queue } from "effect"
 import type { BoxEvent } from "../../core/index.ts"
 import type { TemplateRecord } from "../store/TemplateStore.ts"
 
@@ -31,19 +31,22 @@ export interface BoxWork {
 export interface BoxObservation {
   readonly sandboxId: string
   readonly event: Extract<BoxEvent, { readonly _tag: "Provisioned" | "Failed" | "Progress" }>
+  /** Completed by the controller once it has applied the observation (or found nothing to apply it to), for a driver that waits for that. */
+  readonly applied?: Deferred.Deferred<void>
 }
 
-export type BoxObservationSink = (observation: BoxObservation) => Effect.Effect<void>
+/** Where drivers report what they observe, in order; the controller takes from it. */
+export class SandboxObservations extends Context.Service<SandboxObservations, Queue.Queue<BoxObservation>>()("slipway/SandboxObservations") {}
+
+export const SandboxObservationsLive = Layer.effect(SandboxObservations, Queue.unbounded<BoxObservation>())
 
 export class SandboxDriver extends Context.Service<
   SandboxDriver,
   {
     readonly name: string
-    /** Registers where observations go; called once by the controller before any work. */
-    readonly observe: (sink: BoxObservationSink) => Effect.Effect<void>
-    /** Brings a box up (new, started again, or resumed after a server restart). */
+    /** Brings a box up (new, started again, or resumed after a server restart), in the background: what happens is observed. */
     readonly start: (work: BoxWork) => Effect.Effect<void>
-    /** Ends the box's processes; its files are kept for a later start. */
+    /** Ends the box's processes (its bring-up too, when still under way); its files are kept for a later start. */
     readonly stop: (sandboxId: string) => Effect.Effect<void>
     /** Ends the box's processes and frees its disk; completes once it is gone. */
     readonly teardown: (sandboxId: string) => Effect.Effect<void>

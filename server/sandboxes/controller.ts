@@ -5,13 +5,17 @@
  * resurrected by a late report. At start it hands the driver every box the store says should be
  * running, so a server restart brings every box back to the state the database records.
  *
+ * What the driver observes arrives on the `SandboxObservations` queue, which the controller
+ * takes from in one fiber of its own, in order.
+ *
  * It also builds snapshots (the driver pulls the image; `building` → `ready` or `failed`, and
  * snapshots still building at start are built again) and applies boxes' retention settings
  * (a sweep every `SLIPWAY_SANDBOX_SWEEP_MS`, default 1000): a box past `ttl_seconds` since its
  * creation is deleted, a ready box with no dataplane request for `idle_ttl_seconds` is stopped,
- * a box stopped for `delete_after_stop_seconds` is deleted.
+ * a box stopped for `delete_after_stop_seconds` is deleted. Its time is Effect's `Clock` (tests
+ * drive it with `TestClock`).
  */
-import { Context, Deferred, Effect, Layer } from "effect"
+import { Clock, Context, Deferred, Effect, Layer, Queue } from "effect"
 import { type BoxEvent, formatQuantity, fromBytes, nextBoxState, wantsRunning } from "../../core/index.ts"
 import { makeSecretBox } from "../secrets/secrets.ts"
 import { ServerEnv } from "../module.ts"
@@ -24,8 +28,8 @@ import { type TemplateRecord, TemplateStore } from "../store/TemplateStore.ts"
 import { Transactions } from "../store/Transactions.ts"
 import { SandboxVolumeStore } from "../store/SandboxVolumeStore.ts"
 import { makeRegistryCredentials } from "./access/registries.ts"
-import { Dataplane } from "./Dataplane.ts"
-import { type BoxWork, SandboxDriver } from "./Driver.ts"
+import { Dataplane } from "./dataplane/Dataplane.ts"
+import { type BoxWork, SandboxDriver, SandboxObservations } from "./Driver.ts"
 
 export class SandboxController extends Context.Service<
   SandboxController,
@@ -88,6 +92,9 @@ export const makeSandboxController = Effect.gen(function* () {
   const grantStore = yield* ServiceGrantStore
   const driver = yield* SandboxDriver
   const dataplane = yield* Dataplane
+  const observations = yield* SandboxObservations
+  const clock = yield* Clock.Clock
+  const nowIso = () => new Date(clock.currentTimeMillisUnsafe()).toISOString()
   const { log, config } = yield* ServerEnv
   const registryAuthFor = makeRegistryCredentials(yield* RegistryStore, makeSecretBox(config.secretsKey, config.previousSecretsKeys), log.warn)
   /** Which tenant each box the driver knows belongs to (reports carry only the box id). */
@@ -110,20 +117,24 @@ export const makeSandboxController = Effect.gen(function* () {
         if (!box) return undefined
         const next = nextBoxState(box, event)
         if (!next) return box
-        const at = new Date().toISOString()
+        const at = nowIso()
         const moved = yield* sandboxStore.setSandboxStatus(box.id, box.status, next.status, next.status_message, at)
         return moved ? { ...box, ...next, updated_at: at } : box
       })
     ).pipe(Effect.tap(() => Effect.sync(() => notify(sandboxId))))
 
-  yield* driver.observe((observation) => {
+  /** What the driver observed, applied in order. */
+  const observed = Effect.flatMap(Queue.take(observations), (observation) => {
     const tenantId = tenants.get(observation.sandboxId)
-    if (tenantId === undefined) return Effect.void
-    return apply(tenantId, observation.sandboxId, observation.event).pipe(
-      Effect.asVoid,
-      Effect.catch((error) => Effect.sync(() => log.error("sandbox state not saved", { sandbox_id: observation.sandboxId, error: error.message })))
-    )
+    const applied = tenantId === undefined
+      ? Effect.void
+      : apply(tenantId, observation.sandboxId, observation.event).pipe(
+          Effect.asVoid,
+          Effect.catch((error) => Effect.sync(() => log.error("sandbox state not saved", { sandbox_id: observation.sandboxId, error: error.message })))
+        )
+    return observation.applied ? Effect.ensuring(applied, Deferred.succeed(observation.applied, undefined)) : applied
   })
+  yield* Effect.forkScoped(Effect.forever(observed))
 
   const workOf = Effect.fnUntraced(function* (box: SandboxRecord) {
     if (box.template_id === null) {
@@ -174,8 +185,8 @@ export const makeSandboxController = Effect.gen(function* () {
       : driver.captureBox(snapshot.source_sandbox_id)
     ).pipe(
       Effect.matchEffect({
-        onSuccess: ({ digest }) => snapshotStore.setSnapshotStatus(snapshot.id, "building", "ready", null, digest, new Date().toISOString()),
-        onFailure: (error) => snapshotStore.setSnapshotStatus(snapshot.id, "building", "failed", error.message, null, new Date().toISOString())
+        onSuccess: ({ digest }) => snapshotStore.setSnapshotStatus(snapshot.id, "building", "ready", null, digest, nowIso()),
+        onFailure: (error) => snapshotStore.setSnapshotStatus(snapshot.id, "building", "failed", error.message, null, nowIso())
       }),
       Effect.catch((error) => Effect.sync(() => log.error("snapshot state not saved", { snapshot_id: snapshot.id, error: error.message }))),
       Effect.asVoid
@@ -186,7 +197,7 @@ export const makeSandboxController = Effect.gen(function* () {
   yield* Effect.orDie(
     Effect.forEach(
       building.filter((snapshot) => snapshot.source_sandbox_id !== null),
-      (snapshot) => snapshotStore.setSnapshotStatus(snapshot.id, "building", "failed", "the server restarted during the capture; capture the sandbox again", null, new Date().toISOString()),
+      (snapshot) => snapshotStore.setSnapshotStatus(snapshot.id, "building", "failed", "the server restarted during the capture; capture the sandbox again", null, nowIso()),
       { discard: true }
     )
   )
@@ -238,7 +249,7 @@ export const makeSandboxController = Effect.gen(function* () {
   })
 
   const sweep = Effect.gen(function* () {
-    const now = Date.now()
+    const now = yield* Clock.currentTimeMillis
     for (const box of yield* sandboxStore.sandboxesWithRetention()) {
       if (box.status === "deleting") continue
       if ((box.ttl_seconds ?? 0) > 0 && now >= Date.parse(box.created_at) + box.ttl_seconds! * 1000) {
@@ -266,17 +277,17 @@ export const makeSandboxController = Effect.gen(function* () {
     snapshotCreated,
     snapshotDeleted: (snapshot) =>
       snapshot.source_sandbox_id !== null && snapshot.image_digest !== null ? Effect.asVoid(Effect.forkDetach(driver.discardImage(snapshot.image_digest))) : Effect.void,
-    touch: (sandboxId) => void activity.set(sandboxId, Date.now()),
+    touch: (sandboxId) => void activity.set(sandboxId, clock.currentTimeMillisUnsafe()),
     sweep,
     awaitSettled: Effect.fnUntraced(function* (tenantId, sandboxId, timeoutMs) {
-      const deadline = Date.now() + timeoutMs
+      const deadline = (yield* Clock.currentTimeMillis) + timeoutMs
       for (;;) {
         const deferred = Deferred.makeUnsafe<void>()
         let waiting = waiters.get(sandboxId)
         if (!waiting) waiters.set(sandboxId, (waiting = new Set()))
         waiting.add(deferred)
         const box = yield* sandboxStore.sandboxById(tenantId, sandboxId)
-        const remaining = deadline - Date.now()
+        const remaining = deadline - (yield* Clock.currentTimeMillis)
         if (settled(box) || remaining <= 0) {
           waiting.delete(deferred)
           return box

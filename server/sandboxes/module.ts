@@ -1,11 +1,13 @@
-/** The sandbox area (/v2/sandboxes) as a server area: its runtime (driver, dataplane), its controller, its routes and the dataplane's URLs. */
+/** The sandbox area (/v2/sandboxes) as a server area: its runtime (driver, dataplane, the observation queue), its controller, its routes and the dataplane's URLs. */
 import { Effect, Layer } from "effect"
-import { LocalHostLive } from "../runtime/local/LocalHost.ts"
+import { LocalRuntimeLive } from "../runtime/local/LocalRuntime.ts"
 import { chooseRuntime } from "../runtime/select.ts"
+import { BoxRegistryLive } from "./BoxRegistry.ts"
 import { SandboxControllerLive } from "./controller.ts"
-import { UnavailableDataplane } from "./Dataplane.ts"
-import { LocalDataplane } from "./dataplanes/local.ts"
-import { dataplaneHttp } from "./dataplaneHttp.ts"
+import { UnavailableDataplane } from "./dataplane/Dataplane.ts"
+import { dataplaneHttp } from "./dataplane/http.ts"
+import { LocalDataplane } from "./dataplane/local.ts"
+import { SandboxObservationsLive } from "./Driver.ts"
 import { LocalSandboxDriver } from "./drivers/local.ts"
 import { SimulatedSandboxDriver } from "./drivers/simulated.ts"
 import { boxRoutes } from "./routes/boxes.ts"
@@ -15,13 +17,23 @@ import { templateRoutes } from "./routes/templates.ts"
 import { volumeRoutes } from "./routes/volumes.ts"
 import { makeSandboxRouteContext } from "./routeContext.ts"
 
-const local = Layer.mergeAll(LocalSandboxDriver, LocalDataplane).pipe(Layer.provide(LocalHostLive))
+/**
+ * The driver and the dataplane over the server's one `LocalRuntimeLive` (the deployment area
+ * provides the same Layer: memoized, it is built once per server); the box registry between them
+ * (the driver writes, the dataplane reads).
+ */
+const local = Layer.mergeAll(LocalSandboxDriver, LocalDataplane).pipe(Layer.provide(BoxRegistryLive), Layer.provide(LocalRuntimeLive))
 const simulated = Layer.mergeAll(SimulatedSandboxDriver, UnavailableDataplane)
 
-/** The driver and the dataplane SLIPWAY_RUNTIME selects. */
-export const sandboxRuntime = Layer.unwrap(Effect.map(chooseRuntime, (runtime) => (runtime.name === "local" ? local : simulated)))
+/**
+ * The driver and the dataplane `SLIPWAY_RUNTIME` selects, and the queue the driver reports on
+ * (shared with the controller built on this).
+ */
+export const sandboxRuntime = Layer.unwrap(Effect.map(chooseRuntime, (runtime) => (runtime.name === "local" ? local : simulated))).pipe(
+  Layer.provideMerge(SandboxObservationsLive)
+)
 
-/** The controller, built on the runtime. */
+/** The controller, built on the runtime: it consumes the driver's queue. */
 export const sandboxController = SandboxControllerLive
 
 export const sandboxModule = {

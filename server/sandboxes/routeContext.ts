@@ -14,7 +14,7 @@ import { TemplateStore } from "../store/TemplateStore.ts"
 import { Transactions } from "../store/Transactions.ts"
 import { SandboxVolumeStore } from "../store/SandboxVolumeStore.ts"
 import { SandboxController } from "./controller.ts"
-import { Dataplane } from "./Dataplane.ts"
+import { Dataplane } from "./dataplane/Dataplane.ts"
 import { SandboxDriver } from "./Driver.ts"
 import { effectiveQuota, parseQuota } from "./quota.ts"
 

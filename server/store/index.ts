@@ -1,7 +1,8 @@
 /**
  * The stores for a configuration: PostgreSQL when DATABASE_URL is set (several replicas on one
  * database), else the embedded SQLite file. Both provide every store of `Stores`, each its own
- * service (one aggregate each), and the transactions they share.
+ * service (one aggregate each), the transactions they share, and `RevisionLeases` (PostgreSQL:
+ * shared between replicas; SQLite: the one process holds every revision).
  */
 import type { Layer } from "effect"
 import type { ServerConfig } from "../config.ts"
@@ -13,6 +14,7 @@ import type { PoolStore } from "./PoolStore.ts"
 import { PostgresStores } from "./postgres/index.ts"
 import type { QuotaStore } from "./QuotaStore.ts"
 import type { RegistryStore } from "./RegistryStore.ts"
+import type { RevisionLeases } from "./RevisionLeases.ts"
 import type { RevisionStore } from "./RevisionStore.ts"
 import type { SandboxStore } from "./SandboxStore.ts"
 import type { ServiceGrantStore } from "./ServiceGrantStore.ts"
@@ -23,14 +25,14 @@ import type { TemplateStore } from "./TemplateStore.ts"
 import type { Transactions } from "./Transactions.ts"
 import type { SandboxVolumeStore } from "./SandboxVolumeStore.ts"
 
-/** The deployment area's stores. */
-export type DeploymentStores = DeploymentStore | RevisionStore | ListenerStore | IntegrationStore
+/** The deployment area's stores, and the backend's revision leases. */
+export type DeploymentStores = DeploymentStore | RevisionStore | ListenerStore | IntegrationStore | RevisionLeases
 /** The sandbox area's stores. */
 export type SandboxStores = SandboxStore | SandboxVolumeStore | TemplateStore | PoolStore | SnapshotStore | QuotaStore | RegistryStore | ServiceGrantStore
 /** Every store a backend provides, and its transactions. */
 export type Stores = Transactions | KeyStore | DeploymentStores | SandboxStores
 
-/** The stores; on PostgreSQL also `RevisionLeases` (read with `Effect.serviceOption`). */
+/** The stores and the `RevisionLeases` of the backend (PostgreSQL: shared by replicas; SQLite: one replica holds all). */
 export const storesFor = (config: Pick<ServerConfig, "databasePath" | "databaseUrl"> & Partial<Pick<ServerConfig, "leaseMs">>): Layer.Layer<Stores, StoreError> =>
   config.databaseUrl !== undefined
     ? PostgresStores({ url: config.databaseUrl, ...(config.leaseMs === undefined ? {} : { leaseMs: config.leaseMs }) })

@@ -16,8 +16,9 @@ import { makeLogger } from "../../server/log.ts"
 import { type Registry, makeRegistry, REGISTRY_TOKEN_PATH } from "../../server/registry/Registry.ts"
 import { signingKeyPaths } from "../../server/registry/keys.ts"
 import { defaultRegistrySettings } from "../../server/registry/settings.ts"
-import { CommandFailed, runCommand } from "../../server/runtime/local/command.ts"
-import { makeImageStore } from "../../server/runtime/local/images.ts"
+import { makeImageStore } from "../../server/runtime/local/ImageStore.ts"
+import type { RegistryAuth } from "../../server/runtime/local/images/model.ts"
+import { processRunner, ProcessRunnerLive } from "../../server/runtime/ProcessRunner.ts"
 import { which } from "../../server/runtime/local/tools.ts"
 import { buildTestImages, removeTestImages } from "../support/images.ts"
 
@@ -52,18 +53,29 @@ let realm: string
 const registries = new Map<string, Registry["Service"]>()
 
 /** `skopeo copy` of the test busybox image to `target`, as `docker push` with the token would; resolves to its output or the failure. */
-const push = async (target: string, password: string, image = "busybox"): Promise<{ readonly ok: boolean; readonly output: string }> => {
-  try {
-    const result = await runCommand(
-      [skopeo(), "--insecure-policy", "copy", "--quiet", "--dest-tls-verify=false", "--dest-creds", `oauth2accesstoken:${password}`, `oci:${layout}:${image}`, `docker://${target}`],
-      { timeoutMs: 120_000 }
-    )
-    return { ok: true, output: result.stdout + result.stderr }
-  } catch (error) {
-    if (error instanceof CommandFailed) return { ok: false, output: error.stderrTail }
-    throw error
-  }
-}
+const push = (target: string, password: string, image = "busybox"): Promise<{ readonly ok: boolean; readonly output: string }> =>
+  run(
+    processRunner
+      .run(
+        [skopeo(), "--insecure-policy", "copy", "--quiet", "--dest-tls-verify=false", "--dest-creds", `oauth2accesstoken:${password}`, `oci:${layout}:${image}`, `docker://${target}`],
+        { timeout: "120 seconds" }
+      )
+      .pipe(
+        Effect.match({
+          onSuccess: (result) => ({ ok: true, output: result.stdout + result.stderr }),
+          onFailure: (error) => ({ ok: false, output: error.stderrTail })
+        })
+      )
+  )
+
+/** Pulls `reference` as Slipway's runtime does: its image store (a fresh one under `root`), with `auth`. */
+const pullWith = (root: string, insecureRegistry: string, reference: string, auth: RegistryAuth) =>
+  Effect.flatMap(makeImageStore({ root: join(dir, root), insecureRegistries: [insecureRegistry] }), (store) => store.pull(reference, { auth })).pipe(
+    Effect.provide(ProcessRunnerLive)
+  )
+const pull = (root: string, insecureRegistry: string, reference: string, auth: RegistryAuth) => run(pullWith(root, insecureRegistry, reference, auth))
+/** The error of a pull that must fail. */
+const pullError = (root: string, insecureRegistry: string, reference: string, auth: RegistryAuth) => run(Effect.flip(pullWith(root, insecureRegistry, reference, auth)))
 
 const run = <A, E>(effect: Effect.Effect<A, E>) => Effect.runPromise(effect)
 
@@ -111,7 +123,7 @@ beforeAll(async () => {
       secretsKey: "0".repeat(64),
       realm,
       log: makeLogger("silent")
-    }).pipe(Scope.provide(scope))
+    }).pipe(Scope.provide(scope), Effect.provide(ProcessRunnerLive))
   )
 }, 120_000)
 
@@ -137,9 +149,8 @@ describe("registry", () => {
     expect(pushed.output).toBe(pushed.ok ? pushed.output : "push succeeded")
 
     // Slipway pulls what was pushed through its image store, with its own credentials.
-    const store = makeImageStore({ root: join(dir, "images"), insecureRegistries: [registry.host] })
     const auth = await run(registry.pullCredentials(TENANT_A, DEPLOYMENT_1))
-    const image = await store.pull(`${token.registry_url}/agent:1`, { auth })
+    const image = await pull("images", registry.host, `${token.registry_url}/agent:1`, auth)
     expect(image.digest).toMatch(/^sha256:[0-9a-f]{64}$/)
     expect(registry.isDeploymentImage(`${token.registry_url}/agent@${image.digest}`, TENANT_A, DEPLOYMENT_1)).toBe(true)
     expect(registry.isDeploymentImage(`${token.registry_url}/agent@${image.digest}`, TENANT_A, DEPLOYMENT_2)).toBe(false)
@@ -149,7 +160,7 @@ describe("registry", () => {
     expect(pullOnly.ok).toBe(false)
     // Another deployment's pull credentials do not read it.
     const other = await run(registry.pullCredentials(TENANT_A, DEPLOYMENT_2))
-    await expect(makeImageStore({ root: join(dir, "images-2"), insecureRegistries: [registry.host] }).pull(`${token.registry_url}/agent:1`, { auth: other })).rejects.toMatchObject({
+    expect(await pullError("images-2", registry.host, `${token.registry_url}/agent:1`, other)).toMatchObject({
       kind: "unauthorized"
     })
   }, 180_000)
@@ -227,7 +238,7 @@ describe("registry", () => {
     const removed = await run(registry.removeRepository(TENANT_B, DEPLOYMENT_2))
     expect(removed).toEqual({ repositories: 2, manifests: 2 })
     const auth = await run(registry.pullCredentials(TENANT_B, DEPLOYMENT_2))
-    await expect(makeImageStore({ root: join(dir, "images-3"), insecureRegistries: [registry.host] }).pull(`${token.registry_url}/agent:1`, { auth })).rejects.toMatchObject({
+    expect(await pullError("images-3", registry.host, `${token.registry_url}/agent:1`, auth)).toMatchObject({
       kind: "not_found"
     })
     expect(await run(registry.removeRepository(TENANT_B, DEPLOYMENT_2))).toEqual({ repositories: 0, manifests: 0 })
@@ -239,7 +250,7 @@ describe("registry", () => {
     // Writable again after the read-only window.
     expect((await push(`${token.registry_url}/agent:3`, token.token)).ok).toBe(true)
     const kept = await run(registry.pullCredentials(TENANT_A, DEPLOYMENT_1))
-    const image = await makeImageStore({ root: join(dir, "images-4"), insecureRegistries: [registry.host] }).pull(`${registry.host}/${TENANT_A}/${DEPLOYMENT_1}/agent:1`, { auth: kept })
+    const image = await pull("images-4", registry.host, `${registry.host}/${TENANT_A}/${DEPLOYMENT_1}/agent:1`, kept)
     expect(image.digest).toMatch(/^sha256:/)
   }, 240_000)
 
@@ -258,7 +269,7 @@ describe("registry", () => {
     const first = await run(Scope.make())
     let token: { readonly token: string; readonly registry_url: string }
     try {
-      const other = await run(makeRegistry({ ...options, settings: { ...defaultRegistrySettings, mode: "on", addr, gcSchedule: undefined } }).pipe(Scope.provide(first)))
+      const other = await run(makeRegistry({ ...options, settings: { ...defaultRegistrySettings, mode: "on", addr, gcSchedule: undefined } }).pipe(Scope.provide(first), Effect.provide(ProcessRunnerLive)))
       registries.set("second-registry", other)
       token = await run(other.pushToken(TENANT_A, DEPLOYMENT_1))
       expect((await push(`${token.registry_url}/agent:1`, token.token)).ok).toBe(true)
@@ -267,7 +278,7 @@ describe("registry", () => {
     }
     const second = await run(Scope.make())
     try {
-      const other = await run(makeRegistry({ ...options, settings: { ...defaultRegistrySettings, mode: "on", addr, gcSchedule: "*/2 * * * * *" } }).pipe(Scope.provide(second)))
+      const other = await run(makeRegistry({ ...options, settings: { ...defaultRegistrySettings, mode: "on", addr, gcSchedule: "*/2 * * * * *" } }).pipe(Scope.provide(second), Effect.provide(ProcessRunnerLive)))
       registries.set("second-registry", other)
       const deadline = Date.now() + 30_000
       while (!lines.some((line) => line.msg === "registry garbage collection: read-only window ends") && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100))
@@ -282,7 +293,7 @@ describe("registry", () => {
       ])
       // The token issued before the restart still works (same key), and the image survived the collection.
       const auth = await run(other.pullCredentials(TENANT_A, DEPLOYMENT_1))
-      const image = await makeImageStore({ root: join(dir, "images-5"), insecureRegistries: [other.host] }).pull(`${token.registry_url}/agent:1`, { auth })
+      const image = await pull("images-5", other.host, `${token.registry_url}/agent:1`, auth)
       expect(image.digest).toMatch(/^sha256:/)
     } finally {
       registries.delete("second-registry")

@@ -13,6 +13,7 @@ import { TestClock } from "effect/testing"
 import { afterAll } from "vitest"
 import { defaultConfig } from "../../server/config.ts"
 import { DeploymentController, DeploymentControllerLive } from "../../server/deployments/controller.ts"
+import { DeploymentObservationsLive } from "../../server/deployments/Driver.ts"
 import { SimulatedDeploymentDriver } from "../../server/deployments/drivers/simulated.ts"
 import { makeLogger } from "../../server/log.ts"
 import { ServerEnv } from "../../server/module.ts"
@@ -33,7 +34,7 @@ const env = Layer.succeed(ServerEnv, { config: defaultConfig, log: makeLogger("s
 const withController = <A, E>(seed: Effect.Effect<unknown, unknown, Stores>, test: Effect.Effect<A, E, Stores | DeploymentController>) => {
   const stores = Layer.fresh(SqliteStores({ path: join(dir, `${randomUUID()}.db`) }))
   const seeded = Layer.effectDiscard(Effect.orDie(seed)).pipe(Layer.provideMerge(stores))
-  const controller = DeploymentControllerLive.pipe(Layer.provide(SimulatedDeploymentDriver({ stepMs })), Layer.provide(env))
+  const controller = DeploymentControllerLive.pipe(Layer.provide(SimulatedDeploymentDriver({ stepMs })), Layer.provide(DeploymentObservationsLive), Layer.provide(env))
   return Effect.provide(test, controller.pipe(Layer.provideMerge(seeded)))
 }
 

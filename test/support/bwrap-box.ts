@@ -8,7 +8,7 @@ import { spawn, spawnSync } from "node:child_process"
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import type { BoxExec, BoxProcess } from "../../server/sandboxes/dataplane/index.ts"
+import type { BoxCommand, BoxExec } from "../../server/sandboxes/dataplane/box.ts"
 
 const APPLETS = ["sh", "ash", "cat", "echo", "ls", "mkdir", "rm", "mv", "sleep", "head", "tail", "dd", "printf", "env", "pwd",
   "grep", "find", "stat", "true", "false", "wc", "tr", "od", "seq", "yes", "kill", "ln", "touch", "chmod", "id", "base64", "cp"]
@@ -67,8 +67,9 @@ export const makeBwrapBox = (options: { readonly bash?: boolean } = {}): TestBox
         resolve({ code: 127, signal: null })
       })
     })
-    const process: BoxProcess = {
+    const process: BoxCommand = {
       pid,
+      started: Promise.resolve(),
       stdin: child.stdin,
       stdout: child.stdout,
       stderr: child.stderr,

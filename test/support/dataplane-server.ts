@@ -5,7 +5,7 @@
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { WebSocket } from "ws"
-import { makeDataplane, rejectUpgrade, sendError, DataplaneError, type BoxExec, type Dataplane, type DataplaneOptions } from "../../server/sandboxes/dataplane/index.ts"
+import { makeDataplaneProtocol, rejectUpgrade, sendError, DataplaneError, type BoxExec, type DataplaneProtocol, type DataplaneOptions } from "../../server/sandboxes/dataplane/protocol.ts"
 
 export interface DataplaneServer {
   readonly url: string
@@ -14,7 +14,7 @@ export interface DataplaneServer {
   /** `dataplane_url` of a box. */
   readonly boxUrl: (id: string) => string
   readonly apiKey: string
-  readonly dataplane: Dataplane
+  readonly dataplane: DataplaneProtocol
   readonly logs: Array<string>
   readonly close: () => Promise<void>
 }
@@ -26,7 +26,7 @@ const LOOKUP = /^\/v2\/sandboxes\/boxes\/([A-Za-z0-9_-]+)$/
 export const startDataplaneServer = async (boxes: Record<string, BoxExec>, options: DataplaneOptions = {}): Promise<DataplaneServer> => {
   const apiKey = "test-key-" + Math.random().toString(36).slice(2)
   const logs: Array<string> = []
-  const dataplane = makeDataplane({ log: (m) => logs.push(m), ...options })
+  const dataplane = makeDataplaneProtocol({ log: (m) => logs.push(m), ...options })
   let url = ""
   const route = (url: string | undefined) => {
     const target = url ?? "/"

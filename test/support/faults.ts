@@ -14,10 +14,10 @@
  *   create or resize transaction) is held open `ms` before it goes on, so a race test shows that
  *   the transaction, not luck, keeps the quota.
  */
-import { Effect, Layer } from "effect"
+import { Context, Deferred, Effect, Layer, Queue } from "effect"
 import type { RevisionStatus, Source, SourceRevisionConfig } from "../../core/index.ts"
-import { DeploymentDriver, type Observation } from "../../server/deployments/Driver.ts"
-import { ImageError, SandboxDriver } from "../../server/sandboxes/Driver.ts"
+import { type DatabaseObservation, DeploymentDriver, DeploymentObservations, type Observation } from "../../server/deployments/Driver.ts"
+import { ImageError, SandboxDriver, SandboxObservations } from "../../server/sandboxes/Driver.ts"
 import { QuotaStore } from "../../server/store/QuotaStore.ts"
 
 interface Failure {
@@ -47,45 +47,67 @@ export const markedFailure = (source: Source, config: SourceRevisionConfig): Fai
   failuresOf(source).find((failure) => markedFields(source, config).some((field) => field?.includes(failure.marker) === true))
 
 /**
- * The server's deployment driver, except that a marked revision's step out of the failing state
- * is reported as the failure instead (the controller then refuses the driver's later steps of
- * it, which ends it in the driver).
+ * The server's deployment driver and its observation channel, except that a marked revision's
+ * step out of the failing state reaches the controller as the failure instead: the driver's
+ * `apply` records the mark, the channel's `take` (the controller's side) rewrites the
+ * observation. The controller then refuses the driver's later steps of it, which ends it in the
+ * driver.
  */
-export const markedDeploymentFailures = Layer.effect(
-  DeploymentDriver,
-  Effect.map(DeploymentDriver, (driver) => {
+export const markedDeploymentFailures = Layer.effectContext(
+  Effect.gen(function* () {
+    const driver = yield* DeploymentDriver
+    const channel = yield* DeploymentObservations
     const marked = new Map<string, Failure>()
-    const failed = (observation: Observation): Observation => {
+    const failed = (observation: Observation | DatabaseObservation): Observation | DatabaseObservation => {
+      if ("_tag" in observation) return observation
       const failure = marked.get(observation.revisionId)
       if (failure === undefined || observation.from !== failure.at) return observation
       marked.delete(observation.revisionId)
       return { ...observation, to: failure.becomes, message: failure.message }
     }
-    return DeploymentDriver.of({
-      ...driver,
-      observe: (sink) => driver.observe((batch) => sink(batch.map((item) => ("_tag" in item ? item : failed(item))))),
-      apply: (work) =>
-        Effect.suspend(() => {
-          const failure = markedFailure(work.source, work.sourceRevisionConfig)
-          if (failure) marked.set(work.revisionId, failure)
-          return driver.apply(work)
-        }),
-      stop: (revisionId) => Effect.suspend(() => (marked.delete(revisionId), driver.stop(revisionId)))
-    })
+    return Context.make(
+      DeploymentDriver,
+      DeploymentDriver.of({
+        ...driver,
+        apply: (work) =>
+          Effect.suspend(() => {
+            const failure = markedFailure(work.source, work.sourceRevisionConfig)
+            if (failure) marked.set(work.revisionId, failure)
+            return driver.apply(work)
+          }),
+        stop: (revisionId) => Effect.suspend(() => (marked.delete(revisionId), driver.stop(revisionId)))
+      })
+    ).pipe(
+      Context.add(
+        DeploymentObservations,
+        DeploymentObservations.of({
+          ...channel,
+          take: Effect.map(channel.take, (reports) => reports.map((report) => ({ ...report, observations: report.observations.map(failed) })))
+        })
+      )
+    )
   })
 )
 
-/** The server's sandbox driver, except for boxes and snapshots whose image carries a marker. */
+/**
+ * The server's sandbox driver, except for boxes and snapshots whose image carries a marker: a
+ * marked box's start reports it `Failed` on the `SandboxObservations` queue (and waits until the
+ * controller applied that, as the simulated driver's start does), a marked snapshot's pull fails.
+ */
 export const markedSandboxFailures = Layer.effect(
   SandboxDriver,
-  Effect.map(SandboxDriver, (driver) => {
-    let report: Parameters<typeof driver.observe>[0] = () => Effect.void
+  Effect.gen(function* () {
+    const driver = yield* SandboxDriver
+    const observations = yield* SandboxObservations
     return SandboxDriver.of({
       ...driver,
-      observe: (sink) => Effect.andThen(Effect.sync(() => void (report = sink)), driver.observe(sink)),
       start: (work) =>
         work.template.image.includes("fail-start")
-          ? Effect.suspend(() => report({ sandboxId: work.sandboxId, event: { _tag: "Failed", message: "Box could not be started (fail-start marker)" } }))
+          ? Effect.flatMap(Deferred.make<void>(), (applied) =>
+              Queue.offer(observations, { sandboxId: work.sandboxId, event: { _tag: "Failed", message: "Box could not be started (fail-start marker)" }, applied }).pipe(
+                Effect.andThen(Deferred.await(applied))
+              )
+            )
           : driver.start(work),
       prepareImage: (image, registryAuth) =>
         image.includes("fail-pull")

@@ -16,7 +16,7 @@
 import { chmodSync, existsSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { runCommand } from "../../server/runtime/local/command.ts"
+import { runCommand } from "./run.ts"
 import { isStaticElf, which } from "../../server/runtime/local/tools.ts"
 import { sweepDeadDirectories } from "./sweep.ts"
 

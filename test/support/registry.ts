@@ -19,7 +19,7 @@ import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import bcrypt from "bcryptjs"
-import { runCommand } from "../../server/runtime/local/command.ts"
+import { runCommand } from "./run.ts"
 import { which } from "../../server/runtime/local/tools.ts"
 import { sweepDeadDirectories } from "./sweep.ts"
 

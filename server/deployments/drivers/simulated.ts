@@ -14,7 +14,7 @@
 import { Clock, Effect, Latch, Layer } from "effect"
 import { nextStatus, type RevisionStatus, type Source } from "../../../core/index.ts"
 import { millisOf } from "../../module.ts"
-import { DeploymentDriver, type Observation, type ObservationSink } from "../Driver.ts"
+import { DeploymentDriver, DeploymentObservations, type Observation } from "../Driver.ts"
 
 /** The simulated step after `status`: the next state of the happy path, or null when the revision is done. */
 export const simulatedStep = (status: RevisionStatus, source: Source): { readonly status: RevisionStatus; readonly message: string | null } | null => {
@@ -51,7 +51,7 @@ export const makeSimulatedDriver = ({ stepMs, batch = DEFAULT_BATCH }: Simulated
     const wake = Latch.makeUnsafe(false)
     /** When the fiber, asleep, wakes up by itself; -Infinity while it is awake (it scans again before sleeping). */
     let sleepingUntil = -Infinity
-    let sink: ObservationSink = () => Effect.succeed([])
+    const channel = yield* DeploymentObservations
 
     const dueNow = (nowMs: number): Array<Tracked> => {
       const due: Array<Tracked> = []
@@ -91,7 +91,7 @@ export const makeSimulatedDriver = ({ stepMs, batch = DEFAULT_BATCH }: Simulated
         }
       })
       const observations = steps.flatMap((step) => (step.observation ? [step.observation] : []))
-      const applied = observations.length > 0 ? yield* sink(observations) : []
+      const applied = observations.length > 0 ? yield* channel.report(observations) : []
       let index = 0
       for (const { item, observation } of steps) {
         if (!observation || !applied[index++]) {
@@ -112,7 +112,6 @@ export const makeSimulatedDriver = ({ stepMs, batch = DEFAULT_BATCH }: Simulated
 
     return DeploymentDriver.of({
       name: "simulated",
-      observe: (next) => Effect.sync(() => void (sink = next)),
       apply: (work) =>
         Effect.sync(() => {
           const due = millisOf(work.since) + stepMs

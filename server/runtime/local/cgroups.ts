@@ -4,7 +4,8 @@
  */
 import { mkdirSync, writeFileSync, readFileSync, rmdirSync, existsSync, readdirSync, realpathSync } from "node:fs"
 import path from "node:path"
-import { mounts, sleep } from "./host.ts"
+import { Effect, Schedule } from "effect"
+import { mounts } from "./mounts.ts"
 
 export type LimitsMode = "cgroup-v2" | "cgroup-v1" | "rlimit"
 
@@ -108,34 +109,41 @@ const procsOf = (dir: string): Array<number> => {
   }
 }
 
-/** Kills whatever is left in the box's cgroup(s) and removes them. */
-export const removeCgroup = async (mode: LimitsMode, parent: string, id: string): Promise<void> => {
-  for (const d of cgroupDirs(mode, parent, id)) {
-    if (!existsSync(d)) continue
-    for (let attempt = 0; attempt < 100; attempt++) {
-      if (mode === "cgroup-v2" && existsSync(path.join(d, "cgroup.kill"))) {
-        try {
-          writeFileSync(path.join(d, "cgroup.kill"), "1")
-        } catch {
-          /* already empty */
-        }
-      }
-      for (const pid of procsOf(d)) {
-        try {
-          process.kill(pid, "SIGKILL")
-        } catch {
-          /* gone */
-        }
-      }
-      try {
-        rmdirSync(d)
-        break
-      } catch {
-        await sleep(20)
-      }
+/** Kills whatever is in one cgroup directory; answers whether it is gone (removed, or never there). */
+const killAndRemove = (mode: LimitsMode, dir: string): boolean => {
+  if (!existsSync(dir)) return true
+  if (mode === "cgroup-v2" && existsSync(path.join(dir, "cgroup.kill"))) {
+    try {
+      writeFileSync(path.join(dir, "cgroup.kill"), "1")
+    } catch {
+      /* already empty */
     }
   }
+  for (const pid of procsOf(dir)) {
+    try {
+      process.kill(pid, "SIGKILL")
+    } catch {
+      /* gone */
+    }
+  }
+  try {
+    rmdirSync(dir)
+    return true
+  } catch {
+    return false
+  }
 }
+
+/** The processes of a killed cgroup take a moment to leave it: try again every 20 ms, for 2 seconds. */
+const untilEmpty = Schedule.spaced("20 millis").pipe(Schedule.upTo({ times: 100 }))
+
+/** Kills whatever is left in the box's cgroup(s) and removes them. */
+export const removeCgroup = (mode: LimitsMode, parent: string, id: string): Effect.Effect<void> =>
+  Effect.forEach(
+    cgroupDirs(mode, parent, id),
+    (dir) => Effect.sync(() => killAndRemove(mode, dir)).pipe(Effect.repeat({ schedule: untilEmpty, until: (gone) => gone })),
+    { discard: true }
+  )
 
 /** Box ids that have a cgroup under `parent` (for recovery after a restart). */
 export const listCgroups = (mode: LimitsMode, parent: string): Array<string> => {

@@ -5,14 +5,15 @@
  * gave it as fd 3 and turns each command into a `BoxProcess` (streams with backpressure, stdin
  * with flow control, exit status, kill of the process group). See docs/runtime-isolation.md.
  */
-import { spawnSync } from "node:child_process"
 import { createHash } from "node:crypto"
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync } from "node:fs"
 import { constants } from "node:os"
 import path from "node:path"
 import { Readable, Writable } from "node:stream"
 import type { Duplex } from "node:stream"
-import type { BoxProcess } from "../BoxExec.ts"
+import { Deferred, Effect } from "effect"
+import type { BoxProcess, ExitStatus } from "../BoxProcess.ts"
+import { HOST_ENV, type ProcessRunner } from "../ProcessRunner.ts"
 
 /** Where the helper is bound inside every box. */
 export const EXEC_HELPER = "/.slipway/exec"
@@ -27,26 +28,32 @@ const sourceFile = (): URL => {
  * Builds the helper into `dir` (once per source version: the file name carries its hash) and
  * answers its path, or why it cannot be built (no gcc / static libc: Debian `gcc`, `libc6-dev`).
  */
-export const buildExecHelper = (dir: string): { readonly path: string } | { readonly error: string } => {
-  const file = sourceFile()
-  if (!existsSync(file)) return { error: `the exec helper's source ${file.pathname} is missing` }
-  const source = readFileSync(file)
-  const hash = createHash("sha256").update(source).digest("hex").slice(0, 16)
-  const target = path.join(dir, `exec-helper-${hash}`)
-  if (existsSync(target)) return { path: target }
-  if (!existsSync("/usr/bin/gcc")) return { error: "gcc is not installed (install Debian packages gcc and libc6-dev)" }
-  mkdirSync(dir, { recursive: true, mode: 0o711 })
-  chmodSync(dir, 0o711)
-  const tmp = `${target}.${process.pid}.tmp`
-  const built = spawnSync("/usr/bin/gcc", ["-static", "-O2", "-Wall", "-o", tmp, "-x", "c", "-"], { input: source, encoding: "utf8", timeout: 120_000, env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin" } })
-  if (built.status !== 0) {
-    rmSync(tmp, { force: true })
-    return { error: `building the exec helper failed (install Debian packages gcc and libc6-dev): ${(built.stderr || String(built.error ?? "")).trim().slice(0, 300)}` }
-  }
-  chmodSync(tmp, 0o555)
-  renameSync(tmp, target)
-  return { path: target }
-}
+export const buildExecHelper = (runner: ProcessRunner["Service"], dir: string): Effect.Effect<{ readonly path: string } | { readonly error: string }> =>
+  Effect.suspend(() => {
+    const file = sourceFile()
+    if (!existsSync(file)) return Effect.succeed({ error: `the exec helper's source ${file.pathname} is missing` })
+    const source = readFileSync(file)
+    const hash = createHash("sha256").update(source).digest("hex").slice(0, 16)
+    const target = path.join(dir, `exec-helper-${hash}`)
+    if (existsSync(target)) return Effect.succeed({ path: target })
+    if (!existsSync("/usr/bin/gcc")) return Effect.succeed({ error: "gcc is not installed (install Debian packages gcc and libc6-dev)" })
+    mkdirSync(dir, { recursive: true, mode: 0o711 })
+    chmodSync(dir, 0o711)
+    const tmp = `${target}.${process.pid}.tmp`
+    return runner.run(["/usr/bin/gcc", "-static", "-O2", "-Wall", "-o", tmp, "-x", "c", "-"], { input: source, cleanEnv: true, env: HOST_ENV, timeout: "120 seconds" }).pipe(
+      Effect.map(() => {
+        chmodSync(tmp, 0o555)
+        renameSync(tmp, target)
+        return { path: target }
+      }),
+      Effect.catch((error) =>
+        Effect.sync(() => {
+          rmSync(tmp, { force: true })
+          return { error: `building the exec helper failed (install Debian packages gcc and libc6-dev): ${(error.stderrTail || error.message).trim().slice(0, 300)}` }
+        })
+      )
+    )
+  })
 
 const signalNames = new Map<number, NodeJS.Signals>(Object.entries(constants.signals).map(([name, n]) => [n as number, name as NodeJS.Signals]))
 
@@ -81,7 +88,7 @@ interface Command {
   inFlight: number
   waiting: (() => void) | undefined
   readonly resolveStarted: () => void
-  readonly resolveExit: (exit: { code: number | null; signal: NodeJS.Signals | null }) => void
+  readonly resolveExit: (exit: ExitStatus) => void
 }
 
 /**
@@ -299,10 +306,10 @@ export const makeHelperChannel = (channel: Duplex, onGone: (reason: string) => v
     if (!alive) throw new Error("the box's exec helper is gone")
     const id = nextId
     nextId = nextId >= 0xfffffff0 ? 1 : nextId + 1
-    let resolveStarted!: () => void
-    const started = new Promise<void>((resolve) => (resolveStarted = resolve))
-    let resolveExit!: Command["resolveExit"]
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => (resolveExit = resolve))
+    const started = Deferred.makeUnsafe<void>()
+    const resolveStarted = () => void Deferred.doneUnsafe(started, Effect.void)
+    const exited = Deferred.makeUnsafe<ExitStatus>()
+    const resolveExit = (exit: ExitStatus) => void Deferred.doneUnsafe(exited, Effect.succeed(exit))
     const streamClosed = () => {
       command.open--
       forgetIfDone(id, command)
@@ -342,7 +349,7 @@ export const makeHelperChannel = (channel: Duplex, onGone: (reason: string) => v
       get pid() {
         return command.pid
       },
-      started,
+      started: Deferred.await(started),
       stdin,
       stdout,
       stderr,
@@ -350,7 +357,7 @@ export const makeHelperChannel = (channel: Duplex, onGone: (reason: string) => v
         if (command.exited || commands.get(id) !== command) return
         send32("K", id, (constants.signals as Record<string, number>)[signal] ?? 9)
       },
-      exited
+      exited: Deferred.await(exited)
     }
   }
 

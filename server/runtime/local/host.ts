@@ -1,13 +1,12 @@
 /**
- * Small host helpers shared by the box runner and the volume store: running a host tool,
- * reading the mount table, cgroup mode detection. Root-only operations; no shell strings.
+ * Facts of the host the box runner and the volume store check: tools present, directories
+ * reachable by unprivileged uids, processes alive (and the same ones: pids are reused).
  */
-import { execFile } from "node:child_process"
-import { readFileSync, existsSync, statSync } from "node:fs"
+import { existsSync, readFileSync, statSync } from "node:fs"
 import path from "node:path"
 
-/** A Debian package that provides each host tool the local runtime needs. */
-export const TOOL_PACKAGES: Readonly<Record<string, string>> = {
+/** A Debian package that provides each host tool the local runtime runs by absolute path. */
+const TOOL_PACKAGES: Readonly<Record<string, string>> = {
   "/usr/bin/bwrap": "bubblewrap",
   "/usr/bin/nsenter": "util-linux",
   "/usr/bin/setpriv": "util-linux",
@@ -26,94 +25,12 @@ export const TOOL_PACKAGES: Readonly<Record<string, string>> = {
   "/bin/sh": "dash"
 }
 
-/** Throws a clear error naming the Debian package when a host tool is missing. */
-export const requireTools = (tools: ReadonlyArray<string>): void => {
+/** The tools among `tools` that are missing, as a message naming the Debian packages; undefined when all are there. */
+export const missingTools = (tools: ReadonlyArray<string>): string | undefined => {
   const missing = tools.filter((t) => !existsSync(t))
-  if (missing.length > 0) {
-    const pkgs = [...new Set(missing.map((t) => TOOL_PACKAGES[t] ?? "?"))]
-    throw new Error(`local runtime: missing ${missing.join(", ")} (install the Debian package(s): ${pkgs.join(", ")})`)
-  }
-}
-
-export class HostCommandError extends Error {
-  readonly code: number | null
-  readonly stderr: string
-  constructor(argv: ReadonlyArray<string>, code: number | null, stderr: string) {
-    super(`${argv.join(" ")} failed (exit ${code}): ${stderr.trim().slice(0, 500)}`)
-    this.code = code
-    this.stderr = stderr
-  }
-}
-
-/** Runs a host tool with a clean environment; resolves with stdout, rejects with HostCommandError. */
-export const run = (argv: ReadonlyArray<string>, timeoutMs = 30_000): Promise<string> =>
-  new Promise((resolve, reject) => {
-    execFile(
-      argv[0]!,
-      argv.slice(1),
-      { env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin", LC_ALL: "C" }, timeout: timeoutMs, maxBuffer: 4 << 20 },
-      (error, stdout, stderr) => {
-        if (error) {
-          const code = typeof error.code === "number" ? error.code : null
-          reject(new HostCommandError(argv, code, String(stderr || error.message)))
-        } else resolve(String(stdout))
-      }
-    )
-  })
-
-const unescapeMount = (s: string) => s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)))
-
-export interface MountEntry {
-  readonly mountPoint: string
-  readonly fsType: string
-  readonly source: string
-}
-
-/** The host's mount table (this process's mount namespace). */
-export const mounts = (): Array<MountEntry> =>
-  readFileSync("/proc/self/mountinfo", "utf8")
-    .split("\n")
-    .filter((l) => l.length > 0)
-    .map((line) => {
-      const [left, right = ""] = line.split(" - ")
-      const fields = left!.split(" ")
-      const rightFields = right.split(" ")
-      return { mountPoint: unescapeMount(fields[4]!), fsType: rightFields[0]!, source: unescapeMount(rightFields[1] ?? "") }
-    })
-
-/** Mount points at or below `dir`, most recent first (the order to unmount them). */
-export const mountsUnder = (dir: string): Array<MountEntry> => {
-  const prefix = dir.endsWith("/") ? dir : dir + "/"
-  return mounts()
-    .filter((m) => m.mountPoint === dir || m.mountPoint.startsWith(prefix))
-    .reverse()
-}
-
-export const isMountPoint = (dir: string): boolean => mounts().some((m) => m.mountPoint === dir)
-
-/** Unmounts everything at or below `dir` (deepest first); lazily when busy. */
-export const unmountAll = async (dir: string): Promise<void> => {
-  for (const m of mountsUnder(dir)) {
-    try {
-      await run(["/usr/bin/umount", m.mountPoint])
-    } catch {
-      await run(["/usr/bin/umount", "-l", m.mountPoint]).catch(() => undefined)
-    }
-  }
-}
-
-/** Loop devices whose backing file is `file` (there should be at most one). */
-export const loopDevicesOf = async (file: string): Promise<Array<string>> => {
-  const out = await run(["/usr/sbin/losetup", "-j", file]).catch(() => "")
-  return out
-    .split("\n")
-    .map((l) => l.split(":")[0]!)
-    .filter((d) => d.startsWith("/dev/loop"))
-}
-
-/** Detaches loop devices left behind for `file` (a mount that was lost without autoclear). */
-export const detachLoops = async (file: string): Promise<void> => {
-  for (const dev of await loopDevicesOf(file)) await run(["/usr/sbin/losetup", "-d", dev]).catch(() => undefined)
+  if (missing.length === 0) return undefined
+  const pkgs = [...new Set(missing.map((t) => TOOL_PACKAGES[t] ?? "?"))]
+  return `local runtime: missing ${missing.join(", ")} (install the Debian package(s): ${pkgs.join(", ")})`
 }
 
 /**
@@ -154,5 +71,3 @@ export const processAlive = (pid: number, startTicks: string): boolean => {
     return false
   }
 }
-
-export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))

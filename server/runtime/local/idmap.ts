@@ -8,7 +8,9 @@
  * mount_setattr(MOUNT_ATTR_IDMAP) and move_mount. The user namespace that carries the mapping
  * belongs to a short-lived child of that Perl process, whose uid_map/gid_map it (root) writes.
  */
-import { run } from "./host.ts"
+import { Effect } from "effect"
+import type { CommandFailed } from "../ProcessRunner.ts"
+import type { HostCommands } from "./mounts.ts"
 
 // open_tree=428, move_mount=429, mount_setattr=442 are the same on every Linux architecture;
 // unshare is not (x86_64 272, aarch64 97), so its number comes from Node's process.arch.
@@ -53,8 +55,8 @@ export const IDMAP_RANGE = 65_536
  * Bind-mounts `src` on `dst` (an existing empty directory) so that on-disk uid/gid k appear as
  * `hostUid + k`. nosuid and nodev always; read-only when asked.
  */
-export const idmapMount = async (src: string, dst: string, hostUid: number, readOnly: boolean): Promise<void> => {
+export const idmapMount = (host: HostCommands, src: string, dst: string, hostUid: number, readOnly: boolean): Effect.Effect<void, CommandFailed | Error> => {
   const nr = UNSHARE_SYSCALL[process.arch]
-  if (nr === undefined) throw new Error(`id-mapped mounts: unknown unshare syscall number on ${process.arch}`)
-  await run(["/usr/bin/perl", "-e", PERL, String(nr), String(hostUid), String(IDMAP_RANGE), src, dst, readOnly ? "1" : ""])
+  if (nr === undefined) return Effect.fail(new Error(`id-mapped mounts: unknown unshare syscall number on ${process.arch}`))
+  return Effect.asVoid(host.run(["/usr/bin/perl", "-e", PERL, String(nr), String(hostUid), String(IDMAP_RANGE), src, dst, readOnly ? "1" : ""]))
 }

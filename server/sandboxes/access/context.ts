@@ -11,7 +11,7 @@ import { SandboxStore } from "../../store/SandboxStore.ts"
 import { ServiceGrantStore } from "../../store/ServiceGrantStore.ts"
 import { Transactions } from "../../store/Transactions.ts"
 import { SandboxController } from "../controller.ts"
-import { Dataplane } from "../Dataplane.ts"
+import { Dataplane } from "../dataplane/Dataplane.ts"
 import { makeAccessTokens } from "./tokens.ts"
 
 /** Where the links are served, under the server's public URL. */

@@ -23,7 +23,7 @@ import { posix } from "node:path"
 import type { Duplex } from "node:stream"
 import { Effect } from "effect"
 import type { RawHttp } from "../../module.ts"
-import { DataplaneError, rejectUpgrade, sendError } from "../dataplane/index.ts"
+import { DataplaneError, rejectUpgrade, sendError } from "../dataplane/protocol.ts"
 import {
   type AccessContext,
   DOWNLOAD_PREFIX,
@@ -177,10 +177,7 @@ export const makeAccessHttp = (context: AccessContext): RawHttp => {
   }
 
   /** The unix socket of the box's port (a relay in its network namespace). */
-  const reach = (sandboxId: string, port: number) =>
-    dataplane.connectPort!(sandboxId, port).catch((error: unknown) => {
-      throw error instanceof DataplaneError ? error : new DataplaneError(503, "ServiceUnavailable", `the sandbox's port ${port} cannot be reached yet; retry shortly`, { "retry-after": "1" })
-    })
+  const reach = (sandboxId: string, port: number) => run(dataplane.connectPort!(sandboxId, port))
 
   const serviceToken = (request: IncomingMessage) => headerValue(request.headers[SERVICE_TOKEN_HEADER]) ?? cookieToken(headerValue(request.headers.cookie))
 

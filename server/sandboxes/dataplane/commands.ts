@@ -7,7 +7,7 @@
 import { randomUUID } from "node:crypto"
 import { constants } from "node:os"
 import type { Readable } from "node:stream"
-import { execShellIn, shellLaunchArgv, type BoxExec, type BoxProcess } from "./box.ts"
+import { execShellIn, shellLaunchArgv, type BoxExec, type BoxCommand } from "./box.ts"
 import { DataplaneError } from "./errors.ts"
 import { OutputLog, splitUtf8, type OutputChunk } from "./output.ts"
 import type { CommandSpec } from "./requests.ts"
@@ -44,7 +44,7 @@ export interface StartOptions {
   readonly closeStdin?: boolean
 }
 
-/** The busybox launcher's argv for a command (boxes without `execShell`; see runtime/BoxExec.ts). */
+/** The busybox launcher's argv for a command (boxes without `execShell`; see runtime/BoxProcess.ts). */
 export const launchArgv = (spec: CommandSpec): ReadonlyArray<string> => shellLaunchArgv(spec)
 
 export const exitCodeOf = (code: number | null, signal: NodeJS.Signals | null): number =>
@@ -56,7 +56,7 @@ export class CommandSession {
   readonly started: Promise<void>
   readonly stdout: OutputLog
   readonly stderr: OutputLog
-  readonly process: BoxProcess
+  readonly process: BoxCommand
   /** Set once the process exited and its output drained. */
   final: SessionEvent | undefined
   private readonly listeners = new Set<Listener>()
@@ -69,10 +69,10 @@ export class CommandSession {
   private readonly onExpire: (session: CommandSession) => void
   private readonly limits: CommandLimits
 
-  constructor(id: string, process: BoxProcess, options: StartOptions, limits: CommandLimits, onExpire: (session: CommandSession) => void) {
+  constructor(id: string, process: BoxCommand, options: StartOptions, limits: CommandLimits, onExpire: (session: CommandSession) => void) {
     this.id = id
     this.process = process
-    this.started = process.started ?? Promise.resolve()
+    this.started = process.started
     this.options = options
     this.limits = limits
     this.onExpire = onExpire

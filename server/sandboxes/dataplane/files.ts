@@ -9,7 +9,7 @@ import { Transform } from "node:stream"
 import { pipeline } from "node:stream/promises"
 import busboy from "busboy"
 import picomatch from "picomatch"
-import { BOX_TOOLS, execIn, type BoxExec, type BoxProcess } from "./box.ts"
+import { BOX_TOOLS, execIn, type BoxExec, type BoxCommand } from "./box.ts"
 import { badRequest, DataplaneError, fileNotFound, readJsonBody, sendJson, unprocessable } from "./errors.ts"
 import { assertLimit, boxPath, decodeOrThrow, GlobBody, GrepBody } from "./requests.ts"
 
@@ -31,7 +31,7 @@ export interface FileLimits {
 
 const B = BOX_TOOLS
 /** Runs a script under the box's busybox sh; positional arguments are never interpolated into it. */
-const tool = (box: BoxExec, script: string, args: ReadonlyArray<string>): BoxProcess =>
+const tool = (box: BoxExec, script: string, args: ReadonlyArray<string>): BoxCommand =>
   execIn(box, [B, "sh", "-c", `B=${B}\n${script}`, "slipway", ...args])
 
 interface ToolResult {
@@ -40,7 +40,7 @@ interface ToolResult {
   readonly stderr: string
 }
 
-const collect = async (process: BoxProcess, stdin?: Buffer): Promise<ToolResult> => {
+const collect = async (process: BoxCommand, stdin?: Buffer): Promise<ToolResult> => {
   process.stdin.on("error", () => {})
   process.stdin.end(stdin)
   const out: Array<Buffer> = []
@@ -215,7 +215,7 @@ export const upload = async (
   let writing: Promise<{ written: number; result: ToolResult }> | undefined
   let tooLarge = false
   let aborted = false
-  let process: BoxProcess | undefined
+  let process: BoxCommand | undefined
   const parsed = new Promise<void>((resolve, reject) => {
     parser.on("file", (name, stream) => {
       if (name !== "file" || writing) return void stream.resume()
@@ -280,7 +280,7 @@ export const upload = async (
   sendJson(response, 200, { path, written })
 }
 
-const collectOutput = async (process: BoxProcess): Promise<ToolResult> => {
+const collectOutput = async (process: BoxCommand): Promise<ToolResult> => {
   const err: Array<Buffer> = []
   let errBytes = 0
   process.stdout.resume()
@@ -300,7 +300,7 @@ const cleanup = async (box: BoxExec, temp: string) => {
 
 /** Streams a tool's stdout as lines (overlong lines cut at `maxLine` bytes), stopping when `onLine` answers false or at the deadline. */
 const eachLine = async (
-  process: BoxProcess,
+  process: BoxCommand,
   separator: number,
   maxLine: number,
   deadlineMs: number,

@@ -4,15 +4,23 @@
  * dataplane (`dataplane_url: null`, what the official clients expect then). Snapshots are
  * ready at once: nothing is pulled.
  */
-import { Effect, Layer } from "effect"
-import { type BoxObservationSink, SandboxDriver } from "../Driver.ts"
+import { Deferred, Effect, Layer, Queue } from "effect"
+import { SandboxDriver, SandboxObservations } from "../Driver.ts"
 
-export const makeSimulatedSandboxDriver = Effect.sync(() => {
-  let sink: BoxObservationSink = () => Effect.void
+export const makeSimulatedSandboxDriver = Effect.gen(function* () {
+  const observations = yield* SandboxObservations
   return SandboxDriver.of({
     name: "simulated",
-    observe: (next) => Effect.sync(() => void (sink = next)),
-    start: (work) => sink({ sandboxId: work.sandboxId, event: { _tag: "Provisioned" } }),
+    // The box is ready at once, and in the answer that created it: start waits until the controller applied that.
+    start: (work) =>
+      Effect.suspend(() => {
+        const applied = Deferred.makeUnsafe<void>()
+        return Queue.offer(observations, {
+          sandboxId: work.sandboxId,
+          event: { _tag: "Provisioned" },
+          applied
+        }).pipe(Effect.andThen(Deferred.await(applied)))
+      }),
     stop: () => Effect.void,
     teardown: () => Effect.void,
     createVolume: () => Effect.void,

@@ -2,6 +2,7 @@
 import { Layer } from "effect"
 import { SqliteDeploymentStore, SqliteIntegrationStore, SqliteListenerStore, SqliteRevisionStore } from "./deploymentStores.ts"
 import { SqliteKeyStore } from "./KeyStore.ts"
+import { SqliteRevisionLeases } from "./RevisionLeases.ts"
 import {
   SqlitePoolStore,
   SqliteQuotaStore,
@@ -16,20 +17,26 @@ import { SqliteDatabaseLive, type SqliteOptions, SqliteTransactions } from "./Sq
 
 export { SqliteDatabase, SqliteDatabaseLive, type SqliteOptions } from "./SqliteDatabase.ts"
 
+/** Every store, and the one-replica revision leases (built on the revision store). */
 export const SqliteStores = (options: SqliteOptions) =>
-  Layer.mergeAll(
-    SqliteTransactions,
-    SqliteKeyStore,
-    SqliteDeploymentStore,
-    SqliteRevisionStore,
-    SqliteListenerStore,
-    SqliteIntegrationStore,
-    SqliteSandboxStore,
-    SqliteSandboxVolumeStore,
-    SqliteTemplateStore,
-    SqlitePoolStore,
-    SqliteSnapshotStore,
-    SqliteQuotaStore,
-    SqliteRegistryStore,
-    SqliteServiceGrantStore
-  ).pipe(Layer.provideMerge(SqliteDatabaseLive(options)))
+  SqliteRevisionLeases.pipe(
+    Layer.provideMerge(
+      Layer.mergeAll(
+        SqliteTransactions,
+        SqliteKeyStore,
+        SqliteDeploymentStore,
+        SqliteRevisionStore,
+        SqliteListenerStore,
+        SqliteIntegrationStore,
+        SqliteSandboxStore,
+        SqliteSandboxVolumeStore,
+        SqliteTemplateStore,
+        SqlitePoolStore,
+        SqliteSnapshotStore,
+        SqliteQuotaStore,
+        SqliteRegistryStore,
+        SqliteServiceGrantStore
+      )
+    ),
+    Layer.provideMerge(SqliteDatabaseLive(options))
+  )

@@ -2,26 +2,28 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { spawnSync, spawn } from "node:child_process"
 import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import path from "node:path"
-import { makeBoxRunner, BoxError, BOX_HOME, type BoxRunner, type RunningBox } from "../../../server/runtime/local/boxes.ts"
+import { BOX_HOME } from "../../../server/runtime/BoxProcess.ts"
+import { BoxError, type BoxSpec } from "../../../server/runtime/local/BoxRunner.ts"
+import { makeTestRunner, type TestBox, type TestRunner } from "./harness.ts"
 import { cgroupExists, expectNothingLeft, leftovers, makeRootfs, requireHostTools, runIn, sh, tempDir } from "./support.ts"
 
 const CGROUP_PARENT = "slipway-test-boxes"
 let base: string
 let rootfs: string
-let runner: BoxRunner
-const started: Array<RunningBox> = []
+let runner: TestRunner
+const started: Array<TestBox> = []
 
-const startBox = async (id: string, extra: Partial<Parameters<BoxRunner["start"]>[0]> = {}) => {
+const startBox = async (id: string, extra: Partial<BoxSpec> = {}) => {
   const box = await runner.start({ id, rootfs, env: { GREETING: "hello" }, storageBytes: 64 << 20, ...extra })
   started.push(box)
   return box
 }
 
-beforeAll(() => {
+beforeAll(async () => {
   requireHostTools()
   base = tempDir("slipway-boxes-")
   rootfs = makeRootfs(base)
-  runner = makeBoxRunner({ root: path.join(base, "state"), cgroupParent: CGROUP_PARENT })
+  runner = await makeTestRunner({ root: path.join(base, "state"), cgroupParent: CGROUP_PARENT })
 })
 
 afterAll(() =>
@@ -38,9 +40,9 @@ afterAll(() =>
 
 describe("box runner", () => {
   it("reports which limits mode is in force (cgroup v1 on these hosts)", () => {
-    expect(["cgroup-v2", "cgroup-v1", "rlimit"]).toContain(runner.limitsMode())
+    expect(["cgroup-v2", "cgroup-v1", "rlimit"]).toContain(runner.service.limitsMode)
     // The CI hosts have cgroup v1 with memory, cpu and pids writable as root.
-    expect(runner.limitsMode()).toBe("cgroup-v1")
+    expect(runner.service.limitsMode).toBe("cgroup-v1")
   })
 
   it("writes the limits into the box's cgroups; a busy loop is throttled to its cpu quota", async () => {
@@ -61,7 +63,7 @@ describe("box runner", () => {
     expect(await runIn(box, ["echo", "hi"])).toMatchObject({ code: 0, stdout: "hi\n" })
     expect((await sh(box, "exit 7")).code).toBe(7)
     expect((await runIn(box, ["no-such-command"])).code).toBe(127)
-    expect(box.status()).toBe("running")
+    expect(box.isRunning()).toBe(true)
     // Box root is root inside, an unprivileged uid of its own outside.
     expect((await runIn(box, ["id", "-u"])).stdout.trim()).toBe("0")
     expect(box.hostUid).toBeGreaterThanOrEqual(1_000_000_000)
@@ -135,10 +137,10 @@ describe("box runner", () => {
     expect(readFileSync(path.join(rootfs, "etc/image-file"), "utf8")).toBe("from the image\n")
     expect(existsSync(path.join(rootfs, "usr/local"))).toBe(false)
     await box.stop()
-    expect(box.status()).toBe("stopped")
+    expect(box.isRunning()).toBe(false)
     expect(leftovers(path.join(base, "state", "persist")).mounts).toEqual([])
     expect(cgroupExists(CGROUP_PARENT, "persist")).toBe(false)
-    expect(() => box.exec(["true"])).toThrow(BoxError)
+    expect(() => box.exec(["true"])).toThrow(/not running/)
     const again = await startBox("persist")
     expect((await runIn(again, ["cat", "/home/user/file"])).stdout).toBe("kept\n")
     expect((await runIn(again, ["cat", "/tmp/file"])).code).not.toBe(0)
@@ -160,14 +162,34 @@ describe("box runner", () => {
     await bigger.destroy()
   })
 
-  it("tells the driver when the box's init dies", async () => {
+  it("tells its owner when the box's init dies; closing the box's scope then undoes its mounts and cgroup", async () => {
     const box = await startBox("dies")
-    const seen = new Promise((resolve) => box.onExit(resolve))
     process.kill(box.pid, "SIGKILL")
-    expect(await seen).toMatchObject({ expected: false })
-    expect(box.status()).toBe("stopped")
+    expect(await box.exited).toMatchObject({ expected: false })
+    expect(box.isRunning()).toBe(false)
+    expect(() => box.exec(["true"])).toThrow(/not running/)
+    await box.stop()
     expect(leftovers(path.join(base, "state", "dies")).mounts).toEqual([])
     expect(cgroupExists(CGROUP_PARENT, "dies")).toBe(false)
+  })
+
+  it("an interrupted start undoes what it did, in reverse order; a start that fails half-way too", async () => {
+    // Failing after its layer, image and overlay are mounted (a volume path through a symlink of the image): all of it unmounted.
+    const spec = { id: "halfway", rootfs, env: {}, storageBytes: 16 << 20 }
+    await expect(runner.start({ ...spec, volumes: [{ hostPath: base, mountPath: "/bin/sh/v" }] })).rejects.toThrow(/crosses a symlink/)
+    expect(leftovers(path.join(base, "state", "halfway"))).toEqual({ mounts: [], loops: [] })
+    expect(cgroupExists(CGROUP_PARENT, "halfway")).toBe(false)
+    // Interrupted while it starts (or once it runs): nothing of the box stays mounted, no cgroup.
+    const { Effect, Fiber } = await import("effect")
+    const fiber = Effect.runFork(Effect.scoped(Effect.andThen(runner.service.start(spec), Effect.never)))
+    for (let i = 0; i < 200 && !leftovers(path.join(base, "state", "halfway")).mounts.some((m) => m.includes("merged")); i++) await new Promise((r) => setTimeout(r, 5))
+    await Effect.runPromise(Fiber.interrupt(fiber))
+    expect(leftovers(path.join(base, "state", "halfway"))).toEqual({ mounts: [], loops: [] })
+    expect(cgroupExists(CGROUP_PARENT, "halfway")).toBe(false)
+    // The files stay: a later start has them.
+    const again = await startBox("halfway")
+    expect((await runIn(again, ["true"])).code).toBe(0)
+    await again.destroy()
   })
 
   it("rejects bad specs with a clear error", async () => {
@@ -178,7 +200,8 @@ describe("box runner", () => {
     await expect(runner.start({ id: "ok", rootfs, env: {}, resources: { memoryBytes: -1 } })).rejects.toThrow(/memoryBytes/)
     const box = await startBox("twice")
     await expect(runner.start({ id: "twice", rootfs, env: {} })).rejects.toThrow(/already running/)
-    expect(() => box.exec([])).toThrow(BoxError)
+    await expect(runner.destroy("twice")).rejects.toThrow(/running/)
+    expect(() => box.exec([])).toThrow(/argv/)
   })
 
   it("survives a server restart: another runner attaches; after a crash recover() cleans up and restart keeps files", async () => {
@@ -186,8 +209,8 @@ describe("box runner", () => {
     const script = path.join(base, "crash.ts")
     writeFileSync(
       script,
-      `import { makeBoxRunner } from ${JSON.stringify(path.resolve("server/runtime/local/boxes.ts"))}\n` +
-        `const r = makeBoxRunner({ root: ${JSON.stringify(path.join(base, "state"))}, cgroupParent: ${JSON.stringify(CGROUP_PARENT)} })\n` +
+      `import { makeTestRunner } from ${JSON.stringify(path.resolve("test/runtime/local/harness.ts"))}\n` +
+        `const r = await makeTestRunner({ root: ${JSON.stringify(path.join(base, "state"))}, cgroupParent: ${JSON.stringify(CGROUP_PARENT)} })\n` +
         `const b = await r.start({ id: "crashy", rootfs: ${JSON.stringify(rootfs)}, env: {} })\n` +
         `const p = b.exec(["/bin/sh", "-c", "echo survived > /home/user/mark"]); await p.exited\n` +
         `console.log(b.pid); process.exit(0)\n`
@@ -196,15 +219,16 @@ describe("box runner", () => {
     expect(out.status, out.stderr).toBe(0)
     const pid = Number(out.stdout.trim())
 
-    const other = makeBoxRunner({ root: path.join(base, "state"), cgroupParent: CGROUP_PARENT })
+    const other = await makeTestRunner({ root: path.join(base, "state"), cgroupParent: CGROUP_PARENT })
     const attached = await other.attach("crashy")
     expect(attached?.pid).toBe(pid)
     expect((await runIn(attached!, ["cat", "/home/user/mark"])).stdout).toBe("survived\n")
 
-    // Now the box dies while nobody watches (as in a host crash): mounts and cgroup are stale.
+    // Now the box dies (as in a host crash): its owner notices, and closing its scope cleans up.
     process.kill(pid, "SIGKILL")
-    await attached!.exited // the attached runner notices and cleans up
-    const third = makeBoxRunner({ root: path.join(base, "state"), cgroupParent: CGROUP_PARENT })
+    expect(await attached!.exited).toMatchObject({ expected: false })
+    await attached!.stop()
+    const third = await makeTestRunner({ root: path.join(base, "state"), cgroupParent: CGROUP_PARENT })
     const { running, stopped } = await third.recover()
     expect(running.map((b) => b.id)).not.toContain("crashy")
     expect(stopped.map((s) => s.id)).toContain("crashy")
@@ -218,8 +242,8 @@ describe("box runner", () => {
     const script = path.join(base, "crash2.ts")
     writeFileSync(
       script,
-      `import { makeBoxRunner } from ${JSON.stringify(path.resolve("server/runtime/local/boxes.ts"))}\n` +
-        `const r = makeBoxRunner({ root: ${JSON.stringify(path.join(base, "state"))}, cgroupParent: ${JSON.stringify(CGROUP_PARENT)} })\n` +
+      `import { makeTestRunner } from ${JSON.stringify(path.resolve("test/runtime/local/harness.ts"))}\n` +
+        `const r = await makeTestRunner({ root: ${JSON.stringify(path.join(base, "state"))}, cgroupParent: ${JSON.stringify(CGROUP_PARENT)} })\n` +
         `const b = await r.start({ id: "orphan", rootfs: ${JSON.stringify(rootfs)}, env: {}, resources: { pids: 50 } })\n` +
         `console.log(b.pid); process.exit(0)\n`
     )
@@ -229,7 +253,7 @@ describe("box runner", () => {
     await new Promise((r) => setTimeout(r, 200))
     expect(leftovers(path.join(base, "state", "orphan")).mounts.length).toBeGreaterThan(0)
     expect(cgroupExists(CGROUP_PARENT, "orphan")).toBe(true)
-    const fresh = makeBoxRunner({ root: path.join(base, "state"), cgroupParent: CGROUP_PARENT })
+    const fresh = await makeTestRunner({ root: path.join(base, "state"), cgroupParent: CGROUP_PARENT })
     const { stopped } = await fresh.recover()
     expect(stopped.map((s) => s.id)).toContain("orphan")
     expect(leftovers(path.join(base, "state", "orphan"))).toEqual({ mounts: [], loops: [] })

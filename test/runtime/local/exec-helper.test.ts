@@ -8,21 +8,22 @@
 import { existsSync } from "node:fs"
 import path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { makeBoxRunner, type BoxRunner, type RunningBox, type ShellCommand } from "../../../server/runtime/local/boxes.ts"
+import type { ShellCommand } from "../../../server/runtime/BoxProcess.ts"
+import { makeTestRunner, type TestBox, type TestRunner } from "./harness.ts"
 import { expectNothingLeft, makeRootfs, removeCgroupParent, requireHostTools, runIn, sh, tempDir } from "./support.ts"
 
 const CGROUP_PARENT = "slipway-test-exec-helper"
 let base: string
 let rootfs: string
-let runner: BoxRunner
-let box: RunningBox
+let runner: TestRunner
+let box: TestBox
 
 beforeAll(async () => {
   requireHostTools()
   if (!existsSync("/usr/bin/gcc")) throw new Error("/usr/bin/gcc is missing: apt-get install -y gcc libc6-dev (the exec helper is built with it)")
   base = tempDir("slipway-exec-helper-")
   rootfs = makeRootfs(base)
-  runner = makeBoxRunner({ root: path.join(base, "state"), cgroupParent: CGROUP_PARENT })
+  runner = await makeTestRunner({ root: path.join(base, "state"), cgroupParent: CGROUP_PARENT })
   box = await runner.start({ id: "helped", rootfs, env: {}, storageBytes: 64 << 20, resources: { memoryBytes: 256 << 20, pids: 64 } })
 }, 60_000)
 
@@ -32,6 +33,7 @@ afterAll(() =>
     stateDir: path.join(base, "state"),
     cgroupParent: CGROUP_PARENT,
     release: async () => {
+      await box?.stop()
       for (const spec of runner?.list() ?? []) await runner.destroy(spec.id)
     }
   })
@@ -45,7 +47,7 @@ const helperPid = async () => {
 
 describe("the box's exec helper", () => {
   it("forks each command inside the box: its parent is the helper, one per box", async () => {
-    expect(runner.execMode()).toEqual({ mode: "helper" })
+    expect(runner.service.execMode).toEqual({ mode: "helper" })
     const pid = await helperPid()
     expect(pid).toBeGreaterThan(1)
     const status = await sh(box, "grep PPid /proc/self/status")
@@ -142,8 +144,8 @@ describe("the box's exec helper", () => {
   })
 
   it("a runner without the helper (execHelper: false) still runs commands through nsenter", async () => {
-    const plain = makeBoxRunner({ root: path.join(base, "plain"), cgroupParent: `${CGROUP_PARENT}-plain`, execHelper: false })
-    expect(plain.execMode()).toEqual({ mode: "nsenter", reason: "disabled" })
+    const plain = await makeTestRunner({ root: path.join(base, "plain"), cgroupParent: `${CGROUP_PARENT}-plain`, execHelper: false })
+    expect(plain.service.execMode).toEqual({ mode: "nsenter", reason: "disabled" })
     const other = await plain.start({ id: "plain", rootfs, env: { X: "1" }, storageBytes: 16 << 20 })
     try {
       expect(await sh(other, "echo $X; ls /.slipway")).toMatchObject({ code: 0, stdout: "1\nbusybox\n" })
@@ -158,7 +160,7 @@ describe("the box's exec helper", () => {
 })
 
 /** Runs a shell command through `execShell` to completion. */
-const shellIn = async (target: RunningBox, command: ShellCommand, env?: Record<string, string>) => {
+const shellIn = async (target: TestBox, command: ShellCommand, env?: Record<string, string>) => {
   const p = target.execShell(command, { env: env ?? {} })
   let stdout = ""
   let stderr = ""
@@ -172,7 +174,7 @@ const shellIn = async (target: RunningBox, command: ShellCommand, env?: Record<s
 }
 
 /** The launcher's observable rules: shell fallback and errors, cwd, PWD, env, exit codes, argv[0]. */
-const launcherCases = async (target: RunningBox) => ({
+const launcherCases = async (target: TestBox) => ({
   missingShell: await shellIn(target, { shell: "/usr/bin/zsh", cwd: "/tmp", command: "echo hi" }),
   missingCwd: await shellIn(target, { shell: "/bin/sh", cwd: "/nowhere", command: "pwd" }),
   notExecutable: await shellIn(target, { shell: "/etc/passwd", cwd: "/tmp", command: "true" }),

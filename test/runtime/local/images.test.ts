@@ -4,12 +4,15 @@
  */
 import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync as readdir, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { spawn } from "node:child_process"
-import { createServer, type Server, type Socket } from "node:net"
+import { createServer } from "node:net"
 import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { join, resolve } from "node:path"
+import { Effect, Fiber } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { ImagePullError, makeImageStore, type ImageStoreOptions } from "../../../server/runtime/local/images.ts"
+import { type ImageStore, ImagePullError, makeImageStore as makeStore, type ImageStoreOptions } from "../../../server/runtime/local/ImageStore.ts"
+import { ProcessRunnerLive } from "../../../server/runtime/ProcessRunner.ts"
 import { authFileContent, startRegistry, type TestRegistry } from "../../support/registry.ts"
+import { processesMentioning, startSilentRegistry } from "../../support/silent.ts"
 import { pushTestImages, removeTestImages, type TestImageRefs } from "../../support/images.ts"
 
 let registry: TestRegistry
@@ -22,6 +25,23 @@ const newRoot = (): string => {
   const root = mkdtempSync(join(tmpdir(), "slipway-images-test-"))
   roots.push(root)
   return root
+}
+/** The real store (made as the runtime's layer makes it), its calls as Promises. */
+const makeImageStore = (options: ImageStoreOptions) => {
+  const ready = Effect.runPromise(Effect.provide(makeStore(options), ProcessRunnerLive))
+  let made: ImageStore["Service"] | undefined
+  void ready.then((store) => (made = store), () => undefined)
+  const use = <A>(f: (store: ImageStore["Service"]) => Effect.Effect<A, unknown>) => ready.then((store) => Effect.runPromise(f(store)))
+  return {
+    root: resolve(options.root),
+    pull: (reference: string, pullOptions: { readonly onProgress?: (message: string) => void } = {}) =>
+      use((store) => store.pull(reference, pullOptions.onProgress ? { onProgress: (message) => Effect.sync(() => pullOptions.onProgress!(message)) } : {})),
+    lookup: (digest: string) => use((store) => store.lookup(digest)),
+    list: () => use((store) => store.list),
+    remove: (digest: string) => use((store) => store.remove(digest)),
+    gc: (keep: ReadonlySet<string>) => use((store) => store.gc(keep)),
+    stats: () => made!.stats()
+  }
 }
 const store = (options: Partial<ImageStoreOptions> = {}) =>
   makeImageStore({ root: newRoot(), insecureRegistries: [registry.host, privateRegistry.host], ...options })
@@ -371,14 +391,30 @@ describe("errors", () => {
     expect(viaMirror.message).toBe(`registry 127.0.0.1:${port} unreachable (connection refused)`)
   })
 
+  it("a pull two callers wait on goes on while one of them is interrupted, and ends when the last one is", async () => {
+    const silent = await startSilentRegistry()
+    const host = silent.host
+    const skopeoFor = () => processesMentioning(`${host}/team/shared`)
+    try {
+      const service = await Effect.runPromise(Effect.provide(makeStore({ root: newRoot(), insecureRegistries: [host] }), ProcessRunnerLive))
+      const first = Effect.runFork(service.pull(`${host}/team/shared:1`))
+      const second = Effect.runFork(service.pull(`${host}/team/shared:1`))
+      for (let i = 0; i < 100 && skopeoFor().length === 0; i++) await new Promise((r) => setTimeout(r, 20))
+      expect(skopeoFor().length).toBe(1)
+      await Effect.runPromise(Fiber.interrupt(first))
+      await new Promise((r) => setTimeout(r, 100))
+      expect(skopeoFor().length).toBe(1)
+      expect(service.stats().resolves).toBe(1)
+      await Effect.runPromise(Fiber.interrupt(second))
+      expect(skopeoFor()).toEqual([])
+    } finally {
+      await silent.stop()
+    }
+  })
+
   it("a registry that never answers times out", async () => {
-    const sockets = new Set<Socket>()
-    const silent: Server = createServer((socket) => {
-      sockets.add(socket)
-      socket.on("error", () => undefined)
-    })
-    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve))
-    const host = `127.0.0.1:${(silent.address() as { port: number }).port}`
+    const silent = await startSilentRegistry()
+    const host = silent.host
     try {
       const images = store({ insecureRegistries: [host], timeouts: { resolveMs: 1500 } })
       const started = Date.now()
@@ -387,8 +423,7 @@ describe("errors", () => {
       expect(error.message).toBe(`pull ${host}/team/app:1: resolving the tag timed out`)
       expect(Date.now() - started).toBeLessThan(10_000)
     } finally {
-      for (const s of sockets) s.destroy()
-      await new Promise((resolve) => silent.close(resolve))
+      await silent.stop()
     }
   })
 })

@@ -7,14 +7,14 @@ import { existsSync, mkdirSync, readFileSync, rmSync, statfsSync, statSync, writ
 import net from "node:net"
 import path from "node:path"
 import { randomBytes } from "node:crypto"
-import { makeBoxRunner, type BoxRunner, type RunningBox } from "../../../server/runtime/local/boxes.ts"
+import { makeTestRunner, type TestBox, type TestRunner } from "./harness.ts"
 import { expectNothingLeft, leftovers, makeRootfs, requireHostTools, runIn, sh, tempDir } from "./support.ts"
 
 const CGROUP_PARENT = "slipway-test-isolation"
 let base: string
 let rootfs: string
-let runner: BoxRunner
-let box: RunningBox
+let runner: TestRunner
+let box: TestBox
 const secret = `SECRET-${randomBytes(8).toString("hex")}`
 let secretInTmp: string
 let secretInRoot: string
@@ -29,7 +29,7 @@ beforeAll(async () => {
   secretInRoot = `/root/slipway-secret-${process.pid}.txt`
   writeFileSync(secretInRoot, secret + "\n", { mode: 0o644 })
   hostSleep = spawn("sleep", ["600"], { stdio: "ignore" })
-  runner = makeBoxRunner({ root: path.join(base, "state"), cgroupParent: CGROUP_PARENT })
+  runner = await makeTestRunner({ root: path.join(base, "state"), cgroupParent: CGROUP_PARENT })
   box = await runner.start({
     id: "jail",
     rootfs,
@@ -46,6 +46,7 @@ afterAll(() =>
     cgroupParent: CGROUP_PARENT,
     release: async () => {
       hostSleep?.kill("SIGKILL")
+      await box?.stop()
       for (const spec of runner?.list() ?? []) await runner.destroy(spec.id)
       rmSync(secretInRoot, { force: true })
     }
@@ -105,7 +106,7 @@ describe("a box cannot", () => {
       expect(r.stdout).toContain("done")
       expect(r.stdout + r.stderr).not.toContain(secret)
       expect(r.stdout).not.toContain("sleep 1000")
-      expect(other.status()).toBe("running")
+      expect(other.isRunning()).toBe(true)
       expect((await runIn(other, ["cat", "/home/user/mine"])).stdout).toBe(secret + "\n")
     } finally {
       await other.destroy()
@@ -227,8 +228,8 @@ describe("a box cannot", () => {
 
 describe("rlimit fallback", () => {
   it("caps processes with RLIMIT_NPROC when cgroups are not used", async () => {
-    const r = makeBoxRunner({ root: path.join(base, "state-rlimit"), limits: "rlimit", cgroupParent: CGROUP_PARENT })
-    expect(r.limitsMode()).toBe("rlimit")
+    const r = await makeTestRunner({ root: path.join(base, "state-rlimit"), limits: "rlimit", cgroupParent: CGROUP_PARENT })
+    expect(r.service.limitsMode).toBe("rlimit")
     const b = await r.start({ id: "rl", rootfs, env: {}, storageBytes: 16 << 20, resources: { pids: 20, memoryBytes: 256 << 20 } })
     try {
       const out = await sh(b, "i=0; while [ $i -lt 40 ]; do sleep 5 & i=$((i+1)); done 2>&1; echo spawned; kill -9 -1")

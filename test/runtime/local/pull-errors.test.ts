@@ -1,10 +1,10 @@
 /** The mapping from skopeo's output to short messages, for failures a local registry cannot produce. */
 import { describe, expect, it } from "vitest"
-import { CommandFailed } from "../../../server/runtime/local/command.ts"
-import { pullErrorFrom } from "../../../server/runtime/local/images.ts"
+import { commandFailed } from "../../../server/runtime/ProcessRunner.ts"
+import { pullErrorFrom } from "../../../server/runtime/local/images/errors.ts"
 
 const skopeoFailed = (msg: string) =>
-  new CommandFailed({ argv: ["skopeo", "copy"], kind: "exit", exitCode: 1, stderrTail: `time="2026-11-23T15:33:56Z" level=fatal msg=${JSON.stringify(msg)}\n` })
+  commandFailed({ argv: ["skopeo", "copy"], kind: "exit", exitCode: 1, stderrTail: `time="2026-11-23T15:33:56Z" level=fatal msg=${JSON.stringify(msg)}\n` })
 const context = { reference: "docker.io/library/python:3.12-slim", registry: "docker.io", insecure: false, authFile: false, step: "copying the image" }
 
 describe("pullErrorFrom", () => {
@@ -27,9 +27,9 @@ describe("pullErrorFrom", () => {
 
   it("cuts long messages and names timeouts and missing tools", () => {
     expect(pullErrorFrom(skopeoFailed("x".repeat(1000)), context).message.length).toBeLessThan(260)
-    const timeout = new CommandFailed({ argv: ["skopeo"], kind: "timeout", detail: "5 ms" })
+    const timeout = commandFailed({ argv: ["skopeo"], kind: "timeout", detail: "5 ms" })
     expect(pullErrorFrom(timeout, context).message).toBe("pull docker.io/library/python:3.12-slim: copying the image timed out")
-    const missing = new CommandFailed({ argv: ["skopeo"], kind: "spawn", errno: "ENOENT" })
+    const missing = commandFailed({ argv: ["skopeo"], kind: "spawn", errno: "ENOENT" })
     expect(pullErrorFrom(missing, context)).toMatchObject({ kind: "tool_missing", message: "skopeo is not installed (install Debian package skopeo)" })
   })
 })

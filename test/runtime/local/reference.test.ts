@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest"
 import { InvalidReference, parseMirror, parseReference, sourceOf } from "../../../server/runtime/local/reference.ts"
-import { imageStoreOptionsFromEnv } from "../../../server/runtime/local/images.ts"
+import { imageStoreOptionsFromEnv } from "../../../server/runtime/local/ImageStore.ts"
 
 const digest = `sha256:${"a".repeat(64)}`
 

@@ -4,7 +4,8 @@ import { execFileSync } from "node:child_process"
 import os from "node:os"
 import path from "node:path"
 import { expect } from "vitest"
-import type { RunningBox, ExecOptions } from "../../../server/runtime/local/boxes.ts"
+import type { ExecOptions } from "../../../server/runtime/BoxProcess.ts"
+import type { TestBox } from "./harness.ts"
 
 /** Fails (never skips) with the Debian package to install when a tool is missing. */
 export const requireHostTools = () => {
@@ -50,7 +51,7 @@ export interface Ran {
 }
 
 /** Runs argv in the box to completion (with optional stdin), collecting output. */
-export const runIn = async (box: RunningBox, argv: ReadonlyArray<string>, options?: ExecOptions & { input?: string }): Promise<Ran> => {
+export const runIn = async (box: TestBox, argv: ReadonlyArray<string>, options?: ExecOptions & { input?: string }): Promise<Ran> => {
   const p = box.exec(argv, options)
   let stdout = ""
   let stderr = ""
@@ -63,7 +64,7 @@ export const runIn = async (box: RunningBox, argv: ReadonlyArray<string>, option
   return { code, signal, stdout, stderr }
 }
 
-export const sh = (box: RunningBox, script: string, options?: ExecOptions & { input?: string }) => runIn(box, ["/bin/sh", "-c", script], options)
+export const sh = (box: TestBox, script: string, options?: ExecOptions & { input?: string }) => runIn(box, ["/bin/sh", "-c", script], options)
 
 /** Mounts, loop devices and cgroups that mention `marker` (a test's temp dir or id prefix). */
 export const leftovers = (marker: string) => {

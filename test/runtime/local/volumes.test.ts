@@ -1,23 +1,34 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { existsSync, statfsSync, statSync } from "node:fs"
 import path from "node:path"
-import { makeBoxRunner, type BoxRunner } from "../../../server/runtime/local/boxes.ts"
-import { makeVolumeStore, VolumeError, VOLUME_MIN_BYTES, type SandboxVolumeStore } from "../../../server/runtime/local/volumes.ts"
+import { VOLUME_MIN_BYTES, VolumeStoreError } from "../../../server/runtime/local/VolumeStore.ts"
+import { makeTestRunner, makeTestVolumes, run, type TestRunner } from "./harness.ts"
 import { expectNothingLeft, leftovers, makeRootfs, requireHostTools, runIn, sh, tempDir } from "./support.ts"
 
 const CGROUP_PARENT = "slipway-test-volumes"
 const MiB = 1024 * 1024
 let base: string
 let rootfs: string
-let volumes: SandboxVolumeStore
-let runner: BoxRunner
+let store: Awaited<ReturnType<typeof makeTestVolumes>>
+let runner: TestRunner
 
-beforeAll(() => {
+/** The store's calls as Promises. */
+const volumes = {
+  roundSize: (size: number) => run(store.store.roundSize(size)),
+  create: (id: string, size: number) => run(store.store.create(id, size)),
+  grow: (id: string, size: number) => run(store.store.grow(id, size)),
+  destroy: (id: string) => run(store.store.destroy(id)),
+  path: (id: string) => run(store.store.path(id)),
+  info: (id: string) => run(store.store.info(id)),
+  list: () => run(store.store.list)
+}
+
+beforeAll(async () => {
   requireHostTools()
   base = tempDir("slipway-volumes-")
   rootfs = makeRootfs(base)
-  volumes = makeVolumeStore({ root: path.join(base, "volumes") })
-  runner = makeBoxRunner({ root: path.join(base, "boxes"), cgroupParent: CGROUP_PARENT })
+  store = await makeTestVolumes(path.join(base, "volumes"))
+  runner = await makeTestRunner({ root: path.join(base, "boxes"), cgroupParent: CGROUP_PARENT })
 })
 
 afterAll(() =>
@@ -27,18 +38,19 @@ afterAll(() =>
     cgroupParent: CGROUP_PARENT,
     release: async () => {
       for (const spec of runner?.list() ?? []) await runner.destroy(spec.id)
-      for (const v of volumes?.list() ?? []) await volumes.destroy(v.id)
+      if (store) for (const v of await volumes.list()) await volumes.destroy(v.id)
+      await store?.close()
     }
   })
 )
 
 describe("volume store", () => {
   it("rounds sizes up to the btrfs minimum and whole MiB; rejects bad input", async () => {
-    expect(volumes.roundSize(1)).toBe(VOLUME_MIN_BYTES)
-    expect(volumes.roundSize(300 * MiB + 1)).toBe(301 * MiB)
-    expect(() => volumes.roundSize(0)).toThrow(VolumeError)
-    expect(() => volumes.roundSize(1.5)).toThrow(VolumeError)
-    await expect(volumes.create("../etc", 32 * MiB)).rejects.toThrow(VolumeError)
+    expect(await volumes.roundSize(1)).toBe(VOLUME_MIN_BYTES)
+    expect(await volumes.roundSize(300 * MiB + 1)).toBe(301 * MiB)
+    await expect(volumes.roundSize(0)).rejects.toThrow(VolumeStoreError)
+    await expect(volumes.roundSize(1.5)).rejects.toThrow(VolumeStoreError)
+    await expect(volumes.create("../etc", 32 * MiB)).rejects.toThrow(VolumeStoreError)
     const tiny = await volumes.create("tiny", 1000)
     expect(tiny.sizeBytes).toBe(VOLUME_MIN_BYTES)
     expect(tiny.availableBytes).toBeGreaterThan(200 * MiB)
@@ -49,15 +61,15 @@ describe("volume store", () => {
     const [a, b] = await Promise.allSettled([volumes.grow("tiny", 400 * MiB), volumes.grow("tiny", 300 * MiB)])
     expect(a.status).toBe("fulfilled")
     expect(b.status).toBe("rejected")
-    expect(volumes.info("tiny")?.sizeBytes).toBe(400 * MiB)
+    expect((await volumes.info("tiny"))?.sizeBytes).toBe(400 * MiB)
     await volumes.destroy("tiny")
-    expect(volumes.info("tiny")).toBeUndefined()
+    expect(await volumes.info("tiny")).toBeUndefined()
     expect(leftovers(path.join(base, "volumes", "tiny"))).toEqual({ mounts: [], loops: [] })
   })
 
   it("a write past the size fails with ENOSPC inside a box; grow while mounted; the write then succeeds; data survives a box restart", async () => {
     const vol = await volumes.create("data", 256 * MiB)
-    expect(vol.path).toBe(volumes.path("data"))
+    expect(vol.path).toBe(await volumes.path("data"))
     const spec = { id: "withvol", rootfs, env: {}, storageBytes: 32 * MiB, volumes: [{ hostPath: vol.path, mountPath: "/data" }] }
     const box = await runner.start(spec)
     const hostBefore = statfsSync(base).bavail * statfsSync(base).bsize
@@ -72,7 +84,7 @@ describe("volume store", () => {
     await expect(volumes.grow("data", 16 * MiB)).resolves.toMatchObject({ sizeBytes: 256 * MiB })
     await expect(volumes.grow("data", 255 * MiB + 300 * MiB)).resolves.toMatchObject({ sizeBytes: 555 * MiB })
     await expect(volumes.grow("data", 300 * MiB)).rejects.toThrow(/shrink/)
-    const grown = volumes.info("data")!
+    const grown = (await volumes.info("data"))!
     expect(grown.availableBytes).toBeGreaterThan(400 * MiB)
     const ok = await sh(box, "dd if=/dev/zero of=/data/big bs=1M count=300 2>&1; echo rc=$?; echo keep > /data/note; df -m /data")
     expect(ok.stdout).toContain("rc=0")
@@ -84,7 +96,7 @@ describe("volume store", () => {
     await again.destroy()
   })
 
-  it("a read-only volume cannot be written; remountAll brings volumes back after an unmount", async () => {
+  it("a read-only volume cannot be written; a store started again mounts the volumes its last one unmounted", async () => {
     const vol = await volumes.create("ro", 1)
     const writer = await runner.start({ id: "writer", rootfs, env: {}, storageBytes: 16 * MiB, volumes: [{ hostPath: vol.path, mountPath: "/v" }] })
     await sh(writer, "echo shared > /v/file")
@@ -98,10 +110,10 @@ describe("volume store", () => {
     expect(existsSync(path.join(vol.path, "other"))).toBe(false)
     await reader.destroy()
 
-    await volumes.unmountAll()
+    await store.close()
     expect(leftovers(path.join(base, "volumes"))).toEqual({ mounts: [], loops: [] })
-    const remounted = await volumes.remountAll()
-    expect([...remounted].sort()).toEqual(["data", "ro"])
-    expect(existsSync(path.join(volumes.path("ro"), "file"))).toBe(true)
+    store = await makeTestVolumes(path.join(base, "volumes"))
+    expect(leftovers(path.join(base, "volumes")).mounts.map((m) => /volumes\/(\w+)\/mnt/.exec(m)?.[1]).sort()).toEqual(["data", "ro"])
+    expect(existsSync(path.join(await volumes.path("ro"), "file"))).toBe(true)
   })
 })

@@ -1,25 +1,31 @@
 /**
- * What a running box offers: `exec` inside its namespaces, root filesystem and cgroup. The box
- * runner (`local/boxes.ts`) implements it; the sandbox dataplane and the deployment driver use
- * it. The dataplane only ever touches a box through `exec`, so path resolution and permissions
- * are the box's, never the host's.
+ * What a command running in a box looks like to its caller, and the launcher rules shared by
+ * the box runner (`local/BoxRunner.ts`), the deployment driver and the dataplane. `BoxProcess` keeps Node streams for its
+ * stdio (leaf I/O: piped to HTTP answers, WebSockets and log files); its start and exit are
+ * Effects. The dataplane only ever touches a box through exec, so path resolution and
+ * permissions are the box's, never the host's.
  */
 import type { Readable, Writable } from "node:stream"
+import type { Effect } from "effect"
+import type { ExitStatus } from "./ProcessRunner.ts"
+
+export type { ExitStatus } from "./ProcessRunner.ts"
 
 export interface BoxProcess {
   /**
    * Pid for diagnostics: inside the box when the box's exec helper runs the command (0 until
-   * `started` resolves), the host pid otherwise.
+   * `started` completes), the host pid otherwise.
    */
   readonly pid: number
-  /** Resolves once `pid` is known (or the command failed to start); absent when it is known at once. */
-  readonly started?: Promise<void>
+  /** Completes once `pid` is known (or the command failed to start). */
+  readonly started: Effect.Effect<void>
   readonly stdin: Writable
   readonly stdout: Readable
   readonly stderr: Readable
   /** Signals the command's whole process group inside the box (SIGKILL by default). */
   readonly kill: (signal?: NodeJS.Signals) => void
-  readonly exited: Promise<{ readonly code: number | null; readonly signal: NodeJS.Signals | null }>
+  /** Completes when the command has exited. */
+  readonly exited: Effect.Effect<ExitStatus>
 }
 
 export interface ExecOptions {
@@ -36,17 +42,6 @@ export interface ShellCommand {
   readonly command: string
   /** Absolute path inside the box. */
   readonly cwd: string
-}
-
-export interface BoxExec {
-  /** Runs argv inside the box: its namespaces, root filesystem and cgroup. */
-  readonly exec: (argv: ReadonlyArray<string>, options?: ExecOptions) => BoxProcess
-  /**
-   * Runs a shell command with the launcher's rules (`shellLaunchArgv`) in one exec, when the box can
-   * (the local runner's exec helper). Absent: callers run `shellLaunchArgv(command)` through `exec`.
-   * `options.cwd` is ignored (the command's own `cwd` applies).
-   */
-  readonly execShell?: (command: ShellCommand, options?: ExecOptions) => BoxProcess
 }
 
 /**
@@ -69,4 +64,5 @@ export const shellLaunchArgv = (command: ShellCommand): ReadonlyArray<string> =>
 export const BOX_TOOLS = "/.slipway/busybox"
 /** Every box has this directory, writable, as the default working directory. */
 export const BOX_HOME = "/home/user"
+
 

@@ -2,13 +2,15 @@
  * The sandbox dataplane's seam: where a box's dataplane answers (`dataplane_url`) and how its
  * requests are served. `unavailable` (below) is the backend while no runtime that can execute is
  * configured: answers carry `dataplane_url: null`, which the official clients report as
- * "dataplane not configured". The local runtime's backend serves the protocol of
- * `shared/spec/sandbox-dataplane.md` at `{SLIPWAY_PUBLIC_URL}/sandboxes/{id}`.
+ * "dataplane not configured". The local runtime's backend (`local.ts`) serves the protocol of
+ * `shared/spec/sandbox-dataplane.md` (`protocol.ts` and the files it uses) at
+ * `{SLIPWAY_PUBLIC_URL}/sandboxes/{id}`; `http.ts` routes those URLs to it.
  */
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type { Duplex } from "node:stream"
 import { Context, Effect, Layer } from "effect"
-import type { AuthContext } from "../store/KeyStore.ts"
+import type { AuthContext } from "../../store/KeyStore.ts"
+import type { DataplaneError } from "./errors.ts"
 
 export interface DataplaneRequest {
   readonly sandboxId: string
@@ -28,8 +30,8 @@ export class Dataplane extends Context.Service<
     /** Serves a WebSocket upgrade (`/execute/ws`). */
     readonly upgrade?: (request: IncomingMessage, socket: Duplex, head: Buffer, target: DataplaneRequest) => void
     /** A unix socket that reaches `port` inside the running box (service URLs); absent when boxes cannot be reached. */
-    readonly connectPort?: (sandboxId: string, port: number) => Promise<string>
-    /** Ends what the dataplane runs for a box (its commands and sessions) when the box stops or goes. */
+    readonly connectPort?: (sandboxId: string, port: number) => Effect.Effect<string, DataplaneError>
+    /** Ends what the dataplane runs for a box (its commands, sessions and port relays) when the box stops or goes. */
     readonly release: (sandboxId: string) => Effect.Effect<void>
   }
 >()("slipway/Dataplane") {}

@@ -6,14 +6,14 @@
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type { Duplex } from "node:stream"
 import { WebSocketServer } from "ws"
-import { BoxUnavailable, type BoxExec, type BoxProcess } from "./box.ts"
+import { BoxUnavailable, type BoxExec, type BoxCommand } from "./box.ts"
 import { CommandRegistry, type CommandLimits, type SessionEvent } from "./commands.ts"
 import { DataplaneError, readJsonBody, sendError, sendJson } from "./errors.ts"
 import { download, glob, grep, upload, type FileLimits } from "./files.ts"
 import { commandSpec, decodeOrThrow, HttpExecuteBody } from "./requests.ts"
 import { rejectUpgrade, serveExecuteSocket, type WsLimits } from "./ws.ts"
 
-export { BOX_HOME, BOX_TOOLS, type BoxExec, type BoxProcess, type ExecOptions } from "./box.ts"
+export { BOX_HOME, BOX_TOOLS, type BoxExec, type BoxCommand, type ExecOptions } from "./box.ts"
 export { DataplaneError, errorBody, sendError } from "./errors.ts"
 export { rejectUpgrade } from "./ws.ts"
 
@@ -43,7 +43,7 @@ export const defaultLimits: DataplaneLimits = {
   httpOutputBytes: 16 << 20
 }
 
-export interface Dataplane {
+export interface DataplaneProtocol {
   /**
    * Serves one dataplane HTTP request for an authorised box. `subpath` is the request target after
    * `/sandboxes/{box}`, query string included (e.g. `/download?path=%2Ftmp%2Fx`). `boxKey`
@@ -72,14 +72,14 @@ const ROUTES: Record<string, ReadonlyArray<string>> = {
   "/grep": ["POST"]
 }
 
-export const makeDataplane = (options: DataplaneOptions = {}): Dataplane => {
+export const makeDataplaneProtocol = (options: DataplaneOptions = {}): DataplaneProtocol => {
   const log = options.log ?? ((message: string) => console.error(message))
   const limits: DataplaneLimits = { ...defaultLimits, ...options.limits }
   const registries = new Map<string, CommandRegistry>()
   const wss = new WebSocketServer({ noServer: true, maxPayload: limits.maxClientFrameBytes, perMessageDeflate: false })
   const decodeExecute = decodeOrThrow(HttpExecuteBody, "body")
   /** File operations' processes per box, so closing a box or the dataplane leaves none behind. */
-  const tools = new Map<string, Set<BoxProcess>>()
+  const tools = new Map<string, Set<BoxCommand>>()
 
   const trackedBox = (box: BoxExec, boxKey: string): BoxExec => ({
     exec: (argv, execOptions) => {
@@ -141,7 +141,7 @@ export const makeDataplane = (options: DataplaneOptions = {}): Dataplane => {
     })
   }
 
-  const handle: Dataplane["handle"] = async (request, response, box, subpath, boxKey) => {
+  const handle: DataplaneProtocol["handle"] = async (request, response, box, subpath, boxKey) => {
     try {
       const method = request.method ?? "GET"
       // The hot path (every exec) skips URL parsing: `/execute` has no query string to read.
@@ -173,14 +173,14 @@ export const makeDataplane = (options: DataplaneOptions = {}): Dataplane => {
     }
   }
 
-  const upgrade: Dataplane["upgrade"] = (request, socket, head, box, subpath, boxKey) => {
+  const upgrade: DataplaneProtocol["upgrade"] = (request, socket, head, box, subpath, boxKey) => {
     const path = new URL(subpath.startsWith("/") ? subpath : `/${subpath}`, "http://dataplane.invalid").pathname.replace(/\/+$/, "")
     if (path !== "/execute/ws") return rejectUpgrade(socket, 404, "NotFound", `No WebSocket endpoint at ${path}`)
     const registry = registryFor(box, boxKey)
     wss.handleUpgrade(request, socket, head, (ws) => serveExecuteSocket(ws, registry, limits, log))
   }
 
-  const closeBox: Dataplane["closeBox"] = async (boxKey) => {
+  const closeBox: DataplaneProtocol["closeBox"] = async (boxKey) => {
     const registry = registries.get(boxKey)
     registries.delete(boxKey)
     const live = [...(tools.get(boxKey) ?? [])]
@@ -193,7 +193,7 @@ export const makeDataplane = (options: DataplaneOptions = {}): Dataplane => {
     clearTimeout(timer)
   }
 
-  const close: Dataplane["close"] = async () => {
+  const close: DataplaneProtocol["close"] = async () => {
     await Promise.all([...new Set([...registries.keys(), ...tools.keys()])].map(closeBox))
     for (const client of wss.clients) client.close(1001, "dataplane shutting down")
     const stragglers = setTimeout(() => {

@@ -7,13 +7,14 @@
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type { Duplex } from "node:stream"
 import { Effect, Exit } from "effect"
-import { apiKeyOf } from "../http/app.ts"
-import type { RawHttp } from "../module.ts"
-import { KeyStore } from "../store/KeyStore.ts"
-import { SandboxStore } from "../store/SandboxStore.ts"
-import { SandboxController } from "./controller.ts"
+import { apiKeyOf, clientGone, makeRequestRunner } from "../../http/app.ts"
+import type { RawHttp } from "../../module.ts"
+import { KeyStore } from "../../store/KeyStore.ts"
+import { SandboxStore } from "../../store/SandboxStore.ts"
+import { SandboxController } from "../controller.ts"
 import { Dataplane, type DataplaneRequest } from "./Dataplane.ts"
-import { DataplaneError, rejectUpgrade, sendError } from "./dataplane/index.ts"
+import { DataplaneError, sendError } from "./errors.ts"
+import { rejectUpgrade } from "./ws.ts"
 
 const PREFIX = "/sandboxes/"
 const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/
@@ -64,18 +65,19 @@ export const dataplaneHttp = Effect.gen(function* () {
       )
     )
 
-  const run = <A>(effect: Effect.Effect<A, DataplaneError>, done: (exit: Exit.Exit<A, DataplaneError>) => void) => {
-    const fiber = Effect.runFork(effect)
-    const exit = fiber.pollUnsafe()
-    if (exit) done(exit)
-    else fiber.addObserver(done)
+  // The server's one request runner: this request's fiber is interrupted when its client goes away.
+  const runRequest = makeRequestRunner(yield* Effect.context<never>())
+  const run = <A>(effect: Effect.Effect<A, DataplaneError>, connection: ServerResponse | Duplex, done: (exit: Exit.Exit<A, DataplaneError>) => void) => {
+    const exit = runRequest(effect, connection)
+    if (exit instanceof Promise) void exit.then((exit) => clientGone(exit) || done(exit))
+    else done(exit)
   }
 
   return {
     request: (request: IncomingMessage, response: ServerResponse) => {
       const target = parse(request.url ?? "")
       if (!target) return false
-      run(resolve(request, target.sandboxId, target.subpath), (exit) => {
+      run(resolve(request, target.sandboxId, target.subpath), response, (exit) => {
         if (Exit.isSuccess(exit)) dataplane.handle!(request, response, exit.value)
         else {
           request.resume()
@@ -87,7 +89,7 @@ export const dataplaneHttp = Effect.gen(function* () {
     upgrade: (request: IncomingMessage, socket: Duplex, head: Buffer) => {
       const target = parse(request.url ?? "")
       if (!target) return false
-      run(resolve(request, target.sandboxId, target.subpath), (exit) => {
+      run(resolve(request, target.sandboxId, target.subpath), socket, (exit) => {
         if (Exit.isSuccess(exit)) dataplane.upgrade!(request, socket, head, exit.value)
         else {
           const error = exit.cause.reasons.find((reason) => reason._tag === "Fail")?.error
