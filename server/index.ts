@@ -15,6 +15,7 @@ import { type Logger, makeLogger } from "./log.ts"
 import { makeServerMetrics, Metrics } from "./metrics.ts"
 import { ServerEnv, type ServerModule } from "./module.ts"
 import { controllers, modules as defaultModules, runtimes, type ServerServices, type Substitution } from "./modules.ts"
+import { RuntimeChoiceLive } from "./runtime/select.ts"
 import { resolveSecretsKeys } from "./secrets/secretsKey.ts"
 import { KeyStore } from "./store/KeyStore.ts"
 import { describeDatabase, storesFor } from "./store/index.ts"
@@ -109,7 +110,7 @@ export const startServer = async (options: StartOptions = {}): Promise<SlipwaySe
 
   const scope = Effect.runSync(Scope.make())
   const metrics = makeServerMetrics()
-  const base = Layer.mergeAll(storesFor(config), Layer.succeed(ServerEnv, { config, log, publicUrl }), Layer.succeed(Metrics, metrics))
+  const base = RuntimeChoiceLive.pipe(Layer.provideMerge(Layer.mergeAll(storesFor(config), Layer.succeed(ServerEnv, { config, log, publicUrl }), Layer.succeed(Metrics, metrics))))
   // The order of server/modules.ts: base, runtimes, substitutions, controllers.
   const all = controllers.pipe(Layer.provideMerge(substitute.pipe(Layer.provideMerge(runtimes.pipe(Layer.provideMerge(base))))))
   let context

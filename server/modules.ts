@@ -3,8 +3,8 @@
  * builds them, and the areas it serves. A new area adds its Layers and its module here.
  *
  * 1. the base services, from the configuration: `ServerEnv`, `Metrics`, the stores (with the
- *    backend's `RevisionLeases`);
- * 2. the runtimes `SLIPWAY_RUNTIME` selects, on the base services: each area's driver and the channel it reports
+ *    backend's `RevisionLeases`), the `RuntimeChoice` (`SLIPWAY_RUNTIME` and this host);
+ * 2. the runtimes it selects, on the base services: each area's driver and the channel it reports
  *    on (`DeploymentObservations`, `SandboxObservations`), the deployments' `LogStore` and
  *    `DeploymentProxy`, the sandboxes' `Dataplane`. With the local runtime both areas' drivers
  *    run on one `LocalRuntimeLive` (process runner, ports, images, boxes, volumes, egress): each
@@ -23,11 +23,12 @@ import { type Metrics, metricsModule } from "./metrics.ts"
 import type { ServerEnv, ServerModule } from "./module.ts"
 import { sandboxAccessModule } from "./sandboxes/access/module.ts"
 import { sandboxController, sandboxModule, sandboxRuntime } from "./sandboxes/module.ts"
+import type { RuntimeChoice } from "./runtime/select.ts"
 import type { Stores } from "./store/index.ts"
 import { systemModule } from "./system/routes.ts"
 
 /** What `startServer` builds from the configuration, before any area. */
-export type BaseServices = ServerEnv | Metrics | Stores
+export type BaseServices = ServerEnv | Metrics | Stores | RuntimeChoice
 
 /** The runtimes of both areas, built on the base services. */
 export const runtimes = Layer.mergeAll(deploymentRuntime, sandboxRuntime)

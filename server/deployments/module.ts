@@ -9,7 +9,7 @@ import { Effect, Layer } from "effect"
 import { ServerEnv } from "../module.ts"
 import { LocalRuntimeLive } from "../runtime/local/LocalRuntime.ts"
 import { RuntimeRootLive } from "../runtime/local/RuntimeRoot.ts"
-import { chooseRuntime } from "../runtime/select.ts"
+import { RuntimeChoice } from "../runtime/select.ts"
 import { DeploymentControllerLive } from "./controller.ts"
 import { LocalDeploymentDriver, localDeploymentOptionsFromEnv } from "./drivers/local.ts"
 import { SimulatedDeploymentDriver } from "./drivers/simulated.ts"
@@ -33,7 +33,7 @@ import { makeDeploymentWrites } from "./writes.ts"
 const DriverLive = Layer.unwrap(
   Effect.gen(function* () {
     const { config } = yield* ServerEnv
-    const runtime = yield* chooseRuntime
+    const runtime = yield* RuntimeChoice
     if (runtime.name !== "local") return SimulatedDeploymentDriver({ stepMs: config.revisionStepMs })
     return LocalDeploymentDriver(localDeploymentOptionsFromEnv(process.env, config.revisionStepMs)).pipe(
       Layer.provide(DeploymentDatabasesLive),

@@ -1,7 +1,7 @@
 /** The sandbox area (/v2/sandboxes) as a server area: its runtime (driver, dataplane, the observation queue), its controller, its routes and the dataplane's URLs. */
 import { Effect, Layer } from "effect"
 import { LocalRuntimeLive } from "../runtime/local/LocalRuntime.ts"
-import { chooseRuntime } from "../runtime/select.ts"
+import { RuntimeChoice } from "../runtime/select.ts"
 import { BoxRegistryLive } from "./BoxRegistry.ts"
 import { SandboxControllerLive } from "./controller.ts"
 import { UnavailableDataplane } from "./dataplane/Dataplane.ts"
@@ -29,7 +29,7 @@ const simulated = Layer.mergeAll(SimulatedSandboxDriver, UnavailableDataplane)
  * The driver and the dataplane `SLIPWAY_RUNTIME` selects, and the queue the driver reports on
  * (shared with the controller built on this).
  */
-export const sandboxRuntime = Layer.unwrap(Effect.map(chooseRuntime, (runtime) => (runtime.name === "local" ? local : simulated))).pipe(
+export const sandboxRuntime = Layer.unwrap(RuntimeChoice.useSync((runtime) => (runtime.name === "local" ? local : simulated))).pipe(
   Layer.provideMerge(SandboxObservationsLive)
 )
 

@@ -18,7 +18,7 @@ import {
   ValidationError
 } from "../../../core/index.ts"
 import { implement, now, ServerEnv } from "../../module.ts"
-import { chooseRuntime } from "../../runtime/select.ts"
+import { RuntimeChoice } from "../../runtime/select.ts"
 import type { DeploymentChange, DeploymentRecord } from "../../store/DeploymentStore.ts"
 import type { NewRevision } from "../../store/RevisionStore.ts"
 import type { StoreError } from "../../store/StoreError.ts"
@@ -31,7 +31,7 @@ export const deploymentRoutes = (writes: DeploymentWrites) =>
     const { publicUrl } = yield* ServerEnv
     // With a runtime that serves deployments, an external_container deployment without a
     // custom_url is served at {public}/d/{name}, and says so (core's rule for gitrepo URLs).
-    const servesUrls = (yield* chooseRuntime).name === "local"
+    const servesUrls = (yield* RuntimeChoice).name === "local"
     const { transaction, deploymentStore, revisionStore, listenerStore, integrationStore, controller, sealSecrets, storedOf, mustGetDeployment, deletingConflict, newRevision, announce, maxScaleOf } = writes
 
     const listenerOf = (tenantId: string, id: string | null | undefined): Effect.Effect<Listener | undefined, StoreError> =>
