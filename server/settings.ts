@@ -138,8 +138,7 @@ export const knownSettings: ReadonlyArray<Setting> = [
   { name: "SLIPWAY_CLI_SOURCES", readBy: ["cli"] },
   // scripts/setup-host.sh and the tests
   { name: "SLIPWAY_SKIP_HOST_SETUP", readBy: ["host setup"] },
-  { name: "SLIPWAY_REFERENCE_DIR", readBy: ["tests"] },
-  { name: "SLIPWAY_TEST_QUOTA_DELAY_MS", readBy: ["tests", "server"], check: integerBetween("SLIPWAY_TEST_QUOTA_DELAY_MS", 0, 60_000) }
+  { name: "SLIPWAY_REFERENCE_DIR", readBy: ["tests"] }
 ]
 
 const byName = new Map(knownSettings.map((setting) => [setting.name, setting]))
