@@ -21,8 +21,12 @@
  * throughput does. From those the bench computes the best ratio ANY proxy of that CPU cost could
  * reach on this machine (`bound`; docs/deployments-local.md explains the arithmetic).
  *
- * Verdict per scenario (targets of issue 14): throughput ≥ 0.8x direct (the median of the
- * same-round ratios) and p99 ≤ direct p99 / 0.8 (median of the same-round p99 ratios).
+ * Verdict per scenario (targets of issue 14, the medians of the same-round ratios): for `io5ms`
+ * and `cpu1ms`, throughput ≥ 0.8x direct and p99 ≤ direct p99 / 0.8. For `fast`, where the
+ * proxy's own cost is all there is to see, against the cheapest HTTP proxy (`http-floor`) measured
+ * in the same rounds: throughput ≥ 0.9x its and p99 ≤ its p99 / 0.9. No proxy reaches 0.8x direct
+ * for `fast` on two shared cores (HAProxy 0.42–0.55x, a bare TCP pipe 0.75–0.78x, measured): the
+ * load generator and the replica already take most of the CPU a request has (issue 30).
  *
  * Last, the cost the proxy puts on Slipway's own API requests: `handle` on an API path (it
  * answers false) with 10 and with 10 000 deployment routes.
@@ -40,12 +44,15 @@ import type * as http from "node:http"
 import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import autocannon from "autocannon"
+import { Effect, Exit, Scope } from "effect"
 import { makeDeploymentProxy } from "../server/deployments/local/proxy.ts"
 import { collectLatencies, percentile } from "./load.ts"
 import { cpuMicros, freePort, probe } from "./procs.ts"
 
-/** Targets of issue 14: throughput and p99 through the deployment URL against direct. */
+/** Targets of issue 14: throughput and p99 through the deployment URL against direct (`io5ms`, `cpu1ms`). */
 export const PROXY_RATIO = 0.8
+/** The target of `fast` (issue 30): throughput and p99 against the cheapest HTTP proxy in the same rounds. */
+export const HTTP_FLOOR_RATIO = 0.9
 
 export type ProxyScenarioName = "fast" | "io5ms" | "cpu1ms"
 /**
@@ -109,6 +116,10 @@ export interface ProxyScenarioResult {
   readonly bound: Partial<Record<ProxyFront, ProxyRange>>
   /** Median voluntary context switches of each front's process per request. */
   readonly wakeups: Partial<Record<ProxyFront, number>>
+  /** What Slipway is measured against, and the ratio it must reach. */
+  readonly target: { readonly against: "direct" | "http-floor"; readonly ratio: number }
+  /** Slipway's same-round ratios against `target.against` (req/s over its req/s; its p99 over Slipway's p99). */
+  readonly versus: { readonly throughput: ProxyRange; readonly p99: ProxyRange }
   readonly verdict: { readonly pass: boolean; readonly throughput: boolean; readonly p99: boolean }
 }
 
@@ -141,27 +152,28 @@ const root = new URL("..", import.meta.url).pathname
 const slipwaySource = (port: number, target: number) => `
 import { startServer } from "${root}server/index.ts"
 import { makeLogger } from "${root}server/log.ts"
-import { DeploymentServing } from "${root}server/deployments/local/services.ts"
+import { DeploymentProxy } from "${root}server/deployments/local/proxy.ts"
 import { tempDatabasePath, TEST_KEY } from "${root}test/support/server.ts"
+import { Effect } from "effect"
 const database = tempDatabasePath("proxy-bench")
 const server = await startServer({ port: ${port}, host: "127.0.0.1", databasePath: database.path, apiKey: TEST_KEY, runtime: "simulated", logger: makeLogger("error") })
-const { proxy } = await server.run(DeploymentServing)
-proxy.setRoute("bench", { name: "bench", url: server.url + "/d/bench" })
-proxy.setTargets("bench", [{ host: "127.0.0.1", port: ${target} }])
+await server.run(Effect.flatMap(DeploymentProxy, (proxy) => Effect.andThen(proxy.setRoute("bench", { name: "bench", url: server.url + "/d/bench" }), proxy.setTargets("bench", [{ host: "127.0.0.1", port: ${target} }]))))
 process.on("SIGTERM", async () => { await server.close({ graceMs: 100 }); database.remove(); process.exit(0) })
 `
 
 /** The proxy module alone in a plain node:http server: what Slipway's server and app add, by difference. */
 const bareSource = (port: number, target: number) => `
 import * as http from "node:http"
+import { Effect, Exit, Scope } from "effect"
 import { makeDeploymentProxy } from "${root}server/deployments/local/proxy.ts"
 const url = "http://127.0.0.1:${port}"
-const proxy = makeDeploymentProxy({ publicUrl: url })
-proxy.setRoute("bench", { name: "bench", url: url + "/d/bench" })
-proxy.setTargets("bench", [{ host: "127.0.0.1", port: ${target} }])
+const scope = Scope.makeUnsafe()
+const proxy = Effect.runSync(Scope.provide(scope)(makeDeploymentProxy({ publicUrl: url })))
+Effect.runSync(proxy.setRoute("bench", { name: "bench", url: url + "/d/bench" }))
+Effect.runSync(proxy.setTargets("bench", [{ host: "127.0.0.1", port: ${target} }]))
 const server = http.createServer((req, res) => { if (!proxy.handle(req, res)) { res.statusCode = 404; res.end() } })
 server.listen(${port}, "127.0.0.1")
-process.on("SIGTERM", () => { proxy.close(); server.close(); server.closeAllConnections(); process.exit(0) })
+process.on("SIGTERM", () => { Effect.runSync(Scope.close(scope, Exit.void)); server.close(); server.closeAllConnections(); process.exit(0) })
 `
 
 /** The cheapest HTTP proxy: what any Node HTTP proxy must spend at least (Slipway's minus this is its own code). */
@@ -340,6 +352,10 @@ const SCENARIOS: ReadonlyArray<readonly [ProxyScenarioName, number, number]> = [
   ["cpu1ms", 0, 1]
 ]
 
+/** What each scenario's verdict compares Slipway with (see the header). */
+const targetOf = (name: ProxyScenarioName): ProxyScenarioResult["target"] =>
+  name === "fast" ? { against: "http-floor", ratio: HTTP_FLOOR_RATIO } : { against: "direct", ratio: PROXY_RATIO }
+
 /** The node arguments of a front written in Node (every front but `haproxy`). */
 const nodeFrontArgs = (front: Exclude<ProxyFront, "haproxy">, port: number, target: number, cpuProfileDir: string | undefined): Array<string> =>
   front === "slipway"
@@ -356,13 +372,16 @@ export const runDeploymentProxyBench = async (options: DeploymentProxyBenchOptio
   const rounds = Math.max(1, options.rounds ?? 3)
   const log = options.log ?? ((line: string) => console.log(line))
   const wanted = new Set(options.scenarios ?? SCENARIOS.map(([name]) => name))
-  const fronts: ReadonlyArray<ProxyFront> = ["slipway", ...(options.fronts ?? ["floor", "http-floor"]).filter((f) => f !== "slipway")]
+  const chosen: ReadonlyArray<ProxyFront> = ["slipway", ...(options.fronts ?? ["floor", "http-floor"]).filter((f) => f !== "slipway")]
   const cores = (await import("node:os")).availableParallelism()
   const loadBefore = loadavg()[0]!
   const results: ProxyScenarioResult[] = []
 
   for (const [name, waitMs, cpuPerRequest] of SCENARIOS) {
     if (!wanted.has(name)) continue
+    const target = targetOf(name)
+    // The front the verdict compares with is always measured.
+    const fronts: ReadonlyArray<ProxyFront> = target.against === "direct" || chosen.includes(target.against) ? chosen : [...chosen, target.against]
     const replicaPort = await freePort()
     const replica = await start(["-e", replicaSource(replicaPort, waitMs, cpuPerRequest)], `http://127.0.0.1:${replicaPort}/`)
     const started: Array<[ProxyFront, ChildProcess, string]> = []
@@ -410,9 +429,30 @@ export const runDeploymentProxyBench = async (options: DeploymentProxyBenchOptio
         bound[front] = rangeOf(measured.map((r) => boundRatio(cores, r.direct, r[front]!.cpuUs.proxy)))
         wakeupsPer[front] = median(runs.map((r) => r.proxyWakeups))
       }
-      const throughputPass = throughput.slipway!.median >= PROXY_RATIO
-      const p99Pass = p99.slipway!.median >= PROXY_RATIO
-      results.push({ name, rounds: measured, throughput, p99, cpuUs, bound, wakeups: wakeupsPer, verdict: { pass: throughputPass && p99Pass, throughput: throughputPass, p99: p99Pass } })
+      // Against direct: the same-round ratios above. Against another front: Slipway's req/s over
+      // that front's, and that front's p99 over Slipway's, round by round.
+      const against = target.against
+      const versus =
+        against === "direct"
+          ? { throughput: throughput.slipway!, p99: p99.slipway! }
+          : {
+              throughput: rangeOf(measured.map((r) => r.slipway!.rps / r[against]!.rps)),
+              p99: rangeOf(measured.map((r) => r[against]!.p99Ms / r.slipway!.p99Ms))
+            }
+      const throughputPass = versus.throughput.median >= target.ratio
+      const p99Pass = versus.p99.median >= target.ratio
+      results.push({
+        name,
+        rounds: measured,
+        throughput,
+        p99,
+        cpuUs,
+        bound,
+        wakeups: wakeupsPer,
+        target,
+        versus,
+        verdict: { pass: throughputPass && p99Pass, throughput: throughputPass, p99: p99Pass }
+      })
     } finally {
       await Promise.all([stop(replica), ...started.map(([, child]) => stop(child))])
     }
@@ -422,16 +462,17 @@ export const runDeploymentProxyBench = async (options: DeploymentProxyBenchOptio
   const routingNs: Record<string, number> = {}
   if (!options.skipRouting) {
     for (const count of [10, 10_000]) {
-      const proxy = makeDeploymentProxy({ publicUrl: "http://127.0.0.1:8080" })
+      const scope = Scope.makeUnsafe()
+      const proxy = Effect.runSync(Scope.provide(scope)(makeDeploymentProxy({ publicUrl: "http://127.0.0.1:8080" })))
       for (let i = 0; i < count; i++) {
-        proxy.setRoute(`d${i}`, { name: `agent-${i}`, url: i % 2 === 0 ? `http://127.0.0.1:8080/d/agent-${i}` : `http://agent-${i}.example.test/` })
+        Effect.runSync(proxy.setRoute(`d${i}`, { name: `agent-${i}`, url: i % 2 === 0 ? `http://127.0.0.1:8080/d/agent-${i}` : `http://agent-${i}.example.test/` }))
       }
       const req = { url: "/v2/deployments/0b8c7f9e/revisions?limit=20", rawHeaders: ["Host", "127.0.0.1:8080", "X-Api-Key", "k"] }
       const n = 200_000
       const t0 = performance.now()
       for (let i = 0; i < n; i++) if (proxy.handle(req as unknown as http.IncomingMessage, undefined as never)) throw new Error("matched")
       routingNs[String(count)] = Math.round(((performance.now() - t0) * 1e6) / n)
-      proxy.close()
+      Effect.runSync(Scope.close(scope, Exit.void))
     }
   }
 
@@ -467,15 +508,20 @@ export const runDeploymentProxyBench = async (options: DeploymentProxyBenchOptio
         ? ""
         : `; cheapest HTTP proxy ${show(s.throughput["http-floor"])}x at ${spread(s.rounds.map((r) => r["http-floor"]!.cpuUs.proxy))} µs CPU/req`) +
       `; Slipway's CPU allows at most ${show(s.bound.slipway!)}x`
+    const against = s.target.against === "direct" ? "direct" : "the cheapest HTTP proxy"
+    const reference = s.target.against === "direct" ? direct : s.rounds.map((r) => r[s.target.against as ProxyFront]!)
     verdicts.push({
-      target: `deployment proxy ${s.name}: throughput >= ${PROXY_RATIO}x direct`,
+      target: `deployment proxy ${s.name}: throughput >= ${s.target.ratio}x ${against}`,
       pass: s.verdict.throughput,
-      detail: `median ${s.throughput.slipway!.median.toFixed(2)}x (rounds ${show(s.throughput.slipway!)}x); Slipway ${spread(s.rounds.map((r) => r.slipway!.cpuUs.proxy))} µs CPU/req${floor}`
+      detail:
+        `median ${s.versus.throughput.median.toFixed(2)}x (rounds ${show(s.versus.throughput)}x)` +
+        (s.target.against === "direct" ? "" : `; ${show(s.throughput.slipway!)}x direct`) +
+        `; Slipway ${spread(s.rounds.map((r) => r.slipway!.cpuUs.proxy))} µs CPU/req${floor}`
     })
     verdicts.push({
-      target: `deployment proxy ${s.name}: p99 <= direct p99 / ${PROXY_RATIO}`,
+      target: `deployment proxy ${s.name}: p99 <= ${against} p99 / ${s.target.ratio}`,
       pass: s.verdict.p99,
-      detail: `direct/proxied p99 median ${s.p99.slipway!.median.toFixed(2)}x (rounds ${show(s.p99.slipway!)}x); p99 direct ${spread(direct.map((r) => r.p99Ms), 2)} ms, proxied ${spread(s.rounds.map((r) => r.slipway!.p99Ms), 2)} ms`
+      detail: `${s.target.against}/Slipway p99 median ${s.versus.p99.median.toFixed(2)}x (rounds ${show(s.versus.p99)}x); p99 ${s.target.against} ${spread(reference.map((r) => r.p99Ms), 2)} ms, Slipway ${spread(s.rounds.map((r) => r.slipway!.p99Ms), 2)} ms`
     })
   }
   for (const [count, ns] of Object.entries(routingNs)) lines.push(`deployment-proxy routing: routes=${count} ns_per_api_request=${ns}`)

@@ -13,7 +13,7 @@
 import Database from "better-sqlite3"
 import { createHash, randomUUID } from "node:crypto"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
-import { makeSecretBox } from "../server/deployments/secrets.ts"
+import { makeSecretBox } from "../server/secrets/secrets.ts"
 import { applyPragmas } from "../server/store/sqlite/database.ts"
 
 type Db = Database.Database

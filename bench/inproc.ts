@@ -101,6 +101,17 @@ const tenant = "00000000-0000-4000-8000-000000000001"
 const deployments = db.prepare("SELECT id, latest_revision_id AS rid, source FROM deployments WHERE tenant_id = ?").all(tenant) as Array<{ id: string; rid: string; source: string }>
 const containers = deployments.filter((d) => d.source === "external_container")
 const volumes = db.prepare("SELECT name FROM sandbox_volumes WHERE tenant_id = ?").pluck().all(tenant) as Array<string>
+/** Each resize grows its volume by 1 MiB from its current size: the same work however many run (bench/run.ts does the same). */
+const volumeMiB = new Map(
+  (db.prepare("SELECT name, size_bytes FROM sandbox_volumes WHERE tenant_id = ?").all(tenant) as Array<{ name: string; size_bytes: number | bigint }>).map(
+    (row) => [row.name, Math.ceil(Number(row.size_bytes) / 1024 ** 2)] as const
+  )
+)
+const grownSize = (name: string) => {
+  const size = volumeMiB.get(name)! + 1
+  volumeMiB.set(name, size)
+  return `${size}Mi`
+}
 let n = 0
 const pick = <A>(items: ReadonlyArray<A>) => items[n % items.length]!
 const run = Date.now().toString(36)
@@ -112,7 +123,10 @@ const scenarios: Record<string, () => [string, string, string?]> = {
     return ["GET", `/v2/deployments/${d.id}/revisions/${d.rid}`]
   },
   "list-templates-offset-0": () => ["GET", "/v2/sandboxes/templates?limit=100&offset=0"],
-  "patch-volume-size": () => ["PATCH", `/v2/sandboxes/volumes/${pick(volumes)}`, JSON.stringify({ size: `${4096 + n}Mi` })],
+  "patch-volume-size": () => {
+    const name = pick(volumes)
+    return ["PATCH", `/v2/sandboxes/volumes/${name}`, JSON.stringify({ size: grownSize(name) })]
+  },
   "patch-deployment": () => ["PATCH", `/v2/deployments/${pick(containers).id}`, JSON.stringify({ source_revision_config: { image_uri: `ghcr.io/acme/agent:inproc-${n}` } })],
   "create-deployment": () => [
     "POST",

@@ -8,7 +8,7 @@
 import { createHash } from "node:crypto"
 import { createServer } from "node:http"
 import pg from "pg"
-import { deploymentByIdSql, listDeploymentsSql, revisionByIdSql } from "../server/store/postgres/DeploymentStore.ts"
+import { deploymentByIdSql, listDeploymentsSql, revisionByIdSql } from "../server/store/postgres/deploymentStores.ts"
 import { authenticateSql } from "../server/store/postgres/KeyStore.ts"
 
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: Number(process.env.PGPOOL_MAX ?? 10), options: "-c TimeZone=UTC" })

@@ -119,6 +119,19 @@ const scenarios = (tenants: ReadonlyArray<Tenant>, targets: ReturnType<typeof lo
   const pairs = tenants.flatMap((tenant) => targets.volumes[tenant.index]!.map((name) => [tenant, name] as const))
   const perConnection = Math.max(1, Math.floor(pairs.length / CONNECTIONS))
   const volumeOf = (connection: number, n: number) => pairs[(connection + CONNECTIONS * (Math.floor(n / CONNECTIONS) % perConnection)) % pairs.length]!
+  /**
+   * Each resize grows its volume by 1 MiB from the seeded 1 GiB: the same work whatever the
+   * number of operations, and an organization's usage grows by 1 MiB per operation, far from its
+   * quota on any machine (sizes that grew with the global operation count reached the quota on a
+   * faster machine: "raw patch-volume-size (NORMAL): 26132 operations refused").
+   */
+  const resizes = new Map<string, number>()
+  const grownSize = (tenant: Tenant, name: string) => {
+    const key = `${tenant.id}/${name}`
+    const count = (resizes.get(key) ?? 0) + 1
+    resizes.set(key, count)
+    return `${1024 + count}Mi`
+  }
   const list: Array<Scenario> = [
     {
       name: "list-templates-offset-0",
@@ -141,12 +154,12 @@ const scenarios = (tenants: ReadonlyArray<Tenant>, targets: ReturnType<typeof lo
       next: (connection) => {
         const n = counter++
         const [tenant, name] = volumeOf(connection, n)
-        return { method: "PATCH", path: `/v2/sandboxes/volumes/${name}`, headers: headers(tenant), body: JSON.stringify({ size: `${1024 + n}Mi` }) }
+        return { method: "PATCH", path: `/v2/sandboxes/volumes/${name}`, headers: headers(tenant), body: JSON.stringify({ size: grownSize(tenant, name) }) }
       },
       raw: (ops) => {
         const n = counter++
         const [tenant, name] = volumeOf(n % CONNECTIONS, n)
-        return ops.resizeVolume(auth(tenant), name, { size: `${1024 + n}Mi` })
+        return ops.resizeVolume(auth(tenant), name, { size: grownSize(tenant, name) })
       }
     }
   ]

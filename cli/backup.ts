@@ -1,6 +1,6 @@
 /**
  * `slipway backup <file>` and `slipway restore <file>`: the SQLite database of a local server
- * (DATABASE_PATH or --database), through server/backup.ts (docs/backup.md). Loaded only when
+ * (DATABASE_PATH or --database), through server/store/sqlite/backup.ts (docs/backup.md). Loaded only when
  * used, so the other commands never open SQLite.
  */
 import { CliError, ExitCode } from "./errors.ts"
@@ -24,7 +24,7 @@ const databaseOf = (options: BackupOptions): string => {
 const exitCodes = { missing: ExitCode.notFound, exists: ExitCode.failure, busy: ExitCode.failure, invalid: ExitCode.usage } as const
 
 const load = async () => {
-  const module = await import("../server/backup.ts")
+  const module = await import("../server/store/sqlite/backup.ts")
   const translate = (error: unknown): never => {
     if (error instanceof module.BackupError) throw new CliError(exitCodes[error.reason], `Backup${error.reason[0]!.toUpperCase()}${error.reason.slice(1)}`, error.message)
     throw error

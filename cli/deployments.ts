@@ -205,6 +205,30 @@ export const status = async (settings: Settings, output: Output, ref: string) =>
   )
 }
 
+export const list = async (settings: Settings, output: Output, options: { limit: string; offset: string; nameContains?: string; status?: string }) => {
+  const client = clientFor(settings)
+  const query: Record<string, string> = {
+    limit: options.limit,
+    offset: options.offset,
+    ...(options.nameContains ? { name_contains: options.nameContains } : {}),
+    ...(options.status ? { status: options.status.toUpperCase() } : {})
+  }
+  const page = await call(client.listDeployments({ query: query as any }), "listing deployments")
+  output.result(page, () =>
+    page.resources.length === 0
+      ? "no deployments"
+      : table(
+          ["NAME", "STATUS", "URL", "SOURCE"],
+          page.resources.map((deployment) => [
+            deployment.name,
+            deployment.status,
+            deployment.source_config.custom_url ?? "-",
+            `${deployment.source} ${revisionLabel(deployment.source_revision_config as any)}`.trim()
+          ])
+        )
+  )
+}
+
 export const revisions = async (settings: Settings, output: Output, ref: string, options: { limit: string; offset: string; status?: string }) => {
   const client = clientFor(settings)
   const deployment = await resolveDeployment(client, ref)

@@ -3,8 +3,8 @@
  * the GitHub Action (core/deploy), talks to the API through the core's typed client
  * (core/client), and to a box's dataplane for `sandbox exec` and `sandbox cp`.
  *
- * Run it as `node cli/main.ts …` in a checkout, or through the package's `slipway` bin
- * (bin/slipway.js). Exit codes: see cli/errors.ts and docs/cli.md.
+ * Run it as `npx slipway …` (the package's bin, bin/slipway.js), or `npm run slipway -- …` in a
+ * checkout. Exit codes: see cli/errors.ts and docs/cli.md.
  *
  * Arguments are parsed by commander (well kept, no dependencies, typed; subcommands, variadic
  * arguments after `--`, help generated from the definitions): see docs/cli.md.
@@ -26,6 +26,10 @@ interface Globals extends GlobalFlags {
 }
 
 const collect = (value: string, previous: ReadonlyArray<string> = []) => [...previous, value]
+
+/** `--limit` and `--offset` of a command that lists a page. */
+const paged = (command: Command, limit: number): Command =>
+  command.option("--limit <n>", "at most this many", String(limit)).option("--offset <n>", "skip this many", "0")
 
 /** Builds the program; `done` receives the exit code of the command that ran. */
 export const makeProgram = (done: (code: number) => void): Command => {
@@ -65,18 +69,18 @@ export const makeProgram = (done: (code: number) => void): Command => {
     .option("--no-wait", "return once the revision is created, without waiting")
     .action(action(async ({ settings, output }, options) => deployments.runDeploy(settings(), output, deployments.deployInputs(settings(), options))))
 
+  paged(program.command("list").alias("ls").description("deployments with their status and URL"), 50)
+    .option("--name-contains <text>", "only deployments whose name contains this")
+    .option("--status <status>", "only deployments in this status (e.g. READY)")
+    .action(action(async ({ settings, output }, options) => deployments.list(settings(), output, options)))
+
   program
     .command("status")
     .description("a deployment with its active and latest revisions")
     .argument("<deployment>", "name or id")
     .action(action(async ({ settings, output }, ref: string) => deployments.status(settings(), output, ref)))
 
-  program
-    .command("revisions")
-    .description("a deployment's revisions, newest first (* marks the active one)")
-    .argument("<deployment>", "name or id")
-    .option("--limit <n>", "at most this many", "20")
-    .option("--offset <n>", "skip this many", "0")
+  paged(program.command("revisions").description("a deployment's revisions, newest first (* marks the active one)").argument("<deployment>", "name or id"), 20)
     .option("--status <list>", "only these statuses, comma-separated (e.g. DEPLOYED,DEPLOY_FAILED)")
     .action(action(async ({ settings, output }, ref: string, options) => deployments.revisions(settings(), output, ref, options)))
 
@@ -118,12 +122,7 @@ export const makeProgram = (done: (code: number) => void): Command => {
     .option("--wait", "wait until it is ready")
     .option("--timeout <seconds>", "how long the server waits with --wait")
     .action(action(async ({ settings, output }, options) => sandbox.create(settings(), output, options)))
-  boxes
-    .command("ls")
-    .description("list sandboxes")
-    .option("--limit <n>", "at most this many", "50")
-    .option("--offset <n>", "skip this many", "0")
-    .action(action(async ({ settings, output }, options) => sandbox.list(settings(), output, options)))
+  paged(boxes.command("ls").description("list sandboxes with their status"), 50).action(action(async ({ settings, output }, options) => sandbox.list(settings(), output, options)))
   boxes
     .command("rm")
     .description("delete sandboxes")

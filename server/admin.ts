@@ -1,20 +1,18 @@
-/** Extra commands of the key tool contributed by server areas (e.g. the storage quota). */
+/**
+ * What an extra command of the key tool (server/keys.ts) is: server areas contribute them
+ * (e.g. the storage quota), the key tool lists them.
+ */
 import type { Effect } from "effect"
 import type { ServerConfig } from "./config.ts"
-import { integrationCommand } from "./deployments/admin.ts"
-import { secretsCommand } from "./deployments/secretsAdmin.ts"
-import { quotaCommand } from "./sandboxes/admin.ts"
-import type { DeploymentStore } from "./store/DeploymentStore.ts"
-import type { KeyStore } from "./store/KeyStore.ts"
-import type { SecretsKeys } from "./secretsKey.ts"
-import type { SandboxStore } from "./store/SandboxStore.ts"
+import type { SecretsKeys } from "./secrets/secretsKey.ts"
+import type { Stores } from "./store/index.ts"
 
 export interface AdminInput {
-  readonly keys: KeyStore["Service"]
-  readonly deployments: DeploymentStore["Service"]
-  readonly sandboxes: SandboxStore["Service"]
-  /** Runs a store operation; a store failure ends the tool with its message. */
-  readonly run: <A, E>(effect: Effect.Effect<A, E>) => Promise<A>
+  /**
+   * Runs an effect on the database's stores (`await run(QuotaStore)` is the store itself); a
+   * store failure ends the tool with its message.
+   */
+  readonly run: <A, E>(effect: Effect.Effect<A, E, Stores>) => Promise<A>
   /** `config.secretsKey` is the resolved key (SLIPWAY_SECRETS_KEY or the key file); `secrets` says where it came from. */
   readonly config: ServerConfig
   readonly secrets: SecretsKeys
@@ -28,5 +26,3 @@ export interface AdminCommand {
   readonly usage: string
   readonly run: (input: AdminInput) => Promise<void>
 }
-
-export const adminCommands: ReadonlyArray<AdminCommand> = [quotaCommand, integrationCommand, secretsCommand]

@@ -1,5 +1,5 @@
 import { Result } from "effect"
-import { parseQuantity, toBytes } from "../core/index.ts"
+import { isUuid, parseQuantity, toBytes } from "../core/index.ts"
 
 /** The server's configuration, read once from the environment (design.md section 2). */
 
@@ -89,10 +89,42 @@ const integer = (name: string, raw: string, min: number, max: number): number =>
   return value
 }
 
+/** Why a PostgreSQL connection URL (`name` is its variable) is refused, or undefined; the message never shows the password. */
+export const postgresUrlProblem = (name: string, raw: string): string | undefined =>
+  /^postgres(ql)?:\/\/./i.test(raw) && URL.canParse(raw)
+    ? undefined
+    : `${name} must be a postgres:// or postgresql:// URL (postgres://user:password@host:5432/database), got "${raw.replace(/\/\/[^@/]*@/, "//***@")}"`
+
+/**
+ * Why a public base URL is unusable, or undefined: it must be an absolute http(s) URL (clients
+ * are handed `{SLIPWAY_PUBLIC_URL}/sandboxes/{id}` as `dataplane_url`), without query or fragment.
+ */
+const publicUrlProblem = (raw: string): string | undefined => {
+  const url = URL.canParse(raw) ? new URL(raw) : undefined
+  if (url === undefined || (url.protocol !== "http:" && url.protocol !== "https:") || url.hostname === "") {
+    return `SLIPWAY_PUBLIC_URL must be an http:// or https:// URL such as http://slipway.example.com:8080, got "${raw}"`
+  }
+  if (url.search !== "" || url.hash !== "" || url.username !== "" || url.password !== "") {
+    return `SLIPWAY_PUBLIC_URL must be a base URL without credentials, query or fragment, got "${raw}"`
+  }
+  return undefined
+}
+
 /** Checks values that only make sense once parsed, so a bad setting fails before the port opens. */
 export const validateConfig = (config: ServerConfig): ServerConfig => {
-  if (config.databaseUrl !== undefined && !/^postgres(ql)?:\/\/./i.test(config.databaseUrl)) {
-    throw new ConfigError(`DATABASE_URL must be a postgres:// or postgresql:// URL, got "${config.databaseUrl.replace(/\/\/[^@/]*@/, "//***@")}"`)
+  if (config.publicUrl !== undefined) {
+    const problem = publicUrlProblem(config.publicUrl)
+    if (problem !== undefined) throw new ConfigError(problem)
+  }
+  for (const [name, value] of [
+    ["SLIPWAY_TENANT_ID", config.defaultTenantId],
+    ["SLIPWAY_ORGANIZATION_ID", config.defaultOrganizationId]
+  ] as const) {
+    if (!isUuid(value)) throw new ConfigError(`${name} must be a UUID such as ${DEFAULT_TENANT_ID}, got "${value}"`)
+  }
+  if (config.databaseUrl !== undefined) {
+    const problem = postgresUrlProblem("DATABASE_URL", config.databaseUrl)
+    if (problem !== undefined) throw new ConfigError(problem)
   }
   const quota = Result.flatMap(parseQuantity(config.storageQuota.trim()), toBytes)
   if (Result.isFailure(quota)) throw new ConfigError(`SLIPWAY_STORAGE_QUOTA: ${quota.failure}`)
@@ -109,9 +141,18 @@ export const validateConfig = (config: ServerConfig): ServerConfig => {
 
 const logLevels: ReadonlyArray<LogLevel> = ["debug", "info", "warn", "error", "silent"]
 
+/** An API key given in the environment: at least 16 visible ASCII characters, as sent in a header (keys the server mints are `slw_` and 43 more). */
+const apiKeyProblem = (value: string): string | undefined =>
+  /^[\x21-\x7e]{16,}$/.test(value) ? undefined : "SLIPWAY_API_KEY must be at least 16 visible ASCII characters without spaces (e.g. slw_$(openssl rand -hex 24))"
+
 /** Reads the documented variables; anything unset keeps its default. Bad values fail fast with a clear message. */
 export const configFromEnv = (env: NodeJS.ProcessEnv = process.env): ServerConfig => {
   const pick = (name: string) => (env[name] === undefined || env[name] === "" ? undefined : env[name])
+  const apiKey = pick("SLIPWAY_API_KEY")
+  if (apiKey !== undefined && apiKeyProblem(apiKey) !== undefined) throw new ConfigError(apiKeyProblem(apiKey)!)
+  // Any passphrase is accepted (docs/deployments.md), but blanks would be the empty one.
+  const secretsKey = pick("SLIPWAY_SECRETS_KEY")
+  if (secretsKey !== undefined && secretsKey.trim() === "") throw new ConfigError("SLIPWAY_SECRETS_KEY is blank: unset it (a key file is then used) or give a key, e.g. openssl rand -hex 32")
   const logLevel = (pick("LOG_LEVEL") ?? defaultConfig.logLevel).toLowerCase() as LogLevel
   if (!logLevels.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${logLevels.join(", ")}, got "${logLevel}"`)
   const setting = (name: string, min: number, max: number, fallback: number) => (pick(name) ? integer(name, pick(name)!, min, max) : fallback)
@@ -123,7 +164,7 @@ export const configFromEnv = (env: NodeJS.ProcessEnv = process.env): ServerConfi
     databasePath: pick("DATABASE_PATH") ?? defaultConfig.databasePath,
     databaseUrl: pick("DATABASE_URL"),
     leaseMs: pick("SLIPWAY_LEASE_MS") ? integer("SLIPWAY_LEASE_MS", pick("SLIPWAY_LEASE_MS")!, 300, 3_600_000) : defaultConfig.leaseMs,
-    apiKey: pick("SLIPWAY_API_KEY"),
+    apiKey,
     defaultTenantId: pick("SLIPWAY_TENANT_ID") ?? DEFAULT_TENANT_ID,
     defaultOrganizationId: pick("SLIPWAY_ORGANIZATION_ID") ?? DEFAULT_ORGANIZATION_ID,
     storageQuota: pick("SLIPWAY_STORAGE_QUOTA") ?? defaultConfig.storageQuota,
@@ -136,7 +177,7 @@ export const configFromEnv = (env: NodeJS.ProcessEnv = process.env): ServerConfi
       : defaultConfig.revisionStepMs,
     publicUrl: pick("SLIPWAY_PUBLIC_URL")?.replace(/\/+$/, ""),
     logLevel,
-    secretsKey: pick("SLIPWAY_SECRETS_KEY"),
+    secretsKey,
     previousSecretsKeys: [],
     runtime,
     headersTimeoutMs: setting("SLIPWAY_HEADERS_TIMEOUT_MS", 1, 3_600_000, defaultConfig.headersTimeoutMs),

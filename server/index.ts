@@ -7,15 +7,16 @@
 import "../core/nodeVersion.ts"
 import { createServer, type RequestListener, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
-import { type Context, Effect, Exit, Layer, Scope } from "effect"
+import { Effect, Exit, Layer, Option, Scope } from "effect"
 import { Api } from "../core/index.ts"
 import { type ServerConfig, defaultConfig, validateConfig } from "./config.ts"
 import { makeApp } from "./http/app.ts"
 import { type Logger, makeLogger } from "./log.ts"
 import { makeServerMetrics, Metrics } from "./metrics.ts"
 import { ServerEnv, type ServerModule } from "./module.ts"
-import { modules as defaultModules } from "./modules.ts"
-import { resolveSecretsKeys } from "./secretsKey.ts"
+import { controllers, modules as defaultModules, runtimes, type ServerServices, type Substitution } from "./modules.ts"
+import { RuntimeChoiceLive } from "./runtime/select.ts"
+import { resolveSecretsKeys } from "./secrets/secretsKey.ts"
 import { KeyStore } from "./store/KeyStore.ts"
 import { describeDatabase, storesFor } from "./store/index.ts"
 import { SqliteDatabase } from "./store/sqlite/index.ts"
@@ -25,9 +26,19 @@ export { configFromEnv, defaultConfig, DEFAULT_TENANT_ID, DEFAULT_ORGANIZATION_I
 export { KeyStore, type AuthContext } from "./store/KeyStore.ts"
 export { sqliteMigrations as allMigrations } from "./store/sqlite/migrations.ts"
 
+export type { ServerServices, Substitution } from "./modules.ts"
+
 export interface StartOptions extends Partial<ServerConfig> {
   readonly logger?: Logger
-  readonly modules?: ReadonlyArray<ServerModule>
+  /** The areas served (default: every area, `server/modules.ts`); an earlier module's route wins. */
+  readonly modules?: ReadonlyArray<ServerModule<ServerServices>>
+  /**
+   * Services that replace the server's own of the same tag: a store, a driver, the dataplane
+   * (`SubstitutableServices`). The Layer is built on the server's services, so it may wrap the
+   * one it replaces. Tests inject faults this way (a driver that fails given revisions, a store
+   * that holds a decision open); the controllers and routes are built on the substitutes.
+   */
+  readonly substitute?: Substitution
 }
 
 export interface SlipwayServer {
@@ -41,7 +52,7 @@ export interface SlipwayServer {
   /** The plaintext key minted at first start when none was configured (shown once). */
   readonly generatedKey: string | undefined
   /** Runs an effect with the server's services (stores, controllers). */
-  readonly run: <A, E>(effect: Effect.Effect<A, E, any>) => Promise<A>
+  readonly run: <A, E>(effect: Effect.Effect<A, E, ServerServices>) => Promise<A>
   /**
    * Stops accepting, waits for in-flight requests (at most `graceMs`, default the configured
    * `shutdownGraceMs`; then their connections are destroyed), stops background work,
@@ -62,7 +73,7 @@ const listen = (server: Server, port: number, host: string) =>
 const hostForUrl = (host: string) => (host.includes(":") ? `[${host}]` : host)
 
 export const startServer = async (options: StartOptions = {}): Promise<SlipwayServer> => {
-  const { logger, modules = defaultModules, ...overrides } = options
+  const { logger, modules = defaultModules, substitute = Layer.empty, ...overrides } = options
   const requested: ServerConfig = validateConfig({ ...defaultConfig, ...overrides })
   const log = logger ?? makeLogger(requested.logLevel)
   // Secrets are encrypted at rest by default: without SLIPWAY_SECRETS_KEY, with a key kept beside the database.
@@ -99,21 +110,23 @@ export const startServer = async (options: StartOptions = {}): Promise<SlipwaySe
 
   const scope = Effect.runSync(Scope.make())
   const metrics = makeServerMetrics()
-  const base = Layer.mergeAll(storesFor(config), Layer.succeed(ServerEnv, { config, log, publicUrl }), Layer.succeed(Metrics, metrics))
-  const areas = modules.flatMap((module) => (module.layer ? [module.layer] : []))
-  const all = areas.length > 0 ? Layer.mergeAll(...(areas as [Layer.Layer<any, never, any>])).pipe(Layer.provideMerge(base)) : base
-  let context: Context.Context<any>
+  const base = RuntimeChoiceLive.pipe(Layer.provideMerge(Layer.mergeAll(storesFor(config), Layer.succeed(ServerEnv, { config, log, publicUrl }), Layer.succeed(Metrics, metrics))))
+  // The order of server/modules.ts: base, runtimes, substitutions, controllers.
+  const all = controllers.pipe(Layer.provideMerge(substitute.pipe(Layer.provideMerge(runtimes.pipe(Layer.provideMerge(base))))))
+  let context
   try {
-    context = await Effect.runPromise(Layer.buildWithScope(all, scope) as Effect.Effect<Context.Context<any>>)
+    context = await Effect.runPromise(Layer.buildWithScope(all, scope))
   } catch (error) {
     await Effect.runPromise(Scope.close(scope, Exit.void))
     await new Promise<void>((resolve) => server.close(() => resolve()))
     throw error
   }
-  const run = <A, E>(effect: Effect.Effect<A, E, any>) => Effect.runPromise(Effect.provideContext(effect, context) as Effect.Effect<A, E>)
+  const services = context
+  const run = <A, E>(effect: Effect.Effect<A, E, ServerServices>) => Effect.runPromise(Effect.provideContext(effect, services))
 
   const keys = await run(KeyStore)
-  const db = config.databaseUrl === undefined ? (await run(SqliteDatabase)).db : undefined
+  // Present only on the SQLite backend.
+  const db = Option.getOrUndefined(await run(Effect.serviceOption(SqliteDatabase)))?.db
   await run(keys.ensureTenant(config.defaultTenantId, config.defaultOrganizationId))
   if (config.apiKey) await run(keys.createKey({ tenantId: config.defaultTenantId, organizationId: config.defaultOrganizationId, key: config.apiKey }))
   const generatedKey = (await run(keys.hasAnyKey()))

@@ -6,14 +6,18 @@ import { randomUUID } from "node:crypto"
 import { existsSync } from "node:fs"
 import { parseArgs } from "node:util"
 import { Effect, Exit, Layer, Scope } from "effect"
-import { adminCommands } from "./admin.ts"
+import type { AdminCommand } from "./admin.ts"
 import { ConfigError, configFromEnv, type ServerConfig } from "./config.ts"
-import { DeploymentStore } from "./store/DeploymentStore.ts"
 import { KeyStore } from "./store/KeyStore.ts"
-import { SandboxStore } from "./store/SandboxStore.ts"
-import { storesFor } from "./store/index.ts"
+import { type Stores, storesFor } from "./store/index.ts"
 import { requireUuid } from "./cli.ts"
-import { resolveSecretsKeys } from "./secretsKey.ts"
+import { resolveSecretsKeys } from "./secrets/secretsKey.ts"
+import { integrationCommand } from "./deployments/admin.ts"
+import { secretsCommand } from "./secrets/admin.ts"
+import { quotaCommand } from "./sandboxes/admin.ts"
+
+/** The commands server areas contribute. */
+const adminCommands: ReadonlyArray<AdminCommand> = [quotaCommand, integrationCommand, secretsCommand]
 
 const usage = `Usage: npm run keys -- <command> [options]
 
@@ -92,11 +96,9 @@ const main = async () => {
   config = { ...config!, secretsKey: secrets.key, previousSecretsKeys: secrets.previous }
   const scope = Effect.runSync(Scope.make())
   const context = await Effect.runPromise(Layer.buildWithScope(storesFor(config!), scope))
-  const run = <A, E>(effect: Effect.Effect<A, E>): Promise<A> =>
-    Effect.runPromise(effect).catch((error) => fail(String((error as Error)?.message ?? error)))
-  const keys = Effect.runSync(Effect.provideContext(KeyStore, context))
-  const deployments = Effect.runSync(Effect.provideContext(DeploymentStore, context))
-  const sandboxes = Effect.runSync(Effect.provideContext(SandboxStore, context))
+  const run = <A, E>(effect: Effect.Effect<A, E, Stores>): Promise<A> =>
+    Effect.runPromise(Effect.provideContext(effect, context)).catch((error) => fail(String((error as Error)?.message ?? error)))
+  const keys = await run(KeyStore)
   try {
     switch (command) {
       case "create": {
@@ -131,7 +133,7 @@ const main = async () => {
       default: {
         const admin = adminCommands.find((candidate) => candidate.name === command)
         if (!admin) fail(`unknown command "${command}"`)
-        await admin!.run({ keys, deployments, sandboxes, run, config: config!, secrets, values, positionals: rest, fail })
+        await admin!.run({ run, config: config!, secrets, values, positionals: rest, fail })
       }
     }
   } finally {

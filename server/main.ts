@@ -1,14 +1,37 @@
 /** `npm start`: serves the API with the embedded database until SIGTERM/SIGINT. */
-import { ConfigError, configFromEnv } from "./config.ts"
+import { dirname } from "node:path"
+import { ConfigError, configFromEnv, type ServerConfig } from "./config.ts"
+import { makeDirectory } from "./directories.ts"
 import { tuneGc } from "./gcTuning.ts"
 import { startServer } from "./index.ts"
+import { isFileDatabase } from "./dataDir.ts"
+import { settingProblem, unknownSettings } from "./settings.ts"
 import { describeDatabase } from "./store/index.ts"
+
+/**
+ * The whole environment, checked before anything starts: every setting of server/settings.ts,
+ * and the database file's directory created (or refused with its path and the reason).
+ */
+const configure = (): ServerConfig => {
+  for (const warning of unknownSettings(process.env)) process.stderr.write(`slipway: warning: ${warning}\n`)
+  tuneGc()
+  const config = configFromEnv()
+  const problem = settingProblem(process.env)
+  if (problem !== undefined) throw new ConfigError(problem)
+  if (config.databaseUrl === undefined && isFileDatabase(config.databasePath)) {
+    try {
+      makeDirectory(dirname(config.databasePath))
+    } catch (error) {
+      throw new ConfigError(`DATABASE_PATH ${config.databasePath}: cannot create its directory: ${(error as Error).message}`)
+    }
+  }
+  return config
+}
 
 const main = async () => {
   let config
   try {
-    tuneGc()
-    config = configFromEnv()
+    config = configure()
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`slipway: ${error.message}\n`)

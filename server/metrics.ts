@@ -19,12 +19,13 @@
  * sends `Authorization: Bearer <token>`. API keys are not used: a scraper is not a tenant.
  */
 import { timingSafeEqual, createHash } from "node:crypto"
-import { Context, Effect, Option } from "effect"
+import { Context, Effect } from "effect"
 import { collectDefaultMetrics, Counter, Gauge, Registry } from "prom-client"
 import { endpoint, type Endpoint } from "../core/index.ts"
 import { RawResponse, type Route } from "./http/app.ts"
-import { implement, ServerEnv, type ServerModule } from "./module.ts"
+import { implement, ServerEnv } from "./module.ts"
 import { DeploymentStore } from "./store/DeploymentStore.ts"
+import { RevisionStore } from "./store/RevisionStore.ts"
 import { SandboxStore } from "./store/SandboxStore.ts"
 
 /** Seconds: from sub-millisecond reads to slow waits (`wait_for_ready`, up to an hour). */
@@ -200,10 +201,10 @@ const plain = (status: number, text: string, headers: Record<string, string> = {
 
 /** `GET /metrics` for the server's registry, with the store-read gauges; `token` from SLIPWAY_METRICS_TOKEN. */
 export const metricsRoutes = Effect.gen(function* () {
-  const metrics = Option.getOrUndefined(yield* Effect.serviceOption(Metrics))
-  if (!metrics) return [] as ReadonlyArray<Route>
+  const metrics = yield* Metrics
   const { config, log } = yield* ServerEnv
   const deployments = yield* DeploymentStore
+  const revisions = yield* RevisionStore
   const sandboxes = yield* SandboxStore
   registerStoreGauges(metrics.registry, () =>
     Effect.runPromise(
@@ -211,11 +212,11 @@ export const metricsRoutes = Effect.gen(function* () {
         const boxes = yield* sandboxes.allSandboxes()
         const byStatus: Record<string, number> = { provisioning: 0, ready: 0, failed: 0, stopped: 0, deleting: 0 }
         for (const box of boxes) byStatus[box.status] = (byStatus[box.status] ?? 0) + 1
-        const revisions = yield* deployments.inProgressRevisions()
+        const unfinished = yield* revisions.inProgressRevisions()
         const deletes = yield* deployments.pendingDeletes()
         return {
           sandboxes: byStatus,
-          queues: { revisions: revisions.length, deployment_deletes: deletes.length, sandboxes: byStatus.provisioning! + byStatus.deleting! }
+          queues: { revisions: unfinished.length, deployment_deletes: deletes.length, sandboxes: byStatus.provisioning! + byStatus.deleting! }
         }
       })
     ).catch((error) => {
@@ -243,4 +244,4 @@ export const metricsRoutes = Effect.gen(function* () {
 })
 
 /** The /metrics route as a server area (server/modules.ts). */
-export const metricsModule: ServerModule = { name: "metrics", routes: metricsRoutes }
+export const metricsModule = { name: "metrics", routes: metricsRoutes }

@@ -1,16 +1,13 @@
 /**
- * What each area of the server contributes: its routes, built once at start from the services
- * they need, and the Layer of its runtime (controller and driver), started with the server and
- * stopped with it. Both areas are wired this same way.
+ * What every area of the server builds on: the server's environment (`ServerEnv`), the shape of
+ * an area's routes and raw HTTP (`ServerModule`), binding a handler to its endpoint
+ * (`implement`), and the API's clock (`now`).
  */
-import { Context, Effect, type Layer } from "effect"
+import { Context, type Effect } from "effect"
 import type { Endpoint } from "../core/index.ts"
 import type { ServerConfig } from "./config.ts"
 import type { Handler, Route } from "./http/app.ts"
 import type { Logger } from "./log.ts"
-import type { DeploymentStore } from "./store/DeploymentStore.ts"
-import type { KeyStore } from "./store/KeyStore.ts"
-import type { SandboxStore } from "./store/SandboxStore.ts"
 
 /** The server's settings and logger, and the base of generated URLs. */
 export class ServerEnv extends Context.Service<
@@ -23,9 +20,6 @@ export class ServerEnv extends Context.Service<
   }
 >()("slipway/ServerEnv") {}
 
-/** What every area may use: the environment and the stores. */
-export type BaseServices = ServerEnv | DeploymentStore | SandboxStore | KeyStore
-
 /** Requests an area answers outside the API table (a sandbox's dataplane, a deployment's URL). */
 export interface RawHttp {
   /** Answers the request when it is the area's own (true); false leaves it to the API. */
@@ -34,14 +28,17 @@ export interface RawHttp {
   readonly upgrade?: (request: import("node:http").IncomingMessage, socket: import("node:stream").Duplex, head: Buffer) => boolean
 }
 
-export interface ServerModule {
+/**
+ * What an area serves: its routes and raw HTTP hooks, each built once at start from the services
+ * `R` they need. The services themselves (stores, runtimes, controllers) are Layers composed in
+ * `server/modules.ts`, where a module that needs a service nothing provides does not compile.
+ */
+export interface ServerModule<R> {
   readonly name: string
-  /** The area's runtime (controller and driver), built on the base services. */
-  readonly layer?: Layer.Layer<any, never, BaseServices>
-  /** The area's routes; may use the base services and what its `layer` provides. */
-  readonly routes: Effect.Effect<ReadonlyArray<Route>, never, any>
+  /** The area's routes. */
+  readonly routes: Effect.Effect<ReadonlyArray<Route>, never, R>
   /** Requests the area serves outside the API table. */
-  readonly http?: Effect.Effect<RawHttp, never, any>
+  readonly http?: Effect.Effect<RawHttp, never, R>
 }
 
 /**
@@ -73,6 +70,3 @@ export const now = (): string => {
 
 /** The milliseconds of an ISO 8601 time; the text `now()` gave last is not parsed again (a new revision's `since` usually is). */
 export const millisOf = (iso: string): number => (iso === lastIso ? lastMs : Date.parse(iso))
-
-/** Routes built from services: `routes(Effect.gen(function* () { const store = yield* Store; return [...] }))`. */
-export const routes = <R>(build: Effect.Effect<ReadonlyArray<Route>, never, R>) => build

@@ -7,6 +7,7 @@
 import type { Deployment as DeploymentSchema, Revision as RevisionSchema } from "../../core/deployments/model.ts"
 import type { LogEntry as LogEntrySchema, LogsRequest as LogsRequestSchema } from "../../core/api/logs.ts"
 import type { Pool as PoolSchema, Sandbox as SandboxSchema, Template as TemplateSchema, Volume as VolumeSchema } from "../../core/sandboxes/model.ts"
+import type { Snapshot as SnapshotSchema } from "../../core/sandboxes/snapshots.ts"
 
 // The wire (JSON) forms of the core's schemas: type-only imports, nothing of the core is bundled.
 export type Deployment = (typeof DeploymentSchema)["Encoded"]
@@ -17,6 +18,7 @@ export type Sandbox = (typeof SandboxSchema)["Encoded"]
 export type Template = (typeof TemplateSchema)["Encoded"]
 export type Pool = (typeof PoolSchema)["Encoded"]
 export type Volume = (typeof VolumeSchema)["Encoded"]
+export type Snapshot = (typeof SnapshotSchema)["Encoded"]
 
 export interface Session {
   readonly key: string

@@ -18,7 +18,6 @@ import {
   CreateRevision,
   Deployment,
   DeploymentList,
-  DeploymentStatus,
   DeploymentType,
   IntegrationInstall,
   Listener,
@@ -30,7 +29,7 @@ import {
   RevisionList,
   TracingProject
 } from "../deployments/model.ts"
-import { RevisionStatus } from "../deployments/revision.ts"
+import { DeploymentStatus, RevisionStatus } from "../deployments/revision.ts"
 import { controlPage, doc, pageQueryFields, Uuid } from "./common.ts"
 import { endpoint } from "./endpoint.ts"
 import { rule } from "./validation.ts"

@@ -6,6 +6,12 @@ import { Exit, Result, Schema, SchemaAST, SchemaIssue } from "effect"
 
 export type Loc = ReadonlyArray<string | number>
 
+/** A check on an object that reports each problem at its own path below the object. */
+export interface PathIssue {
+  readonly path: Loc
+  readonly message: string
+}
+
 export class ValidationIssue extends Schema.Class<ValidationIssue>("ValidationIssue")({
   loc: Schema.Array(Schema.Union([Schema.String, Schema.Number])),
   msg: Schema.String,

@@ -20,7 +20,8 @@ export type LogKind = "build" | "deploy"
 
 export interface LogLine {
   readonly message: string
-  readonly timestamp?: string | undefined
+  /** As the server gave it: epoch milliseconds (Slipway), or text. */
+  readonly timestamp?: string | number | undefined
   readonly level?: string | undefined
 }
 
@@ -59,7 +60,7 @@ const asLine = (entry: unknown): LogLine | undefined => {
   const level = record.level ?? record.severity
   return {
     message,
-    ...(typeof time === "string" || typeof time === "number" ? { timestamp: String(time) } : {}),
+    ...(typeof time === "string" || typeof time === "number" ? { timestamp: time } : {}),
     ...(typeof level === "string" ? { level } : {})
   }
 }
@@ -141,6 +142,19 @@ export const failureLogTail = (
   )
 }
 
-/** `2026-11-23T15:00:00Z [error] message` (timestamp and level when known). */
+/**
+ * A timestamp for people: epoch milliseconds (what Slipway's log endpoints answer) or seconds as
+ * ISO 8601 in UTC (`2026-11-23T15:00:00.123Z`); any other text as given.
+ */
+export const formatLogTime = (timestamp: string | number): string => {
+  if (!/^\d{9,16}(\.\d+)?$/.test(String(timestamp))) return String(timestamp)
+  const number = Number(timestamp)
+  const date = new Date(number < 1e11 ? number * 1000 : number)
+  return Number.isNaN(date.getTime()) ? String(timestamp) : date.toISOString()
+}
+
+/** `2026-11-23T15:00:00.000Z [error] message` (timestamp and level when known). */
 export const formatLogLine = (line: LogLine): string =>
-  [line.timestamp, line.level ? `[${line.level}]` : undefined, line.message].filter((part) => part !== undefined && part !== "").join(" ")
+  [line.timestamp === undefined ? undefined : formatLogTime(line.timestamp), line.level ? `[${line.level}]` : undefined, line.message]
+    .filter((part) => part !== undefined && part !== "")
+    .join(" ")

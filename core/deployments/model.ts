@@ -7,9 +7,9 @@
  */
 import { Effect, Schema, SchemaTransformation } from "effect"
 import { doc, Timestamp, Uuid } from "../api/common.ts"
-import { above, atLeast, atMost, Int, issueTypeKey, rule, ruleOf } from "../api/validation.ts"
-import { resourceSpecIssues } from "./resourceSpec.ts"
-import { RevisionStatus } from "./revision.ts"
+import { above, atLeast, atMost, Int, issueTypeKey, rule, ruleOf, type PathIssue } from "../api/validation.ts"
+import { resourceSpecIssues, type QuantityField } from "./resourceSpec.ts"
+import { DeploymentStatus, RevisionStatus, sources, Source } from "./revision.ts"
 import { gitRefProblem, imageReferenceProblem, repoPathProblem, repoUrlProblem } from "./sourceFields.ts"
 
 // ---------------------------------------------------------------------------------------------
@@ -112,9 +112,10 @@ const grammar = (problem: (value: string) => string | undefined) => ruleOf((valu
 const grammarString = (problem: (value: string) => string | undefined, description: string, examples: ReadonlyArray<string>) =>
   Schema.String.annotate({ description, examples }).check(nonEmpty, grammar(problem))
 
+/** The grammar only: whether an http:// URL's host is allowed is the server's setting, checked by `planCreate`. */
 export const RepoUrl = grammarString(
-  repoUrlProblem,
-  "A git repository URL: https://host/owner/repo, ssh://git@host/owner/repo or git@host:owner/repo; no credentials",
+  (url) => repoUrlProblem(url, { insecureHosts: "any" }),
+  "A git repository URL: https://host/owner/repo, ssh://git@host/owner/repo or git@host:owner/repo (http://host:port/owner/repo only for hosts the server lists in SLIPWAY_INSECURE_GIT_HOSTS); no credentials",
   ["https://github.com/acme/agent"]
 )
 export const RepoRef = grammarString(gitRefProblem, "A branch by its bare name (main) or as refs/heads/main, or a tag as refs/tags/v1; a valid git ref name", [
@@ -137,12 +138,6 @@ const ContainerImage = grammarString(
 /** Free-form Kubernetes objects (volume sources, envFrom, securityContext) are passed through as given. */
 const FreeForm = Schema.Record(Schema.String, Schema.Unknown)
 const StringMap = Schema.Record(Schema.String, Schema.String)
-
-/** A check on an object that reports each problem at its own path below the object. */
-export interface PathIssue {
-  readonly path: ReadonlyArray<string | number>
-  readonly message: string
-}
 
 const objectCheck = <T>(issues: (value: T) => ReadonlyArray<PathIssue>) =>
   Schema.makeFilter<T>((value) => issues(value).map(({ path, message }) => ({ path, issue: message })), {
@@ -170,18 +165,8 @@ export const duplicateNames = <A>(
 // ---------------------------------------------------------------------------------------------
 // Enumerations
 
-export const sources = ["gitrepo", "external_container"] as const
-export const Source = Schema.Literals(sources)
-export type Source = typeof Source.Type
-
-export const deploymentStatuses = ["AWAITING_DATABASE", "READY", "UNUSED", "AWAITING_DELETE", "UNKNOWN"] as const
-export const DeploymentStatus = Schema.Literals(deploymentStatuses)
-export type DeploymentStatus = typeof DeploymentStatus.Type
-
 export const DeploymentType = Schema.Literals(["dev_free", "dev", "prod"])
 export type DeploymentType = typeof DeploymentType.Type
-
-export { RevisionStatus }
 
 // ---------------------------------------------------------------------------------------------
 // ResourceSpec and its Kubernetes-shaped parts (spec 2.5). Volume and VolumeMount are named
@@ -290,7 +275,7 @@ const resourceSpecFields = {
   db_memory_limit_mb: nullable(MemoryLimit),
   db_storage_gi: nullable(doc(between(1, resourceBounds.dbStorageGi), "GiB of database storage", [10])),
   db_max_connections: nullable(doc(between(1, resourceBounds.dbMaxConnections), "Database connections at most", [100]))
-}
+} satisfies Record<QuantityField, Schema.Top> & Record<string, Schema.Top>
 
 /** The resource spec's structure alone, before its cross-field checks. */
 const ResourceSpecFields = Schema.Struct(resourceSpecFields)

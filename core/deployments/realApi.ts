@@ -8,7 +8,8 @@ import { doc, Uuid } from "../api/common.ts"
 import type { Dialect } from "../api/endpoint.ts"
 import { type ApiError, BadRequest, ValidationError } from "../api/errors.ts"
 import { Int } from "../api/validation.ts"
-import { realSourceNames, type Source, type SourceRevisionConfig } from "./model.ts"
+import { realSourceNames, type SourceRevisionConfig } from "./model.ts"
+import type { Source } from "./revision.ts"
 
 const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === "object" && !Array.isArray(value)
 

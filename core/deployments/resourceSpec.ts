@@ -3,23 +3,13 @@
  * runtime renders exactly what the property tests check: explicit values always win, and every
  * unset limit is twice its (effective) request.
  */
-import type { PathIssue, ResourceSpec } from "./model.ts"
-
-type NumericField = {
-  [K in keyof ResourceSpec]-?: NonNullable<ResourceSpec[K]> extends number ? K : never
-}[keyof ResourceSpec]
-
-interface Derivation {
-  readonly field: NumericField
-  readonly from: NumericField
-  readonly factor: 1 | 2
-}
+import type { PathIssue } from "../api/validation.ts"
 
 /**
  * Unset fields and where their default comes from, in the order they must be applied:
  * `queue_cpu` is derived before `queue_cpu_limit`, which doubles the effective `queue_cpu`.
  */
-export const derivations: ReadonlyArray<Derivation> = [
+export const derivations = [
   { field: "cpu_limit", from: "cpu", factor: 2 },
   { field: "memory_limit_mb", from: "memory_mb", factor: 2 },
   { field: "queue_min_scale", from: "min_scale", factor: 1 },
@@ -30,7 +20,7 @@ export const derivations: ReadonlyArray<Derivation> = [
   { field: "queue_memory_limit_mb", from: "queue_memory_mb", factor: 2 },
   { field: "db_cpu_limit", from: "db_cpu", factor: 2 },
   { field: "db_memory_limit_mb", from: "db_memory_mb", factor: 2 }
-]
+] as const
 
 const isSet = (value: unknown): value is number => typeof value === "number"
 
@@ -38,17 +28,17 @@ const isSet = (value: unknown): value is number => typeof value === "number"
  * The spec with every derivable default filled in. Fields whose source is unset stay unset:
  * the runtime applies its own platform defaults there, not us.
  */
-export const effectiveResourceSpec = (spec: ResourceSpec | null | undefined): ResourceSpec => {
+export const effectiveResourceSpec = <S extends ResourceQuantities>(spec: S | null | undefined): S & ResourceQuantities => {
   const effective: Record<string, unknown> = { ...spec }
   for (const { field, from, factor } of derivations) {
     const source = effective[from]
     if (!isSet(effective[field]) && isSet(source)) effective[field] = source * factor
   }
-  return effective as ResourceSpec
+  return effective as S
 }
 
 /** Two fields where the first may not exceed the second. */
-const orderedPairs: ReadonlyArray<readonly [NumericField, NumericField]> = [
+const orderedPairs = [
   ["min_scale", "max_scale"],
   ["queue_min_scale", "queue_max_scale"],
   ["orchestrator_min_scale", "orchestrator_max_scale"],
@@ -64,9 +54,18 @@ const orderedPairs: ReadonlyArray<readonly [NumericField, NumericField]> = [
   ["db_memory_mb", "db_memory_limit_mb"],
   ["redis_cpu", "redis_cpu_limit"],
   ["redis_memory_mb", "redis_memory_limit_mb"]
-]
+] as const
 
-const describe = (spec: ResourceSpec, field: NumericField, value: number): string => {
+/**
+ * The numeric fields of the resource spec these rules read (model.ts checks that its
+ * `ResourceSpec` has each of them).
+ */
+export type QuantityField = (typeof orderedPairs)[number][number] | (typeof derivations)[number]["field" | "from"]
+
+/** The part of a resource spec these rules read: any `ResourceSpec` is one. */
+export type ResourceQuantities = { readonly [K in QuantityField]?: number | null | undefined }
+
+const describe = (spec: ResourceQuantities, field: QuantityField, value: number): string => {
   if (isSet(spec[field])) return `${field} (${value})`
   // An unset field with an effective value was derived, so its derivation exists.
   const origin = derivations.find((derivation) => derivation.field === field)!
@@ -79,7 +78,7 @@ const describe = (spec: ResourceSpec, field: NumericField, value: number): strin
  * reported only when the caller set one of its fields (otherwise the pair it inherits from already
  * reports it), at the upper field when that one was set, else at the lower one.
  */
-export const resourceSpecIssues = (spec: ResourceSpec): Array<PathIssue> => {
+export const resourceSpecIssues = (spec: ResourceQuantities): Array<PathIssue> => {
   const effective = effectiveResourceSpec(spec)
   return orderedPairs.flatMap(([lower, upper]): Array<PathIssue> => {
     const low = effective[lower]

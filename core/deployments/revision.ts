@@ -4,7 +4,14 @@
  * a Kubernetes runtime would call the same functions when its objects change.
  */
 import { Schema } from "effect"
-import type { DeploymentStatus, Source } from "./model.ts"
+
+export const sources = ["gitrepo", "external_container"] as const
+export const Source = Schema.Literals(sources)
+export type Source = typeof Source.Type
+
+export const deploymentStatuses = ["AWAITING_DATABASE", "READY", "UNUSED", "AWAITING_DELETE", "UNKNOWN"] as const
+export const DeploymentStatus = Schema.Literals(deploymentStatuses)
+export type DeploymentStatus = typeof DeploymentStatus.Type
 
 export const revisionStatuses = [
   "CREATING",

@@ -28,12 +28,11 @@ import {
   type PatchDeployment,
   type PushEvent,
   type Secret,
-  type Source,
   type SourceConfigField,
   type SourceRevisionConfigField
 } from "./model.ts"
-import { everDeployed, type RevisionStatus } from "./revision.ts"
-import { branchOf } from "./sourceFields.ts"
+import { everDeployed, type RevisionStatus, type Source } from "./revision.ts"
+import { branchOf, repoUrlProblem } from "./sourceFields.ts"
 
 // ---------------------------------------------------------------------------------------------
 // Shared vocabulary
@@ -273,6 +272,15 @@ export const gitrepoCustomUrl = (publicUrl: string, name: string): string => `${
 export interface CreateOptions {
   /** `SLIPWAY_PUBLIC_URL`, the base of generated custom URLs. */
   readonly publicUrl: string
+  /** `SLIPWAY_INSECURE_GIT_HOSTS`: the `host:port` pairs a `repo_url` may reach over plain http:// (default none). */
+  readonly insecureGitHosts?: ReadonlyArray<string> | undefined
+}
+
+/** A plain-http `repo_url` whose host the server does not list (the request schema checks only the URL's grammar). */
+export const insecureRepoUrlIssues = (config: SourceConfig | null | undefined, insecureGitHosts: ReadonlyArray<string> = []): Array<ValidationIssue> => {
+  const url = config?.repo_url
+  const problem = isSet(url) ? repoUrlProblem(url, { insecureHosts: insecureGitHosts }) : undefined
+  return problem ? [issue(fieldLoc("source_config", "repo_url"), problem)] : []
 }
 
 /**
@@ -290,6 +298,7 @@ export const planCreate = (body: CreateDeployment, options: CreateOptions): Resu
     ...readOnlyIssues(source, body),
     ...missingIssues(source, body),
     ...listenerConfigIssues(body.source_config),
+    ...insecureRepoUrlIssues(body.source_config, options.insecureGitHosts),
     ...tagBuildOnPushIssues({ buildOnPush: body.source_config?.build_on_push, repoRef: body.source_revision_config?.repo_ref }, body),
     ...resolved.issues
   ]

@@ -30,7 +30,7 @@ const commonProblem = (value: string, what: string, allowSpaces = false): string
 }
 
 // ---------------------------------------------------------------------------------------------
-// repo_url: https and ssh git URLs (git-clone(1), "GIT URLS")
+// repo_url: https and ssh git URLs (git-clone(1), "GIT URLS"), and plain http to listed hosts
 
 export const maxRepoUrlLength = 2048
 
@@ -61,7 +61,7 @@ const portProblem = (port: string | undefined): string | undefined =>
 /** `scheme://[userinfo@]host[:port]/path`, split without a URL parser (which would normalise what we must judge). */
 const authorityPattern = /^([^/?#]*)(.*)$/
 
-const hierarchicalProblem = (scheme: "https" | "ssh", rest: string): string | undefined => {
+const hierarchicalProblem = (scheme: "https" | "http" | "ssh", rest: string): string | undefined => {
   // Both groups always take part in the match (possibly empty).
   const [, authority, path] = authorityPattern.exec(rest)! as unknown as [string, string, string]
   const at = authority.lastIndexOf("@")
@@ -72,7 +72,7 @@ const hierarchicalProblem = (scheme: "https" | "ssh", rest: string): string | un
     // A credential would be stored, logged and answered back in every response: refuse it
     // rather than strip it silently (the caller would believe it is used). Private repositories
     // are reached through the deployment's integration or an ssh deploy key.
-    if (scheme === "https") return "repo_url must not contain credentials (a user name or token before '@'); private repositories are reached through the integration"
+    if (scheme !== "ssh") return "repo_url must not contain credentials (a user name or token before '@'); private repositories are reached through the integration"
     if (userinfo.includes(":")) return "repo_url must not contain a password"
     if (!sshUserPattern.test(userinfo)) return "repo_url's ssh user may contain only letters, digits, '.', '_' and '-'"
   }
@@ -90,13 +90,35 @@ const hierarchicalProblem = (scheme: "https" | "ssh", rest: string): string | un
 /** scp-like syntax: `user@host:path` (git reads `host:path` the same way, but we ask for the user). */
 const scpLikePattern = /^([^@/:]+)@([^/:]+):(.*)$/
 
+/** A `host[:port]` of an http:// URL or of the allowed list, compared case-insensitively with port 80 by default. */
+const hostPortKey = (hostPort: string): string => {
+  const lower = hostPort.toLowerCase()
+  return /:[0-9]+$/.test(lower) ? lower : `${lower}:80`
+}
+
+/** The `host[:port]` of an http URL's authority (after any `user@`), as it is written. */
+const authorityHostPort = (rest: string): string => {
+  const authority = authorityPattern.exec(rest)![1]!
+  return authority.slice(authority.lastIndexOf("@") + 1)
+}
+
+export interface RepoUrlOptions {
+  /**
+   * The hosts whose repositories may be fetched over plain `http://`, as `host:port` (`host`
+   * alone means port 80): the server's `SLIPWAY_INSECURE_GIT_HOSTS`, for git servers on a
+   * trusted network or loopback. Default: none. `"any"` checks an http URL's grammar and leaves
+   * its host to a later check (the request schemas do this; `planCreate` checks the host).
+   */
+  readonly insecureHosts?: ReadonlyArray<string> | "any" | undefined
+}
+
 /**
  * Why a repository URL is refused, or undefined. Accepted: `https://host[:port]/path`,
- * `ssh://[user@]host[:port]/path` and `user@host:path`. Refused: every other transport (`file:`,
- * `git:`, `http:`, `ext::`, …), local paths, credentials, control characters, whitespace and a
- * leading '-'.
+ * `ssh://[user@]host[:port]/path`, `user@host:path`, and `http://host[:port]/path` when the host
+ * is among `options.insecureHosts`. Refused: every other transport (`file:`, `git:`, `ext::`,
+ * …), local paths, credentials, control characters, whitespace and a leading '-'.
  */
-export const repoUrlProblem = (url: string): string | undefined => {
+export const repoUrlProblem = (url: string, options: RepoUrlOptions = {}): string | undefined => {
   const common = commonProblem(url, "repo_url")
   if (common) return common
   if (url.length > maxRepoUrlLength) return `repo_url must be at most ${maxRepoUrlLength} characters`
@@ -105,7 +127,13 @@ export const repoUrlProblem = (url: string): string | undefined => {
     const name = scheme[1]!.toLowerCase()
     const rest = url.slice(scheme[0].length)
     if ((name === "https" || name === "ssh") && rest.startsWith("//")) return hierarchicalProblem(name, rest.slice(2))
-    // "ext::cmd" and "fd::…" are git's remote helpers; "file://", "git://", "http://" are transports we do not fetch from.
+    if (name === "http" && rest.startsWith("//")) {
+      const allowed = options.insecureHosts ?? []
+      const hostPort = authorityHostPort(rest.slice(2))
+      if (allowed === "any" || allowed.some((entry) => hostPortKey(entry.trim()) === hostPortKey(hostPort))) return hierarchicalProblem(name, rest.slice(2))
+      return `repo_url uses the transport 'http' to ${hostPort || "no host"}, which this server does not allow (plain-http git hosts must be listed in SLIPWAY_INSECURE_GIT_HOSTS); use https:// or ssh://`
+    }
+    // "ext::cmd" and "fd::…" are git's remote helpers; "file://", "git://" are transports we do not fetch from.
     if (rest.startsWith("//") || rest.startsWith(":")) return `repo_url uses the transport '${name}'; only https:// and ssh:// URLs (or git@host:owner/repo) are allowed`
   }
   const scp = scpLikePattern.exec(url)
@@ -116,6 +144,13 @@ export const repoUrlProblem = (url: string): string | undefined => {
     return repoPathProblemOf(path)
   }
   return `repo_url must be a git URL: ${repoUrlForms}`
+}
+
+/** Why an entry of SLIPWAY_INSECURE_GIT_HOSTS is refused (`host` or `host:port`), or undefined. */
+export const insecureGitHostProblem = (entry: string): string | undefined => {
+  const portMatch = /^(.*?)(?::([^:\]]*))?$/.exec(entry.trim())!
+  if (!hostPattern.test(portMatch[1]!) || /[/@]/.test(entry)) return `insecure git host '${entry}' must be host or host:port (a DNS name, an IPv4 address or a bracketed IPv6 address)`
+  return portProblem(portMatch[2]) === undefined ? undefined : `insecure git host '${entry}' has a port that is not a number from 1 to 65535`
 }
 
 // ---------------------------------------------------------------------------------------------

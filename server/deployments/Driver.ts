@@ -1,10 +1,12 @@
 /**
- * The deployment runtime's seam. A driver only does the work (`apply`, `stop`, `teardown`) and
- * reports what it observes; the controller (`controller.ts`) checks each observation against the
- * core's state machine and persists it. Drivers: `simulated` (a timer, `drivers/simulated.ts`),
- * `local` (images run under bubblewrap) and later `kubernetes`; `SLIPWAY_RUNTIME` selects one.
+ * The deployment runtime's seam. A driver only does the work (`apply`, `stop`, `serve`,
+ * `teardown`) and reports what it observes on the `DeploymentObservations` channel; the
+ * controller (`controller.ts`) consumes the channel, checks each observation against the core's
+ * state machine and persists it. Drivers: `simulated` (a timer, `drivers/simulated.ts`), `local`
+ * (images run under bubblewrap, `drivers/local.ts`) and later `kubernetes`; `SLIPWAY_RUNTIME`
+ * selects one.
  */
-import { Context, type Effect } from "effect"
+import { Context, Deferred, Effect, Layer, Queue } from "effect"
 import type { RevisionStatus, Secret, Source, SourceConfig, SourceRevisionConfig } from "../../core/index.ts"
 
 /** A revision to roll out, from the state it is in now. */
@@ -47,18 +49,47 @@ export interface DatabaseObservation {
   readonly ready: boolean
 }
 
+/** A batch of observations on the channel, and where the controller answers when the driver waits for it. */
+export interface ObservationReport {
+  readonly observations: ReadonlyArray<Observation | DatabaseObservation>
+  /** Completed by the controller with, per observation, whether it was applied; undefined: nobody waits. */
+  readonly applied: Deferred.Deferred<ReadonlyArray<boolean>> | undefined
+}
+
 /**
- * Where a driver reports: the controller persists a batch in one transaction and answers, per
- * observation, whether it was applied (false: the revision had moved on, e.g. superseded).
+ * The channel from a driver to the controller (one queue). The controller persists what it
+ * takes in one transaction; where the driver must know whether an observation was applied (false:
+ * the revision had moved on, e.g. superseded meanwhile), it `report`s and waits for the answer.
  */
-export type ObservationSink = (batch: ReadonlyArray<Observation | DatabaseObservation>) => Effect.Effect<ReadonlyArray<boolean>>
+export class DeploymentObservations extends Context.Service<
+  DeploymentObservations,
+  {
+    /** Sends a batch and waits for the controller's answer, per observation. */
+    readonly report: (observations: ReadonlyArray<Observation | DatabaseObservation>) => Effect.Effect<ReadonlyArray<boolean>>
+    /** Sends a batch without waiting (progress within a state, a database that became ready). */
+    readonly tell: (observations: ReadonlyArray<Observation | DatabaseObservation>) => Effect.Effect<void>
+    /** The controller's side: every report waiting, at least one (waits for one). */
+    readonly take: Effect.Effect<ReadonlyArray<ObservationReport>>
+  }
+>()("slipway/DeploymentObservations") {}
+
+export const DeploymentObservationsLive = Layer.effect(
+  DeploymentObservations,
+  Effect.gen(function* () {
+    const queue = yield* Effect.acquireRelease(Queue.unbounded<ObservationReport>(), Queue.shutdown)
+    return DeploymentObservations.of({
+      report: (observations) =>
+        Effect.flatMap(Deferred.make<ReadonlyArray<boolean>>(), (applied) => Effect.andThen(Queue.offer(queue, { observations, applied }), Deferred.await(applied))),
+      tell: (observations) => Effect.asVoid(Queue.offer(queue, { observations, applied: undefined })),
+      take: Queue.takeAll(queue)
+    })
+  })
+)
 
 export class DeploymentDriver extends Context.Service<
   DeploymentDriver,
   {
     readonly name: string
-    /** Registers where observations go; called once by the controller before any work. */
-    readonly observe: (sink: ObservationSink) => Effect.Effect<void>
     /** Rolls a revision out from its current state (a new revision, or one resumed after a restart). */
     readonly apply: (work: RevisionWork) => Effect.Effect<void>
     /** Stops a revision's rollout and whatever it runs. */

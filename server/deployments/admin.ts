@@ -8,7 +8,9 @@ import { randomBytes, randomUUID } from "node:crypto"
 import type { AdminCommand } from "../admin.ts"
 import { isUuid } from "../../core/index.ts"
 import { requireUuid } from "../cli.ts"
-import { makeSecretBox } from "./secrets.ts"
+import { IntegrationStore } from "../store/IntegrationStore.ts"
+import { KeyStore } from "../store/KeyStore.ts"
+import { makeSecretBox } from "../secrets/secrets.ts"
 
 const ownerPattern = /^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,98}[A-Za-z0-9_])?$/
 export const PROVIDERS = ["github"] as const
@@ -25,12 +27,14 @@ export const integrationCommand: AdminCommand = {
     "                 list a tenant's integrations (secrets are never shown again)\n" +
     "  integration remove <id> --tenant <uuid>\n" +
     "                 remove an integration: pushes signed with its secret are refused from then on",
-  run: async ({ keys, deployments, run, config, values, positionals, fail }) => {
+  run: async ({ run, config, values, positionals, fail }) => {
+    const keys = await run(KeyStore)
+    const integrations = await run(IntegrationStore)
     const action = positionals[0] ?? fail("integration needs add, list or remove")
     const tenantId = requireUuid("tenant", values.tenant, fail, `integration ${action} `)
     if ((await run(keys.tenantOrganization(tenantId))) === undefined) fail(`unknown tenant ${tenantId}: mint a key for it first (create --tenant)`)
     if (action === "list") {
-      for (const row of await run(deployments.integrations(tenantId))) {
+      for (const row of await run(integrations.integrations(tenantId))) {
         process.stdout.write(`${JSON.stringify({ id: row.id, provider: row.provider, owner: row.owner, installed_at: row.installed_at })}\n`)
       }
       return
@@ -39,7 +43,7 @@ export const integrationCommand: AdminCommand = {
       const raw = positionals[1]
       if (raw === undefined || !isUuid(raw)) fail(`integration remove needs the integration's id (a uuid)${raw === undefined ? "" : `, got "${raw}"`}`)
       const id = raw!.toLowerCase()
-      if (!(await run(deployments.deleteIntegration(tenantId, id)))) fail(`tenant ${tenantId} has no integration ${id}`)
+      if (!(await run(integrations.deleteIntegration(tenantId, id)))) fail(`tenant ${tenantId} has no integration ${id}`)
       process.stdout.write(`removed integration ${id}\n`)
       return
     }
@@ -48,10 +52,10 @@ export const integrationCommand: AdminCommand = {
     if (!ownerPattern.test(owner)) fail(`--owner must be a GitHub user or organization name, got "${owner}"`)
     const provider = typeof values.provider === "string" ? values.provider.toLowerCase() : "github"
     if (!(PROVIDERS as ReadonlyArray<string>).includes(provider)) fail(`--provider must be one of ${PROVIDERS.join(", ")}, got "${provider}"`)
-    if (await run(deployments.integrationByOwner(tenantId, provider, ownerKey(owner)))) fail(`tenant ${tenantId} already has a ${provider} integration for ${owner}`)
+    if (await run(integrations.integrationByOwner(tenantId, provider, ownerKey(owner)))) fail(`tenant ${tenantId} already has a ${provider} integration for ${owner}`)
     const secret = randomBytes(32).toString("hex")
     const id = randomUUID()
-    await run(deployments.insertIntegration({
+    await run(integrations.insertIntegration({
       id,
       tenant_id: tenantId,
       provider,

@@ -6,15 +6,23 @@
  * another, is simply not moved), activates a revision that reaches DEPLOYED, and finishes
  * deletions once the driver has torn a deployment down. Nothing is kept only in memory: at start
  * it hands the driver every unfinished revision and pending delete recorded in the store.
+ *
+ * The driver reports on the `DeploymentObservations` channel; one fiber of the controller takes
+ * whatever is waiting, persists it in one transaction and answers the reports that wait. Which
+ * revisions this process drives is `RevisionLeases`' business (PostgreSQL: leases shared between
+ * replicas; SQLite: one replica that holds everything). Background work (the channel, the lease
+ * rounds, deletes) runs in the controller's `FiberSet`, interrupted when its layer closes.
  */
-import { Context, Effect, FiberSet, Layer, Option, Schedule } from "effect"
+import { Clock, Context, Deferred, Effect, FiberMap, FiberSet, Layer, Option, Schedule } from "effect"
 import { activate, canAdvance, databaseReadyOf, deploymentStatus, isTerminal, type Secret } from "../../core/index.ts"
 import { ServerEnv } from "../module.ts"
-import { DeploymentStore, type DeploymentRecord, type RevisionRecord } from "../store/DeploymentStore.ts"
+import { DeploymentStore, type DeploymentRecord } from "../store/DeploymentStore.ts"
+import { type RevisionRecord, RevisionStore } from "../store/RevisionStore.ts"
 import { RevisionLeases } from "../store/RevisionLeases.ts"
 import type { StoreError } from "../store/StoreError.ts"
-import { type DatabaseObservation, DeploymentDriver, type Observation, type RevisionWork } from "./Driver.ts"
-import { makeSecretBox } from "./secrets.ts"
+import { Transactions } from "../store/Transactions.ts"
+import { type DatabaseObservation, DeploymentDriver, DeploymentObservations, type Observation, type RevisionWork } from "./Driver.ts"
+import { makeSecretBox } from "../secrets/secrets.ts"
 import { Metrics } from "../metrics.ts"
 
 export class DeploymentController extends Context.Service<
@@ -35,13 +43,16 @@ const retryWhileBusy = <A>(effect: Effect.Effect<A, StoreError>) =>
   Effect.retry(effect, { while: (error) => error.busy, schedule: Schedule.spaced("50 millis"), times: 100 })
 
 export const makeDeploymentController = Effect.gen(function* () {
-  const store = yield* DeploymentStore
+  const deploymentStore = yield* DeploymentStore
+  const revisionStore = yield* RevisionStore
+  const { transaction } = yield* Transactions
   const driver = yield* DeploymentDriver
+  const channel = yield* DeploymentObservations
   const { log, config } = yield* ServerEnv
   const box = makeSecretBox(config.secretsKey, config.previousSecretsKeys)
   const background = yield* FiberSet.make()
-  // Several replicas on one database (PostgreSQL): each drives only the revisions it leased.
-  const leases = Option.getOrUndefined(yield* Effect.serviceOption(RevisionLeases))
+  // Each replica drives only the revisions it leased (SQLite: the one replica leases them all).
+  const leases = yield* RevisionLeases
   const metrics = Option.getOrUndefined(yield* Effect.serviceOption(Metrics))
   /** Revisions this replica leased and handed to its driver. */
   const held = new Set<string>()
@@ -64,7 +75,7 @@ export const makeDeploymentController = Effect.gen(function* () {
   /** The database of a deployment became ready (or not): its status follows (core's rule). */
   const persistDatabase = Effect.fnUntraced(function* (observation: DatabaseObservation, nowIso: string) {
     const { tenantId, deploymentId, ready } = observation
-    const deployment = yield* store.deployment(tenantId, deploymentId)
+    const deployment = yield* deploymentStore.deployment(tenantId, deploymentId)
     if (!deployment || deployment.status === "AWAITING_DELETE") return false
     const status = deploymentStatus({
       activeRevisionId: deployment.active_revision_id,
@@ -73,28 +84,28 @@ export const makeDeploymentController = Effect.gen(function* () {
       databaseReady: ready
     })
     if (status === deployment.status) return true
-    return yield* store.setDeploymentStatus(tenantId, deploymentId, status, nowIso)
+    return yield* deploymentStore.setDeploymentStatus(tenantId, deploymentId, status, nowIso)
   })
 
   /** One observation, inside the batch's transaction; answers whether it moved the revision. */
   const persist = Effect.fnUntraced(function* (observation: Observation | DatabaseObservation, nowIso: string) {
     if ("_tag" in observation) return yield* persistDatabase(observation, nowIso)
     const { tenantId, deploymentId, revisionId, from, to, message } = observation
-    const revision = yield* store.revision(tenantId, deploymentId, revisionId)
+    const revision = yield* revisionStore.revision(tenantId, deploymentId, revisionId)
     if (!revision || revision.status !== from) return false
     if (from === to) {
       // Progress within a state: only the status message changes.
       if (isTerminal(from) || revision.status_message === message) return !isTerminal(from)
-      return yield* store.advanceRevision(tenantId, revisionId, from, to, message, null, nowIso)
+      return yield* revisionStore.advanceRevision(tenantId, revisionId, from, to, message, null, nowIso)
     }
     if (!canAdvance(from, to, revision.source)) {
       log.error("driver reported an impossible transition", { revision_id: revisionId, from, to, driver: driver.name })
       return false
     }
     const deployed = to === "DEPLOYED"
-    const moved = yield* store.advanceRevision(tenantId, revisionId, from, to, message, deployed ? nowIso : null, nowIso)
+    const moved = yield* revisionStore.advanceRevision(tenantId, revisionId, from, to, message, deployed ? nowIso : null, nowIso)
     if (moved && deployed) {
-      const deployment = yield* store.deployment(tenantId, deploymentId)
+      const deployment = yield* deploymentStore.deployment(tenantId, deploymentId)
       if (deployment && deployment.status !== "AWAITING_DELETE") {
         const { active_revision_id } = activate(revisionId)
         const status = deploymentStatus({
@@ -103,15 +114,16 @@ export const makeDeploymentController = Effect.gen(function* () {
           deleting: false,
           databaseReady: databaseReadyOf(deployment) || undefined
         })
-        yield* store.setDeploymentState(tenantId, deploymentId, status, active_revision_id, nowIso)
+        yield* deploymentStore.setDeploymentState(tenantId, deploymentId, status, active_revision_id, nowIso)
       }
     }
     return moved
   })
 
-  yield* driver.observe((batch) =>
+  /** Persists a batch in one transaction; answers, per observation, whether it was applied. */
+  const persistBatch = (batch: ReadonlyArray<Observation | DatabaseObservation>) =>
     retryWhileBusy(
-      store.transaction(
+      transaction(
         Effect.suspend(() => {
           const nowIso = new Date().toISOString()
           return Effect.forEach(batch, (observation) => persist(observation, nowIso))
@@ -136,25 +148,46 @@ export const makeDeploymentController = Effect.gen(function* () {
           return batch.map(() => false)
         })
       ),
-      // The driver drops what was not applied; with leases, give those up too, so the next claim
-      // (by any replica) resumes them from their stored state instead of renewing an idle lease.
+      // The driver drops what was not applied; give those leases up too, so the next claim (by
+      // any replica) resumes them from their stored state instead of renewing an idle lease.
+      // A revision that reached a final state is no longer held (nothing renews it).
       Effect.tap((applied) => {
-        if (!leases) return Effect.void
-        const dropped = batch.flatMap((observation, index) => (!applied[index] && !("_tag" in observation) ? [observation.revisionId] : []))
+        const dropped: Array<string> = []
+        batch.forEach((observation, index) => {
+          if ("_tag" in observation) return
+          if (!applied[index]) dropped.push(observation.revisionId)
+          else if (isTerminal(observation.to)) held.delete(observation.revisionId)
+        })
         for (const id of dropped) held.delete(id)
         return dropped.length > 0 ? Effect.ignore(leases.release(dropped)) : Effect.void
       })
     )
-  )
+
+  /** Takes every report waiting, persists them in one transaction, answers those that wait. */
+  const consume = Effect.gen(function* () {
+    const reports = yield* channel.take
+    const batch = reports.flatMap((report) => report.observations)
+    // Even a defect answers every report (nothing applied): no driver waits forever.
+    const applied = yield* persistBatch(batch).pipe(
+      Effect.catchDefect((defect) => Effect.sync(() => (log.error("runtime step failed", { error: String(defect) }), batch.map(() => false))))
+    )
+    let offset = 0
+    for (const report of reports) {
+      const mine = applied.slice(offset, (offset += report.observations.length))
+      if (report.applied) yield* Deferred.succeed(report.applied, mine)
+    }
+  })
+  // Running before the driver gets any work: what it reports from the start is taken.
+  yield* FiberSet.run(background, Effect.forever(consume))
 
   const finishDelete = (tenantId: string, deploymentId: string, since: string) =>
     Effect.gen(function* () {
       yield* driver.teardown(tenantId, deploymentId, since)
       yield* retryWhileBusy(
-        store.transaction(
+        transaction(
           Effect.gen(function* () {
-            const deployment = yield* store.deployment(tenantId, deploymentId)
-            if (deployment?.status === "AWAITING_DELETE") yield* store.deleteDeployment(tenantId, deploymentId)
+            const deployment = yield* deploymentStore.deployment(tenantId, deploymentId)
+            if (deployment?.status === "AWAITING_DELETE") yield* deploymentStore.deleteDeployment(tenantId, deploymentId)
           })
         )
       )
@@ -162,10 +195,10 @@ export const makeDeploymentController = Effect.gen(function* () {
 
   /** The work of a stored revision, with the secrets it was created with. */
   const storedWork = Effect.fnUntraced(function* (tenantId: string, deploymentId: string, revisionId: string) {
-    const deployment = yield* store.deployment(tenantId, deploymentId)
-    const revision = deployment && (yield* store.revision(tenantId, deploymentId, revisionId))
+    const deployment = yield* deploymentStore.deployment(tenantId, deploymentId)
+    const revision = deployment && (yield* revisionStore.revision(tenantId, deploymentId, revisionId))
     if (!deployment || !revision) return undefined
-    const secrets = (yield* store.revisionSecrets(tenantId, revisionId)) ?? deployment.secrets
+    const secrets = (yield* revisionStore.revisionSecrets(tenantId, revisionId)) ?? deployment.secrets
     return workOf(deployment, revision, secrets)
   })
 
@@ -174,19 +207,19 @@ export const makeDeploymentController = Effect.gen(function* () {
     const deployments = new Map<string, DeploymentRecord | undefined>()
     for (const revision of revisions) {
       const key = `${revision.tenant_id}/${revision.deployment_id}`
-      if (!deployments.has(key)) deployments.set(key, yield* store.deployment(revision.tenant_id, revision.deployment_id))
+      if (!deployments.has(key)) deployments.set(key, yield* deploymentStore.deployment(revision.tenant_id, revision.deployment_id))
       const deployment = deployments.get(key)
       if (!deployment) continue
-      const secrets = (yield* store.revisionSecrets(revision.tenant_id, revision.id)) ?? deployment.secrets
+      const secrets = (yield* revisionStore.revisionSecrets(revision.tenant_id, revision.id)) ?? deployment.secrets
       yield* driver.apply(workOf(deployment, revision, secrets))
     }
   })
 
-  const startedAt = Date.now()
+  const startedAt = yield* Clock.currentTimeMillis
 
   // The active revision of every deployment serves again (a driver that runs something brings
   // it back or re-attaches), before unfinished revisions are resumed.
-  const active = yield* Effect.orDie(store.activeRevisions())
+  const active = yield* Effect.orDie(revisionStore.activeRevisions())
   const activeWork: Array<RevisionWork> = []
   for (const item of active) {
     const work = yield* Effect.orDie(storedWork(item.tenant_id, item.deployment_id, item.revision_id))
@@ -195,67 +228,55 @@ export const makeDeploymentController = Effect.gen(function* () {
   yield* driver.serve(activeWork, { restore: true })
 
   // Resume what a previous process left unfinished (or was killed in the middle of).
-  const unfinished = leases ? yield* Effect.orDie(leases.claim(10_000)) : yield* Effect.orDie(store.inProgressRevisions())
+  const unfinished = yield* Effect.orDie(leases.claim(10_000))
   for (const revision of unfinished) held.add(revision.id)
   yield* Effect.orDie(resume(unfinished))
-  const pending = yield* Effect.orDie(store.pendingDeletes())
-  const deleting = new Set<string>()
+  const pending = yield* Effect.orDie(deploymentStore.pendingDeletes())
+  /** A delete under way, by deployment id: asking again while it runs does nothing. */
+  const deletes = yield* FiberMap.make<string>()
   const runDelete = (tenantId: string, deploymentId: string, since: string) =>
-    deleting.has(deploymentId)
-      ? Effect.void
-      : Effect.asVoid(
-          FiberSet.run(
-            background,
-            Effect.ensuring(
-              Effect.suspend(() => (deleting.add(deploymentId), finishDelete(tenantId, deploymentId, since))),
-              Effect.sync(() => deleting.delete(deploymentId))
-            )
-          )
-        )
+    Effect.asVoid(FiberMap.run(deletes, deploymentId, finishDelete(tenantId, deploymentId, since), { onlyIfMissing: true }))
   for (const item of pending) yield* runDelete(item.tenant_id, item.id, item.updated_at)
   if (unfinished.length + pending.length > 0) log.info("runtime resumed", { revisions: unfinished.length, deletes: pending.length, driver: driver.name })
 
-  if (leases) {
-    // Every third of a lease: renew ours (a revision taken over meanwhile is stopped here), then
-    // claim what nobody holds: new revisions of any replica, and those of replicas that died.
-    // Deletes a dead replica left are finished by whoever sees them a lease later.
-    const every = Math.max(50, Math.floor(leases.leaseMs / 3))
-    const round = Effect.gen(function* () {
-      const mine = [...held]
-      const kept = new Set(yield* leases.renew(mine))
-      for (const id of mine) {
-        if (kept.has(id)) continue
-        held.delete(id)
-        yield* driver.stop(id)
-      }
-      const claimed = yield* leases.claim(512)
-      for (const revision of claimed) held.add(revision.id)
-      yield* Effect.onError(resume(claimed), () =>
-        Effect.suspend(() => {
-          // Not handed to the driver: let the next round (of any replica) claim them again.
-          for (const revision of claimed) held.delete(revision.id)
-          return Effect.ignore(leases.release(claimed.map((revision) => revision.id)))
-        })
-      )
-      if (claimed.length > 0) log.info("revisions claimed", { revisions: claimed.length, owner: leases.owner })
-      const staleBefore = new Date(Date.now() - leases.leaseMs).toISOString()
-      if (Date.now() - startedAt > leases.leaseMs) {
-        for (const item of yield* store.pendingDeletes()) if (item.updated_at < staleBefore) yield* runDelete(item.tenant_id, item.id, item.updated_at)
-      }
-    }).pipe(Effect.catch((error) => Effect.sync(() => log.warn("lease round failed", { error: error.message }))))
-    yield* FiberSet.run(background, Effect.forever(Effect.andThen(Effect.sleep(every), round)))
-    // On shutdown, give the leases up so another replica takes the work at once.
-    yield* Effect.addFinalizer(() => Effect.ignore(leases.release([...held])))
-  }
+  // Every third of a lease: renew ours (a revision taken over meanwhile is stopped here), then
+  // claim what nobody holds: new revisions of any replica, and those of replicas that died.
+  // Deletes a dead replica left are finished by whoever sees them a lease later.
+  const every = Math.max(50, Math.floor(leases.leaseMs / 3))
+  const round = Effect.gen(function* () {
+    const mine = [...held]
+    const kept = new Set(yield* leases.renew(mine))
+    for (const id of mine) {
+      if (kept.has(id)) continue
+      held.delete(id)
+      yield* driver.stop(id)
+    }
+    const claimed = yield* leases.claim(512)
+    for (const revision of claimed) held.add(revision.id)
+    yield* Effect.onError(resume(claimed), () =>
+      Effect.suspend(() => {
+        // Not handed to the driver: let the next round (of any replica) claim them again.
+        for (const revision of claimed) held.delete(revision.id)
+        return Effect.ignore(leases.release(claimed.map((revision) => revision.id)))
+      })
+    )
+    if (claimed.length > 0) log.info("revisions claimed", { revisions: claimed.length, owner: leases.owner })
+    const nowMs = yield* Clock.currentTimeMillis
+    const staleBefore = new Date(nowMs - leases.leaseMs).toISOString()
+    if (nowMs - startedAt > leases.leaseMs) {
+      for (const item of yield* deploymentStore.pendingDeletes()) if (item.updated_at < staleBefore) yield* runDelete(item.tenant_id, item.id, item.updated_at)
+    }
+  }).pipe(Effect.catch((error) => Effect.sync(() => log.warn("lease round failed", { error: error.message }))))
+  yield* FiberSet.run(background, round.pipe(Effect.delay(every), Effect.repeat(Schedule.spaced(every))))
+  // On shutdown, give the leases up so another replica takes the work at once.
+  yield* Effect.addFinalizer(() => Effect.ignore(leases.release([...held])))
 
   return DeploymentController.of({
     revisionCreated: (deployment, revision, secrets) =>
-      leases
-        ? Effect.flatMap(
-            Effect.orElseSucceed(leases.claimOne(revision.tenant_id, revision.id), () => false),
-            (mine) => (mine ? (held.add(revision.id), driver.apply(workOf(deployment, revision, secrets))) : Effect.void)
-          )
-        : driver.apply(workOf(deployment, revision, secrets)),
+      Effect.flatMap(
+        Effect.orElseSucceed(leases.claimOne(revision.tenant_id, revision.id), () => false),
+        (mine) => (mine ? (held.add(revision.id), driver.apply(workOf(deployment, revision, secrets))) : Effect.void)
+      ),
     revisionsStopped: (revisionIds) => Effect.forEach(revisionIds, (id) => (held.delete(id), driver.stop(id)), { discard: true }),
     revisionActivated: (tenantId, deploymentId, revisionId) =>
       storedWork(tenantId, deploymentId, revisionId).pipe(

@@ -7,7 +7,7 @@
  */
 import { Effect } from "effect"
 import { type SourceConfig, ValidationIssue } from "../../core/index.ts"
-import type { DeploymentStore } from "../store/DeploymentStore.ts"
+import type { IntegrationStore } from "../store/IntegrationStore.ts"
 import { ownerKey } from "./admin.ts"
 import { repoKey } from "./webhook.ts"
 
@@ -19,13 +19,13 @@ export const repoOwner = (repoUrl: string): string | undefined => {
 }
 
 export const integrationIssues = Effect.fnUntraced(function* (
-  store: DeploymentStore["Service"],
+  integrationStore: IntegrationStore["Service"],
   tenantId: string,
   config: SourceConfig | null | undefined
 ) {
   const integrationId = config?.integration_id
   if (typeof integrationId !== "string") return []
-  const integration = yield* store.integration(tenantId, integrationId.toLowerCase())
+  const integration = yield* integrationStore.integration(tenantId, integrationId.toLowerCase())
   if (!integration) {
     return [
       new ValidationIssue({

@@ -1,34 +1,65 @@
-/** The deployment control plane as a server area: its routes, its runtime (controller + driver) and each deployment's URL. */
+/**
+ * The deployment control plane as a server area: its runtime (a driver, the observation channel
+ * between the driver and the controller, the `LogStore` behind the log endpoints and each
+ * deployment's URL, `DeploymentProxy`; the local driver also has the deployments' databases,
+ * `DeploymentDatabases`, and the local runtime's machinery), its controller, its routes and each
+ * deployment's URL.
+ */
 import { Effect, Layer } from "effect"
-import type { ServerModule } from "../module.ts"
 import { ServerEnv } from "../module.ts"
-import { LocalHostLive } from "../runtime/local/legacy.ts"
-import { chooseRuntime } from "../runtime/select.ts"
+import { LocalRuntimeLive } from "../runtime/local/LocalRuntime.ts"
+import { RuntimeRootLive } from "../runtime/local/RuntimeRoot.ts"
+import { RuntimeChoice } from "../runtime/select.ts"
 import { DeploymentControllerLive } from "./controller.ts"
 import { LocalDeploymentDriver, localDeploymentOptionsFromEnv } from "./drivers/local.ts"
 import { SimulatedDeploymentDriver } from "./drivers/simulated.ts"
-import { deploymentHttp, DeploymentServingLive } from "./local/services.ts"
+import { DeploymentObservationsLive } from "./Driver.ts"
+import { DeploymentDatabasesLive } from "./local/databases.ts"
+import { LogStoreLive } from "./local/logs.ts"
+import { DeploymentProxy, DeploymentProxyLive } from "./local/proxy.ts"
 import { deploymentRoutes } from "./routes/deployments.ts"
 import { integrationRoutes } from "./routes/integrations.ts"
 import { listenerRoutes } from "./routes/listeners.ts"
 import { logRoutes } from "./routes/logs.ts"
 import { realApiRoutes } from "./routes/realApi.ts"
 import { revisionRoutes } from "./routes/revisions.ts"
-import { makeDeploymentWrites } from "./shared.ts"
+import { makeDeploymentWrites } from "./writes.ts"
 
-/** The driver `SLIPWAY_RUNTIME` selects: `local` runs external_container images under bubblewrap (gitrepo stays simulated). */
+/**
+ * The driver `SLIPWAY_RUNTIME` selects: `local` runs external_container images under bubblewrap
+ * (gitrepo stays simulated), on the server's one `LocalRuntimeLive` (the sandbox area provides
+ * the same Layer: memoized, it is built once per server) and the deployments' databases.
+ */
 const DriverLive = Layer.unwrap(
   Effect.gen(function* () {
     const { config } = yield* ServerEnv
-    const runtime = yield* chooseRuntime
+    const runtime = yield* RuntimeChoice
     if (runtime.name !== "local") return SimulatedDeploymentDriver({ stepMs: config.revisionStepMs })
-    return LocalDeploymentDriver(localDeploymentOptionsFromEnv(process.env, config.revisionStepMs)).pipe(Layer.provide(LocalHostLive))
+    return LocalDeploymentDriver(localDeploymentOptionsFromEnv(process.env, config.revisionStepMs)).pipe(
+      Layer.provide(DeploymentDatabasesLive),
+      Layer.provide(LocalRuntimeLive)
+    )
   })
 )
 
-export const deploymentsModule: ServerModule = {
+/**
+ * The driver, the channel it reports on (one queue, shared with the controller built on this),
+ * and the log store and URL proxy it serves through.
+ */
+export const deploymentRuntime = DriverLive.pipe(
+  Layer.provideMerge(DeploymentObservationsLive),
+  Layer.provideMerge(Layer.mergeAll(LogStoreLive, DeploymentProxyLive)),
+  Layer.provide(RuntimeRootLive)
+)
+
+/** The controller, built on the runtime: it consumes the driver's channel. */
+export const deploymentController = DeploymentControllerLive
+
+/** The deployments area's raw HTTP: each deployment's URL, HTTP and WebSocket (a driver that runs nothing sets no route: it answers nothing). */
+const deploymentHttp = Effect.map(DeploymentProxy, (proxy) => ({ request: proxy.handle, upgrade: proxy.handleUpgrade }))
+
+export const deploymentsModule = {
   name: "deployments",
-  layer: DeploymentControllerLive.pipe(Layer.provide(DriverLive), Layer.provideMerge(DeploymentServingLive)),
   routes: Effect.gen(function* () {
     const writes = yield* makeDeploymentWrites
     const spec = [

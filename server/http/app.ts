@@ -315,6 +315,9 @@ export const makeRequestRunner = (services: Context.Context<never>) => {
   }
 }
 
+/** The server's request runner (`makeRequestRunner`): what raw HTTP hooks run their steps with. */
+export type RequestRunner = ReturnType<typeof makeRequestRunner>
+
 /** Whether a request's program ended because its client went away (nothing to answer, nothing to log as an error). */
 export const clientGone = <A, E>(exit: Exit.Exit<A, E>): boolean => Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)
 

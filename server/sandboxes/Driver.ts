@@ -7,7 +7,7 @@
  */
 import { Context, Data, type Deferred, type Effect, Layer, Queue } from "effect"
 import type { BoxEvent } from "../../core/index.ts"
-import type { TemplateRecord } from "../store/SandboxStore.ts"
+import type { TemplateRecord } from "../store/TemplateStore.ts"
 
 /**
  * A box to bring up: its template (exact quantities) and the volumes it mounts. A box made

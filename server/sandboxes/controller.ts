@@ -17,10 +17,16 @@
  */
 import { Clock, Context, Deferred, Effect, Layer, Queue } from "effect"
 import { type BoxEvent, formatQuantity, fromBytes, nextBoxState, wantsRunning } from "../../core/index.ts"
-import { makeSecretBox } from "../deployments/secrets.ts"
+import { makeSecretBox } from "../secrets/secrets.ts"
 import { ServerEnv } from "../module.ts"
-import { SandboxStore, type SandboxRecord, type SnapshotRecord, type TemplateRecord } from "../store/SandboxStore.ts"
+import { RegistryStore } from "../store/RegistryStore.ts"
+import { type SandboxRecord, SandboxStore } from "../store/SandboxStore.ts"
+import { ServiceGrantStore } from "../store/ServiceGrantStore.ts"
+import { type SnapshotRecord, SnapshotStore } from "../store/SnapshotStore.ts"
 import type { StoreError } from "../store/StoreError.ts"
+import { type TemplateRecord, TemplateStore } from "../store/TemplateStore.ts"
+import { Transactions } from "../store/Transactions.ts"
+import { SandboxVolumeStore } from "../store/SandboxVolumeStore.ts"
 import { makeRegistryCredentials } from "./access/registries.ts"
 import { Dataplane } from "./dataplane/Dataplane.ts"
 import { type BoxWork, SandboxDriver, SandboxObservations } from "./Driver.ts"
@@ -78,14 +84,19 @@ export const imageBoxTemplate = (box: SandboxRecord): TemplateRecord => {
 const settled = (box: SandboxRecord | undefined) => box === undefined || (box.status !== "provisioning" && box.status !== "deleting")
 
 export const makeSandboxController = Effect.gen(function* () {
-  const store = yield* SandboxStore
+  const { transaction } = yield* Transactions
+  const sandboxStore = yield* SandboxStore
+  const volumeStore = yield* SandboxVolumeStore
+  const templateStore = yield* TemplateStore
+  const snapshotStore = yield* SnapshotStore
+  const grantStore = yield* ServiceGrantStore
   const driver = yield* SandboxDriver
   const dataplane = yield* Dataplane
   const observations = yield* SandboxObservations
   const clock = yield* Clock.Clock
   const nowIso = () => new Date(clock.currentTimeMillisUnsafe()).toISOString()
   const { log, config } = yield* ServerEnv
-  const registryAuthFor = makeRegistryCredentials(store, makeSecretBox(config.secretsKey, config.previousSecretsKeys), log.warn)
+  const registryAuthFor = makeRegistryCredentials(yield* RegistryStore, makeSecretBox(config.secretsKey, config.previousSecretsKeys), log.warn)
   /** Which tenant each box the driver knows belongs to (reports carry only the box id). */
   const tenants = new Map<string, string>()
   /** Callers waiting for a box to settle. */
@@ -100,14 +111,14 @@ export const makeSandboxController = Effect.gen(function* () {
 
   /** Moves the box by `event` if it applies to the state it is in now. */
   const apply = (tenantId: string, sandboxId: string, event: BoxEvent) =>
-    store.transaction(
+    transaction(
       Effect.gen(function* () {
-        const box = yield* store.sandboxById(tenantId, sandboxId)
+        const box = yield* sandboxStore.sandboxById(tenantId, sandboxId)
         if (!box) return undefined
         const next = nextBoxState(box, event)
         if (!next) return box
         const at = nowIso()
-        const moved = yield* store.setSandboxStatus(box.id, box.status, next.status, next.status_message, at)
+        const moved = yield* sandboxStore.setSandboxStatus(box.id, box.status, next.status, next.status_message, at)
         return moved ? { ...box, ...next, updated_at: at } : box
       })
     ).pipe(Effect.tap(() => Effect.sync(() => notify(sandboxId))))
@@ -127,7 +138,7 @@ export const makeSandboxController = Effect.gen(function* () {
 
   const workOf = Effect.fnUntraced(function* (box: SandboxRecord) {
     if (box.template_id === null) {
-      const snapshot = box.snapshot_id === null ? undefined : yield* store.snapshotById(box.tenant_id, box.snapshot_id)
+      const snapshot = box.snapshot_id === null ? undefined : yield* snapshotStore.snapshotById(box.tenant_id, box.snapshot_id)
       const digest = snapshot?.image_digest
       const registryAuth = yield* registryAuthFor(box.tenant_id, box.image!)
       return {
@@ -141,10 +152,10 @@ export const makeSandboxController = Effect.gen(function* () {
         ...(snapshot?.source_sandbox_id != null ? { digestOnly: true } : {})
       } satisfies BoxWork
     }
-    const template = yield* store.templateById(box.template_id)
+    const template = yield* templateStore.templateById(box.template_id)
     if (!template) return undefined
     const volumes = yield* Effect.forEach(template.mounts, (mount) =>
-      Effect.map(store.volumeByName(box.tenant_id, mount.volume_name), (volume) =>
+      Effect.map(volumeStore.volumeByName(box.tenant_id, mount.volume_name), (volume) =>
         volume ? [{ volumeId: volume.id, mountPath: mount.mount_path, sizeBytes: volume.size_bytes }] : []
       )
     )
@@ -160,7 +171,7 @@ export const makeSandboxController = Effect.gen(function* () {
   })
 
   // Bring back what the store says should run: provisioning until the driver reports it up again.
-  const boxes = yield* Effect.orDie(store.allSandboxes())
+  const boxes = yield* Effect.orDie(sandboxStore.allSandboxes())
   const running = boxes.filter((box) => wantsRunning(box.status))
   yield* Effect.orDie(
     Effect.forEach(running, (box) => Effect.flatMap(apply(box.tenant_id, box.id, { _tag: "Resume" }), (resumed) => start(resumed ?? box)), { discard: true })
@@ -174,19 +185,19 @@ export const makeSandboxController = Effect.gen(function* () {
       : driver.captureBox(snapshot.source_sandbox_id)
     ).pipe(
       Effect.matchEffect({
-        onSuccess: ({ digest }) => store.setSnapshotStatus(snapshot.id, "building", "ready", null, digest, nowIso()),
-        onFailure: (error) => store.setSnapshotStatus(snapshot.id, "building", "failed", error.message, null, nowIso())
+        onSuccess: ({ digest }) => snapshotStore.setSnapshotStatus(snapshot.id, "building", "ready", null, digest, nowIso()),
+        onFailure: (error) => snapshotStore.setSnapshotStatus(snapshot.id, "building", "failed", error.message, null, nowIso())
       }),
       Effect.catch((error) => Effect.sync(() => log.error("snapshot state not saved", { snapshot_id: snapshot.id, error: error.message }))),
       Effect.asVoid
     )
   const snapshotCreated = (snapshot: SnapshotRecord) => Effect.asVoid(Effect.forkDetach(buildSnapshot(snapshot)))
-  const building = yield* Effect.orDie(store.buildingSnapshots())
+  const building = yield* Effect.orDie(snapshotStore.buildingSnapshots())
   // A capture cut short by a restart is not taken again: the box has changed since it was asked.
   yield* Effect.orDie(
     Effect.forEach(
       building.filter((snapshot) => snapshot.source_sandbox_id !== null),
-      (snapshot) => store.setSnapshotStatus(snapshot.id, "building", "failed", "the server restarted during the capture; capture the sandbox again", null, nowIso()),
+      (snapshot) => snapshotStore.setSnapshotStatus(snapshot.id, "building", "failed", "the server restarted during the capture; capture the sandbox again", null, nowIso()),
       { discard: true }
     )
   )
@@ -209,7 +220,7 @@ export const makeSandboxController = Effect.gen(function* () {
           activity.delete(id)
           notify(id)
           // Its service URL grants go with it (they name the box by id, without a foreign key).
-          return Effect.forkDetach(Effect.andThen(dataplane.release(id), driver.teardown(id)).pipe(Effect.andThen(Effect.ignore(store.deleteServiceGrants(id)))))
+          return Effect.forkDetach(Effect.andThen(dataplane.release(id), driver.teardown(id)).pipe(Effect.andThen(Effect.ignore(grantStore.deleteServiceGrants(id)))))
         }),
       { discard: true }
     )
@@ -219,16 +230,16 @@ export const makeSandboxController = Effect.gen(function* () {
     if (after.status === box.status) return after
     if (event._tag === "Stop") yield* Effect.andThen(dataplane.release(box.id), driver.stop(box.id))
     else yield* start(after)
-    return (yield* store.sandboxById(box.tenant_id, box.id)) ?? after
+    return (yield* sandboxStore.sandboxById(box.tenant_id, box.id)) ?? after
   })
 
   /** Deletes a box whose time is up (if it is still there). */
   const expire = Effect.fnUntraced(function* (box: SandboxRecord, reason: string) {
-    const gone = yield* store.transaction(
+    const gone = yield* transaction(
       Effect.gen(function* () {
-        const current = yield* store.sandboxById(box.tenant_id, box.id)
+        const current = yield* sandboxStore.sandboxById(box.tenant_id, box.id)
         if (!current) return false
-        yield* store.deleteSandbox(box.id)
+        yield* sandboxStore.deleteSandbox(box.id)
         return true
       })
     )
@@ -239,7 +250,7 @@ export const makeSandboxController = Effect.gen(function* () {
 
   const sweep = Effect.gen(function* () {
     const now = yield* Clock.currentTimeMillis
-    for (const box of yield* store.sandboxesWithRetention()) {
+    for (const box of yield* sandboxStore.sandboxesWithRetention()) {
       if (box.status === "deleting") continue
       if ((box.ttl_seconds ?? 0) > 0 && now >= Date.parse(box.created_at) + box.ttl_seconds! * 1000) {
         yield* expire(box, `ttl_seconds ${box.ttl_seconds} passed`)
@@ -275,7 +286,7 @@ export const makeSandboxController = Effect.gen(function* () {
         let waiting = waiters.get(sandboxId)
         if (!waiting) waiters.set(sandboxId, (waiting = new Set()))
         waiting.add(deferred)
-        const box = yield* store.sandboxById(tenantId, sandboxId)
+        const box = yield* sandboxStore.sandboxById(tenantId, sandboxId)
         const remaining = deadline - (yield* Clock.currentTimeMillis)
         if (settled(box) || remaining <= 0) {
           waiting.delete(deferred)

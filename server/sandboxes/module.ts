@@ -1,8 +1,7 @@
-/** The sandbox area (/v2/sandboxes) as a server area: its routes, its runtime (controller, driver, dataplane) and the dataplane's URLs. */
+/** The sandbox area (/v2/sandboxes) as a server area: its runtime (driver, dataplane, the observation queue), its controller, its routes and the dataplane's URLs. */
 import { Effect, Layer } from "effect"
-import type { ServerModule } from "../module.ts"
 import { LocalRuntimeLive } from "../runtime/local/LocalRuntime.ts"
-import { chooseRuntime } from "../runtime/select.ts"
+import { RuntimeChoice } from "../runtime/select.ts"
 import { BoxRegistryLive } from "./BoxRegistry.ts"
 import { SandboxControllerLive } from "./controller.ts"
 import { UnavailableDataplane } from "./dataplane/Dataplane.ts"
@@ -16,19 +15,29 @@ import { poolRoutes } from "./routes/pools.ts"
 import { snapshotRoutes } from "./routes/snapshots.ts"
 import { templateRoutes } from "./routes/templates.ts"
 import { volumeRoutes } from "./routes/volumes.ts"
-import { makeSandboxShared } from "./shared.ts"
+import { makeSandboxRouteContext } from "./routeContext.ts"
 
-/** The driver and the dataplane over the local runtime; the box registry between them (the driver writes, the dataplane reads). */
-const local = SandboxControllerLive.pipe(
-  Layer.provideMerge(Layer.mergeAll(LocalSandboxDriver, LocalDataplane)),
-  Layer.provideMerge(Layer.mergeAll(BoxRegistryLive, SandboxObservationsLive)),
-  Layer.provide(LocalRuntimeLive)
+/**
+ * The driver and the dataplane over the server's one `LocalRuntimeLive` (the deployment area
+ * provides the same Layer: memoized, it is built once per server); the box registry between them
+ * (the driver writes, the dataplane reads).
+ */
+const local = Layer.mergeAll(LocalSandboxDriver, LocalDataplane).pipe(Layer.provide(BoxRegistryLive), Layer.provide(LocalRuntimeLive))
+const simulated = Layer.mergeAll(SimulatedSandboxDriver, UnavailableDataplane)
+
+/**
+ * The driver and the dataplane `SLIPWAY_RUNTIME` selects, and the queue the driver reports on
+ * (shared with the controller built on this).
+ */
+export const sandboxRuntime = Layer.unwrap(RuntimeChoice.useSync((runtime) => (runtime.name === "local" ? local : simulated))).pipe(
+  Layer.provideMerge(SandboxObservationsLive)
 )
-const simulated = SandboxControllerLive.pipe(Layer.provideMerge(Layer.mergeAll(SimulatedSandboxDriver, UnavailableDataplane)), Layer.provideMerge(SandboxObservationsLive))
 
-export const sandboxModule: ServerModule = {
+/** The controller, built on the runtime: it consumes the driver's queue. */
+export const sandboxController = SandboxControllerLive
+
+export const sandboxModule = {
   name: "sandboxes",
-  layer: Layer.unwrap(Effect.map(chooseRuntime, (runtime) => (runtime.name === "local" ? local : simulated))),
-  routes: Effect.map(makeSandboxShared, (shared) => [...templateRoutes(shared), ...volumeRoutes(shared), ...poolRoutes(shared), ...boxRoutes(shared), ...snapshotRoutes(shared)]),
+  routes: Effect.map(makeSandboxRouteContext, (context) => [...templateRoutes(context), ...volumeRoutes(context), ...poolRoutes(context), ...boxRoutes(context), ...snapshotRoutes(context)]),
   http: dataplaneHttp
 }

@@ -5,10 +5,10 @@
  * those revisions and its driver carries them on from the state they are in. Exactly-once steps
  * do not depend on the lease: the controller moves a revision only from the state its driver saw
  * (`advanceRevision`'s compare-and-set), so two drivers briefly on one revision apply each step
- * once. The SQLite backend has no such service: one process owns every revision.
+ * once. On SQLite (`sqlite/RevisionLeases.ts`) one process owns the file and holds every revision.
  */
 import { Context, type Effect } from "effect"
-import type { RevisionRecord } from "./DeploymentStore.ts"
+import type { RevisionRecord } from "./RevisionStore.ts"
 import type { StoreError } from "./StoreError.ts"
 
 export class RevisionLeases extends Context.Service<

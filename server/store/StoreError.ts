@@ -5,7 +5,7 @@
  * is a fault of the backend and answers 500. Backend details (SQLite codes, Postgres SQLSTATEs)
  * are translated into this inside each backend's folder and nowhere else.
  */
-import { Data } from "effect"
+import { Data, type Effect } from "effect"
 
 export class StoreError extends Data.TaggedError("StoreError")<{
   readonly message: string
@@ -13,10 +13,5 @@ export class StoreError extends Data.TaggedError("StoreError")<{
   readonly cause?: unknown
 }> {}
 
-/**
- * The transaction combinator every store offers. The effect runs in one transaction of the
- * backend: its writes commit together when it succeeds and roll back when it fails, dies or is
- * interrupted. What it reads cannot change (in this or another process) before it writes.
- * Nested calls join the outer transaction.
- */
-export type Transactional = <A, E, R>(effect: import("effect").Effect.Effect<A, E, R>) => import("effect").Effect.Effect<A, E | StoreError, R>
+/** A store call: its answer, or the backend's failure (or one of the domain's, `E`). */
+export type StoreOp<A, E = never> = Effect.Effect<A, StoreError | E>

@@ -1,23 +1,42 @@
 /**
  * The stores for a configuration: PostgreSQL when DATABASE_URL is set (several replicas on one
- * database), else the embedded SQLite file. Both provide DeploymentStore, SandboxStore and KeyStore.
+ * database), else the embedded SQLite file. Both provide every store of `Stores`, each its own
+ * service (one aggregate each), the transactions they share, and `RevisionLeases` (PostgreSQL:
+ * shared between replicas; SQLite: the one process holds every revision).
  */
-import { Layer } from "effect"
+import type { Layer } from "effect"
 import type { ServerConfig } from "../config.ts"
 import type { DeploymentStore } from "./DeploymentStore.ts"
+import type { IntegrationStore } from "./IntegrationStore.ts"
 import type { KeyStore } from "./KeyStore.ts"
+import type { ListenerStore } from "./ListenerStore.ts"
+import type { PoolStore } from "./PoolStore.ts"
 import { PostgresStores } from "./postgres/index.ts"
+import type { QuotaStore } from "./QuotaStore.ts"
+import type { RegistryStore } from "./RegistryStore.ts"
+import type { RevisionLeases } from "./RevisionLeases.ts"
+import type { RevisionStore } from "./RevisionStore.ts"
 import type { SandboxStore } from "./SandboxStore.ts"
+import type { ServiceGrantStore } from "./ServiceGrantStore.ts"
+import type { SnapshotStore } from "./SnapshotStore.ts"
 import { SqliteStores } from "./sqlite/index.ts"
 import type { StoreError } from "./StoreError.ts"
+import type { TemplateStore } from "./TemplateStore.ts"
+import type { Transactions } from "./Transactions.ts"
+import type { SandboxVolumeStore } from "./SandboxVolumeStore.ts"
 
-export type Stores = DeploymentStore | SandboxStore | KeyStore
+/** The deployment area's stores, and the backend's revision leases. */
+export type DeploymentStores = DeploymentStore | RevisionStore | ListenerStore | IntegrationStore | RevisionLeases
+/** The sandbox area's stores. */
+export type SandboxStores = SandboxStore | SandboxVolumeStore | TemplateStore | PoolStore | SnapshotStore | QuotaStore | RegistryStore | ServiceGrantStore
+/** Every store a backend provides, and its transactions. */
+export type Stores = Transactions | KeyStore | DeploymentStores | SandboxStores
 
-/** The stores; on PostgreSQL also `RevisionLeases` (read with `Effect.serviceOption`). */
+/** The stores and the `RevisionLeases` of the backend (PostgreSQL: shared by replicas; SQLite: one replica holds all). */
 export const storesFor = (config: Pick<ServerConfig, "databasePath" | "databaseUrl"> & Partial<Pick<ServerConfig, "leaseMs">>): Layer.Layer<Stores, StoreError> =>
   config.databaseUrl !== undefined
-    ? (PostgresStores({ url: config.databaseUrl, ...(config.leaseMs === undefined ? {} : { leaseMs: config.leaseMs }) }) as Layer.Layer<Stores, StoreError>)
-    : (SqliteStores({ path: config.databasePath }) as Layer.Layer<Stores, StoreError>)
+    ? PostgresStores({ url: config.databaseUrl, ...(config.leaseMs === undefined ? {} : { leaseMs: config.leaseMs }) })
+    : SqliteStores({ path: config.databasePath })
 
 /** Where the data lives, for logs (a URL without its password). */
 export const describeDatabase = (config: Pick<ServerConfig, "databasePath" | "databaseUrl">): string =>

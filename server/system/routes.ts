@@ -1,7 +1,7 @@
 /** Health, the generated OpenAPI document and its HTML rendering. */
 import { Effect } from "effect"
 import { Api, makeOpenApiDocument } from "../../core/index.ts"
-import { implement, ServerEnv, type ServerModule } from "../module.ts"
+import { implement, ServerEnv } from "../module.ts"
 import { consoleRoutes } from "./console.ts"
 import { docsRoutes } from "./docs.ts"
 
@@ -13,7 +13,7 @@ export const openApiDocument = (serverUrl?: string) =>
     ...(serverUrl ? { serverUrl } : {})
   })
 
-export const systemModule: ServerModule = {
+export const systemModule = {
   name: "system",
   routes: Effect.map(ServerEnv, ({ publicUrl, log }) => {
     // Built once: the description is static for the life of the process.

@@ -88,6 +88,25 @@ describe("status and revisions", () => {
   })
 })
 
+describe("list", () => {
+  it("lists deployments with their status and URL, as a table and as JSON; filters by name and status", async () => {
+    const text = await slipway(["list"], env)
+    expect(text.code, text.stderr).toBe(0)
+    const lines = text.stdout.trimEnd().split("\n")
+    expect(lines[0]).toMatch(/^NAME +STATUS +URL +SOURCE$/)
+    const web = lines.find((line) => line.startsWith("web "))
+    expect(web).toMatch(/^web +READY +(http\S+|-) +external_container registry\.example\.com\/web:\S+$/)
+    const json = await slipway(["list", "--json", "--name-contains", "web"], env)
+    expect(json.code, json.stderr).toBe(0)
+    expect(json.json().resources.map((deployment: any) => deployment.name)).toEqual(["web"])
+    const none = await slipway(["ls", "--status", "awaiting_delete"], env)
+    expect(none.code, none.stderr).toBe(0)
+    expect(none.stdout).toBe("no deployments\n")
+    const bad = await slipway(["list", "--status", "SLEEPING"], env)
+    expect(bad.code).toBe(2)
+  })
+})
+
 describe("rollback", () => {
   it("redeploys the previous DEPLOYED revision and waits until it serves; --to picks one", async () => {
     const before = (await slipway(["revisions", "web", "--json", "--status", "DEPLOYED"], env)).json().resources

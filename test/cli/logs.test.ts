@@ -16,10 +16,14 @@ let proxyUrl: string
 const requests: Array<{ path: string; body: any }> = []
 let started: number | undefined
 
+/** Line i's time: epoch milliseconds, as the server's log endpoints answer. */
+const FIRST = Date.UTC(2026, 10, 23, 15, 0, 0, 125)
+const timeOf = (index: number) => FIRST + index * 1000
+
 /** From the first request on, one more line every 250 ms (8 in all): a follower sees them arrive. */
 const visibleLines = () => {
   started ??= Date.now()
-  return Array.from({ length: Math.min(8, 1 + Math.floor((Date.now() - started) / 250)) }, (_, index) => ({ timestamp: `t${index}`, level: "info", message: `line ${index}` }))
+  return Array.from({ length: Math.min(8, 1 + Math.floor((Date.now() - started) / 250)) }, (_, index) => ({ timestamp: timeOf(index), level: "info", message: `line ${index}` }))
 }
 
 beforeAll(async () => {
@@ -60,7 +64,9 @@ describe("logs", () => {
     expect(run.code, run.stderr).toBe(0)
     const lines = run.stdout.trim().split("\n")
     expect(lines).toHaveLength(8)
-    expect(lines).toEqual(lines.map((_, index) => `t${index} [info] line ${index}`))
+    // Times for people (ISO 8601, UTC), not epoch milliseconds.
+    expect(lines[0]).toBe("2026-11-23T15:00:00.125Z [info] line 0")
+    expect(lines).toEqual(lines.map((_, index) => `${new Date(timeOf(index)).toISOString()} [info] line ${index}`))
     expect(run.stderr).toContain(`revision ${created.json().revision_id}: DEPLOYED`)
     // It asked for what it had not seen yet, oldest first.
     expect(requests[0]!.body.offset).toBeUndefined()
@@ -78,6 +84,8 @@ describe("logs", () => {
     const document = run.json()
     expect(document.type).toBe("build")
     expect(document.lines).toHaveLength(2)
+    // --json keeps the server's epoch milliseconds.
+    expect(document.lines[1]).toEqual({ timestamp: timeOf(7), level: "info", message: "line 7" })
     const bad = await slipway(["logs", "logged", "--type", "boot"], env)
     expect(bad.code).toBe(2)
   })

@@ -27,8 +27,8 @@ describe("sandbox", () => {
     expect(box.template_name).toBe("tiny")
 
     const listed = await slipway(["sandbox", "ls"], env)
-    expect(listed.stdout.split("\n")[0]).toMatch(/^NAME\s+TEMPLATE\s+POOL\s+CREATED\s+DATAPLANE$/)
-    expect(listed.stdout).toMatch(/^box-one\s+tiny\s/m)
+    expect(listed.stdout.split("\n")[0]).toMatch(/^NAME\s+STATUS\s+TEMPLATE\s+POOL\s+CREATED\s+DATAPLANE$/)
+    expect(listed.stdout).toMatch(/^box-one\s+ready\s+tiny\s/m)
     const json = await slipway(["sandbox", "ls", "--json"], env)
     expect(json.json().sandboxes.map((item: any) => item.name).sort()).toEqual(["box-one", box.name].sort())
 

@@ -6,7 +6,7 @@
  * The server gets the log endpoints wired here to the real log store (server/deployments/local/logs.ts),
  * ahead of the default modules, so the test can append lines while the page follows them.
  */
-import { Effect } from "effect"
+import { Effect, Exit, Scope } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -20,20 +20,21 @@ import { launchBrowser, type TestBrowser } from "./browser.ts"
 
 let server: TestServer
 let browser: TestBrowser
-let logs: LogStore
+let logs: LogStore["Service"]
 let logRoot: string
+const logScope = Scope.makeUnsafe()
 
-const logModule = (store: LogStore): ServerModule => ({
+const logModule = (store: LogStore["Service"]): ServerModule<never> => ({
   name: "test-logs",
   routes: Effect.succeed([
-    implement(logEndpoints.getBuildLogs, ({ params, body }) => Effect.succeed(buildLogs(store, params.deployment_id, params.revision_id, body))),
-    implement(logEndpoints.getDeployLogs, ({ params, body }) => Effect.succeed(deployLogs(store, params.deployment_id, body)))
+    implement(logEndpoints.getBuildLogs, ({ params, body }) => Effect.orDie(buildLogs(store, params.deployment_id, params.revision_id, body))),
+    implement(logEndpoints.getDeployLogs, ({ params, body }) => Effect.orDie(deployLogs(store, params.deployment_id, body)))
   ])
 })
 
 beforeAll(async () => {
   logRoot = mkdtempSync(join(tmpdir(), "slipway-console-logs-"))
-  logs = makeLogStore({ root: logRoot })
+  logs = Effect.runSync(Scope.provide(logScope)(makeLogStore({ root: logRoot })))
   server = await startTestServer({ revisionStepMs: 150, modules: [logModule(logs), ...modules] })
   browser = await launchBrowser()
 })
@@ -41,7 +42,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close()
   await server?.close()
-  logs?.close()
+  Effect.runSync(Scope.close(logScope, Exit.void))
   rmSync(logRoot, { recursive: true, force: true })
 })
 
@@ -119,11 +120,11 @@ describe("console: deployments", () => {
     const { page } = browser
     const buildPanel = page.locator(".logs", { hasText: "Build log" })
     await buildPanel.getByText("No logs yet.").waitFor()
-    logs.append(deploymentId, firstRevision, "build", { message: "pulling registry.example.com/acme/shop:1" })
+    Effect.runSync(logs.append(deploymentId, firstRevision, "build", { message: "pulling registry.example.com/acme/shop:1" }))
     await buildPanel.getByText("pulling registry.example.com/acme/shop:1").waitFor()
-    logs.append(deploymentId, firstRevision, "build", { message: "ERROR: layer 3 retried", level: "ERROR" })
+    Effect.runSync(logs.append(deploymentId, firstRevision, "build", { message: "ERROR: layer 3 retried", level: "ERROR" }))
     await buildPanel.getByText("layer 3 retried").waitFor()
-    logs.append(deploymentId, firstRevision, "deploy", { message: "listening on :8000", stream: "stdout" })
+    Effect.runSync(logs.append(deploymentId, firstRevision, "deploy", { message: "listening on :8000", stream: "stdout" }))
     const runtimePanel = page.locator(".logs", { hasText: "Runtime log" })
     await runtimePanel.getByText("listening on :8000").waitFor()
     // Each line is shown once, however often the page polled.

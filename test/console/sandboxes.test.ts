@@ -101,6 +101,23 @@ describe("console: sandboxes on a runtime that cannot execute", () => {
     expect(await page.locator("#terminal").count()).toBe(0)
     expect(browser.pageErrors).toEqual([])
   })
+
+  it("shows what each box was made from: its template, its snapshot by name, or the default image", async () => {
+    const r = server.request
+    const snapshot = await ok(r("POST", "/v2/sandboxes/snapshots", { body: { name: "tools-v1", docker_image: "busybox:1.36", fs_capacity_bytes: 1024 ** 3 } }))
+    await ok(r("POST", "/v2/sandboxes/boxes", { body: { snapshot_id: snapshot.id, name: "from-snapshot" } }))
+    await ok(r("POST", "/v2/sandboxes/boxes", { body: { name: "from-image" } }))
+    const { page } = browser
+    await page.click("nav >> text=Sandboxes")
+    const source = (name: string) => page.locator(`#boxes tr[data-name="${name}"] .box-source`)
+    await source("from-snapshot").filter({ hasText: "tools-v1" }).waitFor()
+    expect(await source("from-snapshot").textContent()).toBe("snapshot tools-v1 (busybox:1.36)")
+    expect(await source("from-image").textContent()).toBe("image python:3.12-slim")
+    expect(await source("scratch").textContent()).toBe("python")
+    await page.click('#boxes tr[data-name="from-snapshot"] a')
+    await page.locator(".facts .box-source", { hasText: "snapshot tools-v1" }).waitFor()
+    expect(browser.pageErrors).toEqual([])
+  })
 })
 
 describe("console: a box's terminal on the local runtime", () => {

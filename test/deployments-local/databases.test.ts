@@ -10,7 +10,8 @@ import * as os from "node:os"
 import * as path from "node:path"
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { DatabaseProvisionError, makeDeploymentDatabases, type DeploymentDatabases, type ProvisionedDatabases } from "../../server/deployments/local/databases.ts"
+import { DatabaseProvisionError, type ProvisionedDatabases } from "../../server/deployments/local/databases.ts"
+import { openDatabases, type TestDatabases } from "./openDatabases.ts"
 
 const PG_BIN = "/usr/lib/postgresql/15/bin"
 
@@ -99,12 +100,15 @@ const refused = (port: number) =>
     s.on("error", () => resolve(true))
   })
 
+const open = openDatabases
+type Databases = TestDatabases
+
 const A = "0b0e6a8e-5d1f-4f6e-9a43-0c4c1d9e0a01"
 const B = "0b0e6a8e-5d1f-4f6e-9a43-0c4c1d9e0a02"
 
 describe("deployment databases on Slipway's own PostgreSQL", () => {
   let dir: string
-  let dbs: DeploymentDatabases
+  let dbs: Databases
   let a: ProvisionedDatabases
   let b: ProvisionedDatabases
 
@@ -112,7 +116,7 @@ describe("deployment databases on Slipway's own PostgreSQL", () => {
     requireTools()
     dir = fs.mkdtempSync(path.join(os.tmpdir(), "slipway-dbs-"))
     fs.chmodSync(dir, 0o755)
-    dbs = makeDeploymentDatabases({ dataDir: dir })
+    dbs = await open({ dataDir: dir })
     ;[a, b] = await Promise.all([dbs.provision(A), dbs.provision(B, { redisMemoryMb: 32 })])
   })
 
@@ -180,7 +184,7 @@ describe("deployment databases on Slipway's own PostgreSQL", () => {
     const ra = redisParts(a.redisUri)
     const pidBefore = (await resp(ra.port, [["AUTH", ra.password], ["INFO", "server"]]))[1]
     // A second instance over the same data dir, as after a crash of the first (no close()).
-    const again = makeDeploymentDatabases({ dataDir: dir })
+    const again = await open({ dataDir: dir })
     expect([...(await again.recover())].sort()).toEqual([A, B])
     expect(await again.provision(A)).toEqual(a)
     const pidAfter = (await resp(ra.port, [["AUTH", ra.password], ["INFO", "server"]]))[1]
@@ -195,7 +199,7 @@ describe("deployment databases on Slipway's own PostgreSQL", () => {
     expect(await refused(ra.port)).toBe(true)
     expect(await refused(rb.port)).toBe(true)
     expect(await refused(pgPort)).toBe(true)
-    dbs = makeDeploymentDatabases({ dataDir: dir })
+    dbs = await open({ dataDir: dir })
     expect([...(await dbs.recover())].sort()).toEqual([A, B])
     expect(await dbs.provision(A)).toEqual(a)
     expect(await query(a.databaseUri, "SELECT note FROM runs")).toEqual([{ note: "kept" }])
@@ -241,7 +245,7 @@ describe("deployment databases on a server given by SLIPWAY_DEPLOYMENT_POSTGRES_
   let dir: string
   let pgDir: string
   let port: number
-  let dbs: DeploymentDatabases | undefined
+  let dbs: Databases | undefined
 
   beforeAll(async () => {
     requireTools()
@@ -271,28 +275,28 @@ describe("deployment databases on a server given by SLIPWAY_DEPLOYMENT_POSTGRES_
   })
 
   it("creates, isolates and drops databases there with a non-superuser admin", async () => {
-    dbs = makeDeploymentDatabases({ dataDir: dir, postgresUrl: `postgres://provisioner:pw@127.0.0.1:${port}/postgres`, defaultRedisMemoryMb: 8 })
-    const a = await dbs.provision(A)
-    const b = await dbs.provision(B)
+    const ext = (dbs = await open({ dataDir: dir, postgresUrl: `postgres://provisioner:pw@127.0.0.1:${port}/postgres`, defaultRedisMemoryMb: 8 }))
+    const a = await ext.provision(A)
+    const b = await ext.provision(B)
     expect(new URL(a.databaseUri).port).toBe(String(port))
     await query(a.databaseUri, "CREATE TABLE t (x int)")
     await expect(query(withDatabase(a.databaseUri, new URL(b.databaseUri).pathname.slice(1)), "SELECT 1")).rejects.toThrow(/permission denied for database/)
     const ra = redisParts(a.redisUri)
     expect(await resp(ra.port, [["AUTH", ra.password], ["CONFIG", "GET", "maxmemory"]])).toEqual(["+OK", `maxmemory ${8 * 1024 * 1024}`])
-    await dbs.release(A)
-    await dbs.release(B)
+    await ext.release(A)
+    await ext.release(B)
     const rows = await query(`postgres://provisioner:pw@127.0.0.1:${port}/postgres`, "SELECT count(*)::int AS n FROM pg_database WHERE datname LIKE 'slipway_%'")
     expect(rows).toEqual([{ n: 0 }])
     expect(await refused(ra.port)).toBe(true)
   })
 
   it("names a bad SLIPWAY_DEPLOYMENT_POSTGRES_URL or an unreachable server clearly", async () => {
-    expect(() => makeDeploymentDatabases({ dataDir: dir, postgresUrl: "mysql://x" })).toThrow(/must start with postgres:\/\//)
+    await expect(open({ dataDir: dir, postgresUrl: "mysql://x" })).rejects.toThrow(/must start with postgres:\/\//)
     const closed = net.createServer()
     await new Promise<void>((r) => closed.listen(0, "127.0.0.1", r))
     const deadPort = (closed.address() as net.AddressInfo).port
     await new Promise<void>((r) => closed.close(() => r()))
-    const bad = makeDeploymentDatabases({ dataDir: dir, postgresUrl: `postgres://provisioner:pw@127.0.0.1:${deadPort}/postgres` })
+    const bad = await open({ dataDir: dir, postgresUrl: `postgres://provisioner:pw@127.0.0.1:${deadPort}/postgres` })
     await expect(bad.provision(A)).rejects.toThrow(new RegExp(`cannot connect to PostgreSQL at 127\\.0\\.0\\.1:${deadPort} as provisioner: .*ECONNREFUSED`))
     await expect(bad.release(A)).rejects.toThrow(/cannot connect to PostgreSQL/)
     await bad.close()

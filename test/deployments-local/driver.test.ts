@@ -12,7 +12,6 @@ import { Effect } from "effect"
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { replicaBoxPrefix } from "../../server/deployments/drivers/local.ts"
-import { makeDeploymentDatabases } from "../../server/deployments/local/databases.ts"
 import { startServer } from "../../server/index.ts"
 import { makeLogger } from "../../server/log.ts"
 import { cgroupParentFor } from "../../server/runtime/local/RuntimeRoot.ts"
@@ -21,6 +20,7 @@ import { runCommand } from "../support/run.ts"
 import { buildTestImages, pushTestImages, removeTestImages, type TestImageRefs } from "../support/images.ts"
 import { startRegistry, type TestRegistry } from "../support/registry.ts"
 import { makeRequester, TEST_KEY, tempDatabasePath } from "../support/server.ts"
+import { openDatabases } from "./openDatabases.ts"
 
 let registry: TestRegistry
 let refs: TestImageRefs
@@ -72,7 +72,9 @@ afterAll(async () => {
   const cleaner = existsSync(boxesRoot()) ? await makeTestRunner({ root: boxesRoot(), cgroupParent: cgroupParentFor(join(database.dir, "runtime")) }) : undefined
   const leftover = cleaner ? await cleaner.recover() : { running: [], stopped: [] }
   for (const box of leftover.running) await cleaner!.destroy(box.id).catch(() => undefined)
-  await makeDeploymentDatabases({ dataDir: join(database.dir, "runtime", "deployment-data") }).close().catch(() => undefined)
+  await openDatabases({ dataDir: join(database.dir, "runtime", "deployment-data") })
+    .then((databases) => databases.close())
+    .catch(() => undefined)
   await registry?.stop()
   removeTestImages()
   for (const key of ["SLIPWAY_INSECURE_REGISTRIES", "SLIPWAY_DEPLOY_HEALTH_TIMEOUT_MS", "SLIPWAY_DEPLOY_DRAIN_MS"]) {
@@ -158,8 +160,8 @@ describe("a revision runs, serves and logs", () => {
     const seen = await waitRevision(deployment.id, deployment.latest_revision_id)
     expect(seen.last.status, JSON.stringify(seen)).toBe("DEPLOYED")
     expect(seen.statuses).toContain("DEPLOYING")
-    // The pull shows: the driver's "pulling image …", then the image store's own progress ("resolving …", "pulling …: layer n", "unpacking …").
-    expect(seen.messages.some((m) => /^(pulling|resolving) /.test(m))).toBe(true)
+    // The pull shows in the status: its first message, or the image store's progress that follows at once.
+    expect(seen.messages.some((m) => m.startsWith("pulling image") || m.startsWith("resolving ")), JSON.stringify(seen.messages)).toBe(true)
     expect(seen.messages).toContain("Deployed: 2 replicas healthy")
     app = { id: deployment.id, v1: deployment.latest_revision_id }
     // Served at once: the switch happens before DEPLOYED is reported.
@@ -185,7 +187,7 @@ describe("a revision runs, serves and logs", () => {
     const other = await create("other", versioned, [{ name: "VERSION", value: "o" }])
     expect((await waitRevision(other.id, other.latest_revision_id)).last.status).toBe("DEPLOYED")
     // Outside view of the same provisioning (provision is idempotent: same roles and passwords).
-    const outside = makeDeploymentDatabases({ dataDir: join(database.dir, "runtime", "deployment-data") })
+    const outside = await openDatabases({ dataDir: join(database.dir, "runtime", "deployment-data") })
     const mine = await outside.provision(app.id)
     hostUris = mine
     const theirs = await outside.provision(other.id)
@@ -325,6 +327,33 @@ describe("rollout", () => {
     while ((await get("agent", "/version")).text !== "v2" && Date.now() < deadline + 30_000) await sleep(100)
     expect(await get("agent", "/version")).toEqual({ status: 200, text: "v2" })
   }, 90_000)
+})
+
+describe("crash after DEPLOYED", () => {
+  it("restarts a replica's main process that exits, on a growing delay, and the deploy log says so", async () => {
+    const boxes = await replicaBoxes(app.v2!)
+    expect(boxes.length).toBeGreaterThan(0)
+    const p = boxes[0]!.exec(["/bin/sh", "-c", "killall httpd"])
+    await p.exited
+    const deadline = Date.now() + 20_000
+    let restarted: any
+    while (!restarted && Date.now() < deadline) {
+      await sleep(100)
+      const logs = (await request("POST", `/v1/projects/${app.id}/revisions/${app.v2}/deploy_logs`, { body: { query: "restarting in", limit: 10 } })).body.logs
+      restarted = logs[0]
+    }
+    expect(restarted?.message).toMatch(/^replica \S+ exited \(.+\); restarting in 500 ms$/)
+    expect(restarted?.level).toBe("ERROR")
+    // The restarted process answers again (four answers in a row reach both replicas), and the revision stays DEPLOYED.
+    let inARow = 0
+    while (inARow < 4 && Date.now() < deadline) {
+      const answer = await get("agent", "/version")
+      inARow = answer.status === 200 && answer.text === "v2" ? inARow + 1 : 0
+      if (inARow === 0) await sleep(100)
+    }
+    expect(inARow).toBe(4)
+    expect((await request("GET", `/v2/deployments/${app.id}/revisions/${app.v2}`)).body.status).toBe("DEPLOYED")
+  }, 60_000)
 })
 
 describe("logs", () => {

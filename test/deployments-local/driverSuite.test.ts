@@ -5,15 +5,18 @@
  */
 import { describe, vi } from "@effect/vitest"
 import { Effect, Layer } from "effect"
+import { TestClock } from "effect/testing"
 import { afterAll, beforeAll } from "vitest"
-import { DeploymentDriver } from "../../server/deployments/Driver.ts"
-import { LocalDeploymentDriver } from "../../server/deployments/drivers/local.ts"
-import { DeploymentServingLive } from "../../server/deployments/local/services.ts"
 import { defaultConfig } from "../../server/config.ts"
+import { DeploymentObservationsLive } from "../../server/deployments/Driver.ts"
+import { LocalDeploymentDriver } from "../../server/deployments/drivers/local.ts"
+import { DeploymentDatabasesLive } from "../../server/deployments/local/databases.ts"
+import { LogStoreLive } from "../../server/deployments/local/logs.ts"
+import { DeploymentProxyLive } from "../../server/deployments/local/proxy.ts"
 import { makeLogger } from "../../server/log.ts"
 import { ServerEnv } from "../../server/module.ts"
-import { LocalHostLive } from "../../server/runtime/local/legacy.ts"
-import { deploymentDriverSuite } from "../runtime/deploymentDriver.suite.ts"
+import { LocalRuntimeLive } from "../../server/runtime/local/LocalRuntime.ts"
+import { deploymentDriverSuite, type SuiteServices } from "../runtime/deploymentDriver.suite.ts"
 import { pushTestImages, removeTestImages, type TestImageRefs } from "../support/images.ts"
 import { startRegistry, type TestRegistry } from "../support/registry.ts"
 import { tempDatabasePath } from "../support/server.ts"
@@ -45,18 +48,18 @@ const env = Layer.succeed(ServerEnv, {
   publicUrl: "http://127.0.0.1:9"
 })
 
+/** The driver with everything it runs on, as the server wires it (a fresh one per test). */
 const driver = () =>
-  LocalDeploymentDriver({
-    healthTimeoutMs: 10_000,
-    healthMode: "auto",
-    healthPath: "/ok",
-    drainMs: 1000,
-    port: 8000,
-    postgresUrl: undefined,
-    stepMs: 20
-  }).pipe(Layer.provide(Layer.mergeAll(LocalHostLive, DeploymentServingLive)), Layer.provide(env))
+  LocalDeploymentDriver({ healthTimeoutMs: 10_000, healthMode: "auto", healthPath: "/ok", drainMs: 1000, port: 8000, stepMs: 20 }).pipe(
+    Layer.provideMerge(DeploymentObservationsLive),
+    Layer.provide(Layer.mergeAll(DeploymentDatabasesLive, LogStoreLive, DeploymentProxyLive)),
+    Layer.provide(LocalRuntimeLive),
+    Layer.provide(env),
+    Layer.fresh
+  )
 
-const provide = <A, E>(effect: Effect.Effect<A, E, DeploymentDriver>) => Effect.scoped(Effect.provide(effect, driver()))
+/** Real boxes take real time: the driver runs on the live clock, not the test clock `it.effect` provides. */
+const provide = <A, E>(effect: Effect.Effect<A, E, SuiteServices>) => TestClock.withLive(Effect.provide(Effect.scoped(effect), driver()))
 
 describe("local deployment driver", () => {
   deploymentDriverSuite("local", provide, {

@@ -9,8 +9,14 @@ import { join } from "node:path"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import * as net from "node:net"
+import { it as effectIt } from "@effect/vitest"
+import { Effect, Exit, Fiber, Scope } from "effect"
+import { TestClock } from "effect/testing"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { deploymentUrl, makeDeploymentProxy, type DeploymentProxy } from "../../server/deployments/local/proxy.ts"
+import { type DeploymentProxy, deploymentUrl, makeDeploymentProxy } from "../../server/deployments/local/proxy.ts"
+
+/** An Effect test, on the test clock. */
+const effect = effectIt.effect
 
 interface Target {
   readonly server: http.Server
@@ -118,7 +124,9 @@ const deadPort = async (): Promise<number> => {
 let a: Target
 let b: Target
 let c: Target
-let proxy: DeploymentProxy
+let proxy: DeploymentProxy["Service"]
+/** The proxy's scope: closing it closes its connections to the replicas. */
+const scope = Scope.makeUnsafe()
 let front: http.Server
 let base: string
 const publicUrl = "http://slipway.test:8080"
@@ -130,7 +138,7 @@ const get = async (path: string, init?: RequestInit) => {
 
 beforeAll(async () => {
   ;[a, b, c] = await Promise.all([startTarget("a"), startTarget("b"), startTarget("c")])
-  proxy = makeDeploymentProxy({ publicUrl, connectTimeoutMs: 1000 })
+  proxy = Effect.runSync(Scope.provide(scope)(makeDeploymentProxy({ publicUrl, connectTimeoutMs: 1000 })))
   front = http.createServer((req, res) => {
     if (!proxy.handle(req, res)) {
       res.writeHead(404, { "content-type": "application/json" })
@@ -145,7 +153,7 @@ beforeAll(async () => {
 })
 
 afterAll(async () => {
-  proxy.close()
+  Effect.runSync(Scope.close(scope, Exit.void))
   await Promise.all([stop(front), stop(a.server), stop(b.server), stop(c.server)])
 })
 
@@ -158,11 +166,11 @@ describe("deploymentUrl", () => {
 
 describe("deployment proxy", () => {
   it("routes {public}/d/{name} by path, strips the prefix, round robins and sets X-Forwarded-*", async () => {
-    proxy.setRoute("dep-rr", { name: "rr", url: deploymentUrl(publicUrl, "rr") })
-    proxy.setTargets("dep-rr", [
+    Effect.runSync(proxy.setRoute("dep-rr", { name: "rr", url: deploymentUrl(publicUrl, "rr") }))
+    Effect.runSync(proxy.setTargets("dep-rr", [
       { host: "127.0.0.1", port: a.port },
       { host: "127.0.0.1", port: b.port }
-    ])
+    ]))
     const ids: string[] = []
     for (let i = 0; i < 4; i++) {
       const r = await get("/d/rr/threads?limit=2", { headers: { "x-custom": "kept" } })
@@ -183,8 +191,8 @@ describe("deployment proxy", () => {
   })
 
   it("strips hop-by-hop headers both ways, including those named in Connection", async () => {
-    proxy.setRoute("dep-hop", { name: "hop", url: deploymentUrl(publicUrl, "hop") })
-    proxy.setTargets("dep-hop", [{ host: "127.0.0.1", port: a.port }])
+    Effect.runSync(proxy.setRoute("dep-hop", { name: "hop", url: deploymentUrl(publicUrl, "hop") }))
+    Effect.runSync(proxy.setTargets("dep-hop", [{ host: "127.0.0.1", port: a.port }]))
     const body = await new Promise<any>((resolve, reject) => {
       const req = http.request(
         `${base}/d/hop/x`,
@@ -206,8 +214,8 @@ describe("deployment proxy", () => {
   })
 
   it("matches a custom_url outside the public base on Host and path", async () => {
-    proxy.setRoute("dep-custom", { name: "custom", url: "http://agent.example.test/api" })
-    proxy.setTargets("dep-custom", [{ host: "127.0.0.1", port: c.port }])
+    Effect.runSync(proxy.setRoute("dep-custom", { name: "custom", url: "http://agent.example.test/api" }))
+    Effect.runSync(proxy.setTargets("dep-custom", [{ host: "127.0.0.1", port: c.port }]))
     const hit = await new Promise<{ status: number; body: any }>((resolve, reject) => {
       http
         .get(`${base}/api/ok`, { headers: { host: "agent.example.test" } }, (res) => {
@@ -224,22 +232,22 @@ describe("deployment proxy", () => {
   })
 
   it("answers 503 with a detail when the deployment has no targets", async () => {
-    proxy.setRoute("dep-empty", { name: "empty", url: deploymentUrl(publicUrl, "empty") })
+    Effect.runSync(proxy.setRoute("dep-empty", { name: "empty", url: deploymentUrl(publicUrl, "empty") }))
     const r = await get("/d/empty/ok")
     expect(r.status).toBe(503)
     expect(r.body).toEqual({ detail: "Deployment empty has no active revision" })
-    proxy.setTargets("dep-empty", [])
+    Effect.runSync(proxy.setTargets("dep-empty", []))
     expect((await get("/d/empty/ok", { method: "POST", body: "x" })).status).toBe(503)
   })
 
   it("tries the next replica once when one refuses (GET and POST with a body), 502 when all do", async () => {
     const dead1 = await deadPort()
     const dead2 = await deadPort()
-    proxy.setRoute("dep-retry", { name: "retry", url: deploymentUrl(publicUrl, "retry") })
-    proxy.setTargets("dep-retry", [
+    Effect.runSync(proxy.setRoute("dep-retry", { name: "retry", url: deploymentUrl(publicUrl, "retry") }))
+    Effect.runSync(proxy.setTargets("dep-retry", [
       { host: "127.0.0.1", port: dead1 },
       { host: "127.0.0.1", port: b.port }
-    ])
+    ]))
     for (let i = 0; i < 4; i++) {
       const r = await get("/d/retry/ok")
       expect(r.status).toBe(200)
@@ -252,34 +260,34 @@ describe("deployment proxy", () => {
       expect(r.body.bytes).toBe(payload.length)
       expect(r.body.sha256).toBe(createHash("sha256").update(payload).digest("hex"))
     }
-    proxy.setTargets("dep-retry", [
+    Effect.runSync(proxy.setTargets("dep-retry", [
       { host: "127.0.0.1", port: dead1 },
       { host: "127.0.0.1", port: dead2 }
-    ])
+    ]))
     const r = await get("/d/retry/ok")
     expect(r.status).toBe(502)
     expect(r.body.detail).toMatch(/^Deployment retry: replica 127\.0\.0\.1:\d+ failed \(ECONNREFUSED\)$/)
   })
 
   it("skips a replica a health monitor marked down, until it is marked up", async () => {
-    proxy.setRoute("dep-mark", { name: "mark", url: deploymentUrl(publicUrl, "mark") })
+    Effect.runSync(proxy.setRoute("dep-mark", { name: "mark", url: deploymentUrl(publicUrl, "mark") }))
     const targets = [
       { host: "127.0.0.1", port: a.port },
       { host: "127.0.0.1", port: b.port }
     ]
-    proxy.setTargets("dep-mark", targets)
-    proxy.markDown(targets[0]!)
+    Effect.runSync(proxy.setTargets("dep-mark", targets))
+    Effect.runSync(proxy.markDown(targets[0]!))
     const ids: string[] = []
     for (let i = 0; i < 4; i++) ids.push((await get("/d/mark/ok")).body.id)
     expect(ids).toEqual(["b", "b", "b", "b"])
-    proxy.markUp(targets[0]!)
+    Effect.runSync(proxy.markUp(targets[0]!))
     for (let i = 0; i < 2; i++) ids.push((await get("/d/mark/ok")).body.id)
     expect(ids.slice(4).sort()).toEqual(["a", "b"])
   })
 
   it("streams a large chunked request body and an SSE response as it is produced", async () => {
-    proxy.setRoute("dep-stream", { name: "stream", url: deploymentUrl(publicUrl, "stream") })
-    proxy.setTargets("dep-stream", [{ host: "127.0.0.1", port: a.port }])
+    Effect.runSync(proxy.setRoute("dep-stream", { name: "stream", url: deploymentUrl(publicUrl, "stream") }))
+    Effect.runSync(proxy.setTargets("dep-stream", [{ host: "127.0.0.1", port: a.port }]))
     const hash = createHash("sha256")
     let sent = 0
     const body = new ReadableStream<Uint8Array>({
@@ -314,11 +322,11 @@ describe("deployment proxy", () => {
   })
 
   it("proxies WebSocket upgrades to the replicas, round robin, with the prefix stripped", async () => {
-    proxy.setRoute("dep-ws", { name: "ws", url: deploymentUrl(publicUrl, "ws") })
-    proxy.setTargets("dep-ws", [
+    Effect.runSync(proxy.setRoute("dep-ws", { name: "ws", url: deploymentUrl(publicUrl, "ws") }))
+    Effect.runSync(proxy.setTargets("dep-ws", [
       { host: "127.0.0.1", port: a.port },
       { host: "127.0.0.1", port: b.port }
-    ])
+    ]))
     const echo = (text: string) =>
       new Promise<string>((resolve, reject) => {
         const ws = new WebSocket(`${base.replace("http", "ws")}/d/ws/stream?x=1`)
@@ -332,9 +340,9 @@ describe("deployment proxy", () => {
     const answers = [await echo("hi"), await echo("hi")]
     expect(answers.sort()).toEqual(["a:hi|/stream?x=1", "b:hi|/stream?x=1"])
     // Closed WebSockets no longer count as in flight.
-    expect(await proxy.drain([{ host: "127.0.0.1", port: a.port }, { host: "127.0.0.1", port: b.port }], 3000)).toBe(true)
+    expect(await Effect.runPromise(proxy.drain([{ host: "127.0.0.1", port: a.port }, { host: "127.0.0.1", port: b.port }], 3000))).toBe(true)
 
-    proxy.setRoute("dep-ws-empty", { name: "wsempty", url: deploymentUrl(publicUrl, "wsempty") })
+    Effect.runSync(proxy.setRoute("dep-ws-empty", { name: "wsempty", url: deploymentUrl(publicUrl, "wsempty") }))
     const refused = await new Promise<string>((resolve) => {
       const s = net.connect((front.address() as AddressInfo).port, "127.0.0.1", () => {
         s.write("GET /d/wsempty/ HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
@@ -348,8 +356,8 @@ describe("deployment proxy", () => {
   })
 
   it("switches targets atomically: in-flight requests finish on the old replica, new ones go to the new set, none fail", async () => {
-    proxy.setRoute("dep-switch", { name: "switch", url: deploymentUrl(publicUrl, "switch") })
-    proxy.setTargets("dep-switch", [{ host: "127.0.0.1", port: a.port }])
+    Effect.runSync(proxy.setRoute("dep-switch", { name: "switch", url: deploymentUrl(publicUrl, "switch") }))
+    Effect.runSync(proxy.setTargets("dep-switch", [{ host: "127.0.0.1", port: a.port }]))
     const inFlight = get("/d/switch/slow")
     await new Promise((r) => setTimeout(r, 100))
     // Load running across the switch.
@@ -364,10 +372,10 @@ describe("deployment proxy", () => {
       }
     })()
     await new Promise((r) => setTimeout(r, 100))
-    proxy.setTargets("dep-switch", [
+    Effect.runSync(proxy.setTargets("dep-switch", [
       { host: "127.0.0.1", port: b.port },
       { host: "127.0.0.1", port: c.port }
-    ])
+    ]))
     const afterSwitch = seen.length
     await new Promise((r) => setTimeout(r, 150))
     stopLoad = true
@@ -380,28 +388,48 @@ describe("deployment proxy", () => {
     const later = seen.slice(afterSwitch + 1)
     expect(later.length).toBeGreaterThan(2)
     expect(later.every((id) => id === "b" || id === "c")).toBe(true)
-    expect(proxy.inFlight({ host: "127.0.0.1", port: a.port })).toBe(0)
-    expect(proxy.targets("dep-switch")).toEqual([
+    expect(Effect.runSync(proxy.inFlight({ host: "127.0.0.1", port: a.port }))).toBe(0)
+    expect(Effect.runSync(proxy.targets("dep-switch"))).toEqual([
       { host: "127.0.0.1", port: b.port },
       { host: "127.0.0.1", port: c.port }
     ])
   })
 
   it("drain waits for the requests in flight on replicas switched away from", async () => {
-    proxy.setRoute("dep-drain", { name: "drain", url: deploymentUrl(publicUrl, "drain") })
+    Effect.runSync(proxy.setRoute("dep-drain", { name: "drain", url: deploymentUrl(publicUrl, "drain") }))
     const old = { host: "127.0.0.1", port: a.port }
-    proxy.setTargets("dep-drain", [old])
+    Effect.runSync(proxy.setTargets("dep-drain", [old]))
     const slow = get("/d/drain/slow")
     await new Promise((r) => setTimeout(r, 100))
-    expect(proxy.inFlight(old)).toBe(1)
-    proxy.setTargets("dep-drain", [{ host: "127.0.0.1", port: b.port }])
-    expect(await proxy.drain([old], 50)).toBe(false)
+    expect(Effect.runSync(proxy.inFlight(old))).toBe(1)
+    Effect.runSync(proxy.setTargets("dep-drain", [{ host: "127.0.0.1", port: b.port }]))
+    expect(await Effect.runPromise(proxy.drain([old], 50))).toBe(false)
     const started = Date.now()
-    expect(await proxy.drain([old], 3000)).toBe(true)
+    expect(await Effect.runPromise(proxy.drain([old], 3000))).toBe(true)
     expect(Date.now() - started).toBeGreaterThan(100)
     expect((await slow).body.id).toBe("a")
-    expect(proxy.inFlight(old)).toBe(0)
+    expect(Effect.runSync(proxy.inFlight(old))).toBe(0)
   })
+
+  effect("drain gives up when its time on the Clock has passed, whatever real time did", () =>
+    Effect.gen(function* () {
+      yield* proxy.setRoute("dep-drain-clock", { name: "drain-clock", url: deploymentUrl(publicUrl, "drain-clock") })
+      const old = { host: "127.0.0.1", port: a.port }
+      yield* proxy.setTargets("dep-drain-clock", [old])
+      const slow = get("/d/drain-clock/slow")
+      yield* Effect.promise(() => new Promise((r) => setTimeout(r, 100)))
+      expect(yield* proxy.inFlight(old)).toBe(1)
+      yield* proxy.setTargets("dep-drain-clock", [{ host: "127.0.0.1", port: b.port }])
+      const draining = yield* Effect.forkChild(proxy.drain([old], 1000))
+      yield* TestClock.adjust(999)
+      expect(draining.pollUnsafe()).toBeUndefined()
+      yield* TestClock.adjust(1)
+      expect(yield* Fiber.join(draining)).toBe(false)
+      // Once the request has ended, a drain answers at once.
+      yield* Effect.promise(() => slow)
+      expect(yield* proxy.drain([old], 1000)).toBe(true)
+    })
+  )
 
   it("routes by the longest prefix among many deployments, a Host's own route before a path-only one", async () => {
     const withHost = (path: string, host: string) =>
@@ -416,16 +444,16 @@ describe("deployment proxy", () => {
       })
     // Many other deployments, on the public base and on their own hosts: the index is by prefix.
     for (let i = 0; i < 500; i++) {
-      proxy.setRoute(`filler-${i}`, { name: `filler-${i}`, url: i % 2 === 0 ? deploymentUrl(publicUrl, `filler-${i}`) : `http://filler-${i}.example.test/x` })
+      Effect.runSync(proxy.setRoute(`filler-${i}`, { name: `filler-${i}`, url: i % 2 === 0 ? deploymentUrl(publicUrl, `filler-${i}`) : `http://filler-${i}.example.test/x` }))
     }
-    proxy.setRoute("dep-long", { name: "long", url: `${publicUrl}/d/team/agent` })
-    proxy.setRoute("dep-short", { name: "short", url: `${publicUrl}/d/team` })
-    proxy.setRoute("dep-host", { name: "host", url: "http://team.example.test/d/team" })
-    proxy.setRoute("dep-root", { name: "root", url: "http://root.example.test" })
-    proxy.setTargets("dep-long", [{ host: "127.0.0.1", port: a.port }])
-    proxy.setTargets("dep-short", [{ host: "127.0.0.1", port: b.port }])
-    proxy.setTargets("dep-host", [{ host: "127.0.0.1", port: c.port }])
-    proxy.setTargets("dep-root", [{ host: "127.0.0.1", port: a.port }])
+    Effect.runSync(proxy.setRoute("dep-long", { name: "long", url: `${publicUrl}/d/team/agent` }))
+    Effect.runSync(proxy.setRoute("dep-short", { name: "short", url: `${publicUrl}/d/team` }))
+    Effect.runSync(proxy.setRoute("dep-host", { name: "host", url: "http://team.example.test/d/team" }))
+    Effect.runSync(proxy.setRoute("dep-root", { name: "root", url: "http://root.example.test" }))
+    Effect.runSync(proxy.setTargets("dep-long", [{ host: "127.0.0.1", port: a.port }]))
+    Effect.runSync(proxy.setTargets("dep-short", [{ host: "127.0.0.1", port: b.port }]))
+    Effect.runSync(proxy.setTargets("dep-host", [{ host: "127.0.0.1", port: c.port }]))
+    Effect.runSync(proxy.setTargets("dep-root", [{ host: "127.0.0.1", port: a.port }]))
     expect((await get("/d/team/agent/ok?x=1")).body).toMatchObject({ id: "a", path: "/ok?x=1" })
     expect((await get("/d/team/agent")).body).toMatchObject({ id: "a", path: "/" })
     expect((await get("/d/team/agentx")).body).toMatchObject({ id: "b", path: "/agentx" })
@@ -442,18 +470,18 @@ describe("deployment proxy", () => {
     expect((await get("/d/filler-1/ok")).status).toBe(404)
     expect((await get("/d/filler-2/ok")).status).toBe(503)
     // A removed route gives its requests to the next longest prefix; a changed URL moves it.
-    proxy.remove("dep-long")
+    Effect.runSync(proxy.remove("dep-long"))
     expect((await get("/d/team/agent/ok")).body).toMatchObject({ id: "b", path: "/agent/ok" })
-    proxy.setRoute("dep-short", { name: "short", url: `${publicUrl}/d/squad` })
+    Effect.runSync(proxy.setRoute("dep-short", { name: "short", url: `${publicUrl}/d/squad` }))
     expect((await get("/d/squad/ok")).body).toMatchObject({ id: "b", path: "/ok" })
     expect((await get("/d/team/ok")).status).toBe(404)
-    for (const key of ["dep-short", "dep-host", "dep-root", ...Array.from({ length: 500 }, (_, i) => `filler-${i}`)]) proxy.remove(key)
+    for (const key of ["dep-short", "dep-host", "dep-root", ...Array.from({ length: 500 }, (_, i) => `filler-${i}`)]) Effect.runSync(proxy.remove(key))
     expect((await withHost("/anything", "root.example.test")).status).toBe(404)
   })
 
   it("appends to X-Forwarded-For, keeps a client's X-Forwarded-Host, replaces X-Forwarded-Prefix, answers Expect: 100-continue", async () => {
-    proxy.setRoute("dep-xf", { name: "xf", url: deploymentUrl(publicUrl, "xf") })
-    proxy.setTargets("dep-xf", [{ host: "127.0.0.1", port: a.port }])
+    Effect.runSync(proxy.setRoute("dep-xf", { name: "xf", url: deploymentUrl(publicUrl, "xf") }))
+    Effect.runSync(proxy.setTargets("dep-xf", [{ host: "127.0.0.1", port: a.port }]))
     const r = await get("/d/xf/h", { headers: { "x-forwarded-for": "10.0.0.1", "x-forwarded-host": "public.example", "x-forwarded-prefix": "/evil" } })
     expect(r.body.headers["x-forwarded-for"]).toBe("10.0.0.1,127.0.0.1")
     expect(r.body.headers["x-forwarded-host"]).toBe("public.example")
@@ -489,17 +517,17 @@ describe("deployment proxy", () => {
     try {
       // Nothing listens on the port: only the socket can answer.
       const target = { host: "127.0.0.1", port: await deadPort(), socketPath: sock }
-      proxy.setRoute("dep-unix", { name: "unix", url: deploymentUrl(publicUrl, "unix") })
-      proxy.setTargets("dep-unix", [target])
-      expect(proxy.targets("dep-unix")).toEqual([target])
+      Effect.runSync(proxy.setRoute("dep-unix", { name: "unix", url: deploymentUrl(publicUrl, "unix") }))
+      Effect.runSync(proxy.setTargets("dep-unix", [target]))
+      expect(Effect.runSync(proxy.targets("dep-unix"))).toEqual([target])
       for (let i = 0; i < 3; i++) expect((await get("/d/unix/ok?i=1")).body).toEqual({ id: "unix", path: "/ok?i=1" })
-      expect(() => proxy.setTargets("dep-unix", [{ ...target, socketPath: "relative.sock" }])).toThrow(/invalid socketPath/)
+      expect(() => Effect.runSync(proxy.setTargets("dep-unix", [{ ...target, socketPath: "relative.sock" }]))).toThrow(/invalid socketPath/)
       // The socket gone: a 502 naming the replica by host:port.
       await stop(unix)
       const r = await get("/d/unix/ok")
       expect(r.status).toBe(502)
       expect(r.body.detail).toBe(`Deployment unix: replica 127.0.0.1:${target.port} failed (ENOENT)`)
-      proxy.remove("dep-unix")
+      Effect.runSync(proxy.remove("dep-unix"))
     } finally {
       await stop(unix)
       rmSync(dir, { recursive: true, force: true })
@@ -507,8 +535,8 @@ describe("deployment proxy", () => {
   })
 
   it("passes back-pressure on: a client that stops reading stops the replica, then gets every byte", async () => {
-    proxy.setRoute("dep-big", { name: "big", url: deploymentUrl(publicUrl, "big") })
-    proxy.setTargets("dep-big", [{ host: "127.0.0.1", port: b.port }])
+    Effect.runSync(proxy.setRoute("dep-big", { name: "big", url: deploymentUrl(publicUrl, "big") }))
+    Effect.runSync(proxy.setTargets("dep-big", [{ host: "127.0.0.1", port: b.port }]))
     const total = 1024 * 65536
     const { received, aheadWhileStalled } = await new Promise<{ received: number; aheadWhileStalled: number }>((resolve, reject) => {
       http
@@ -533,7 +561,7 @@ describe("deployment proxy", () => {
     // Without back-pressure the replica would have written all 64 MiB into the proxy by then;
     // with it, only what the sockets' buffers hold between them.
     expect(aheadWhileStalled).toBeLessThan(total / 2)
-    proxy.remove("dep-big")
+    Effect.runSync(proxy.remove("dep-big"))
   })
 
   it("a client that goes away ends the request to the replica", async () => {
@@ -547,12 +575,12 @@ describe("deployment proxy", () => {
     await new Promise<void>((r) => hang.listen(0, "127.0.0.1", r))
     try {
       const target = { host: "127.0.0.1", port: (hang.address() as AddressInfo).port }
-      proxy.setRoute("dep-hang", { name: "hang", url: deploymentUrl(publicUrl, "hang") })
-      proxy.setTargets("dep-hang", [target])
+      Effect.runSync(proxy.setRoute("dep-hang", { name: "hang", url: deploymentUrl(publicUrl, "hang") }))
+      Effect.runSync(proxy.setTargets("dep-hang", [target]))
       await new Promise<void>((resolve, reject) => {
         const req = http.get(`${base}/d/hang/stream`, (res) => {
           res.once("data", () => {
-            expect(proxy.inFlight(target)).toBe(1)
+            expect(Effect.runSync(proxy.inFlight(target))).toBe(1)
             req.destroy()
             resolve()
           })
@@ -561,29 +589,29 @@ describe("deployment proxy", () => {
         setTimeout(() => reject(new Error("no first chunk")), 5000)
       })
       const deadline = Date.now() + 5000
-      while ((closed === 0 || proxy.inFlight(target) > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
+      while ((closed === 0 || Effect.runSync(proxy.inFlight(target)) > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
       expect(closed).toBe(1)
-      expect(proxy.inFlight(target)).toBe(0)
-      proxy.remove("dep-hang")
+      expect(Effect.runSync(proxy.inFlight(target))).toBe(0)
+      Effect.runSync(proxy.remove("dep-hang"))
     } finally {
       await stop(hang)
     }
   })
 
   it("rejects bad targets and bad URLs with a clear error, and forgets removed deployments", async () => {
-    expect(() => proxy.setTargets("x", [{ host: "127.0.0.1", port: 0 }])).toThrow(/invalid target/)
-    expect(() => proxy.setRoute("x", { name: "x", url: "not a url" })).toThrow(/not an absolute URL/)
-    expect(() => proxy.setRoute("x", { name: "x", url: "ftp://h/x" })).toThrow(/http or https/)
+    expect(() => Effect.runSync(proxy.setTargets("x", [{ host: "127.0.0.1", port: 0 }]))).toThrow(/invalid target/)
+    expect(() => Effect.runSync(proxy.setRoute("x", { name: "x", url: "not a url" }))).toThrow(/not an absolute URL/)
+    expect(() => Effect.runSync(proxy.setRoute("x", { name: "x", url: "ftp://h/x" }))).toThrow(/http or https/)
     // Never over Slipway's own API on the public host.
-    expect(() => proxy.setRoute("x", { name: "x", url: publicUrl })).toThrow(/would take Slipway's own path \//)
-    expect(() => proxy.setRoute("x", { name: "x", url: `${publicUrl}/v2/deployments` })).toThrow(/own path \/v2/)
-    expect(() => proxy.setRoute("x", { name: "x", url: `${publicUrl}/health` })).toThrow(/own path \/health/)
-    expect(() => proxy.setRoute("x", { name: "x", url: `${publicUrl}/v2x` })).not.toThrow()
-    proxy.remove("x")
-    proxy.setRoute("dep-gone", { name: "gone", url: deploymentUrl(publicUrl, "gone") })
-    proxy.setTargets("dep-gone", [{ host: "127.0.0.1", port: a.port }])
+    expect(() => Effect.runSync(proxy.setRoute("x", { name: "x", url: publicUrl }))).toThrow(/would take Slipway's own path \//)
+    expect(() => Effect.runSync(proxy.setRoute("x", { name: "x", url: `${publicUrl}/v2/deployments` }))).toThrow(/own path \/v2/)
+    expect(() => Effect.runSync(proxy.setRoute("x", { name: "x", url: `${publicUrl}/health` }))).toThrow(/own path \/health/)
+    expect(() => Effect.runSync(proxy.setRoute("x", { name: "x", url: `${publicUrl}/v2x` }))).not.toThrow()
+    Effect.runSync(proxy.remove("x"))
+    Effect.runSync(proxy.setRoute("dep-gone", { name: "gone", url: deploymentUrl(publicUrl, "gone") }))
+    Effect.runSync(proxy.setTargets("dep-gone", [{ host: "127.0.0.1", port: a.port }]))
     expect((await get("/d/gone/ok")).status).toBe(200)
-    proxy.remove("dep-gone")
+    Effect.runSync(proxy.remove("dep-gone"))
     expect((await get("/d/gone/ok")).status).toBe(404)
   })
 })

@@ -10,11 +10,14 @@ import * as http from "node:http"
 import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
+import { Effect, Exit, Layer, Schedule, Scope } from "effect"
 import { afterAll, beforeAll, expect, it } from "vitest"
-import { makeDeploymentDatabases, type DeploymentDatabases } from "../../server/deployments/local/databases.ts"
+import { DeploymentDatabases, makeDeploymentDatabases } from "../../server/deployments/local/databases.ts"
 import { waitHealthy } from "../../server/deployments/local/health.ts"
-import { makeLogStore, type LogStore } from "../../server/deployments/local/logs.ts"
-import { deploymentUrl, makeDeploymentProxy, type DeploymentProxy, type ProxyTarget } from "../../server/deployments/local/proxy.ts"
+import { type LogStore, makeLogStore } from "../../server/deployments/local/logs.ts"
+import { type DeploymentProxy, deploymentUrl, makeDeploymentProxy, type ProxyTarget } from "../../server/deployments/local/proxy.ts"
+import { PortAllocatorLive } from "../../server/runtime/PortAllocator.ts"
+import { ProcessRunnerLive } from "../../server/runtime/ProcessRunner.ts"
 
 const DEP = "7e57a11e-0000-4000-8000-00000000d001"
 const V1 = "7e57a11e-0000-4000-8000-0000000000a1"
@@ -49,9 +52,12 @@ http.createServer((req, res) => {
 `
 
 let dir: string
-let dbs: DeploymentDatabases
-let logs: LogStore
-let proxy: DeploymentProxy
+/** The modules' scope: closing it stops the database servers, the log files and the proxy's connections. */
+const scope = Scope.makeUnsafe()
+const run = <A, E>(effect: Effect.Effect<A, E>) => Effect.runPromise(effect)
+let dbs: DeploymentDatabases["Service"]
+let logs: LogStore["Service"]
+let proxy: DeploymentProxy["Service"]
 let front: http.Server
 let base: string
 const children: ChildProcess[] = []
@@ -69,23 +75,28 @@ const startReplica = async (revision: string, version: string, env: Record<strin
   const port = await freePort()
   const child = spawn(process.execPath, ["-e", replicaScript], { cwd: path.join(import.meta.dirname, "../.."), env: { ...env, PORT: String(port), VERSION: version, PATH: process.env.PATH ?? "" } })
   children.push(child)
-  void logs.pipe(child.stdout!, DEP, revision, "deploy", { stream: "stdout", replica: `${version}-0` })
-  void logs.pipe(child.stderr!, DEP, revision, "deploy", { stream: "stderr", replica: `${version}-0` })
+  void run(logs.pipe(child.stdout!, DEP, revision, "deploy", { stream: "stdout", replica: `${version}-0` }))
+  void run(logs.pipe(child.stderr!, DEP, revision, "deploy", { stream: "stderr", replica: `${version}-0` }))
   const target = { host: "127.0.0.1", port }
-  await waitHealthy(target, {
-    timeoutMs: 20_000,
-    intervalMs: 50,
-    onAttempt: (h) => logs.append(DEP, revision, "deploy", { message: `health ${version}-0: ${h.detail}`, level: h.healthy ? "INFO" : "WARNING" })
-  })
+  await run(
+    waitHealthy(target, {
+      timeoutMs: 20_000,
+      schedule: Schedule.spaced(50),
+      onAttempt: (h) => Effect.ignore(logs.append(DEP, revision, "deploy", { message: `health ${version}-0: ${h.detail}`, level: h.healthy ? "INFO" : "WARNING" }))
+    })
+  )
   return { target, child }
 }
 
 beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), "slipway-rollout-"))
   fs.chmodSync(dir, 0o755)
-  dbs = makeDeploymentDatabases({ dataDir: dir })
-  logs = makeLogStore({ root: path.join(dir, "logs") })
-  proxy = makeDeploymentProxy({ publicUrl })
+  ;[dbs, logs, proxy] = await run(
+    Effect.all([makeDeploymentDatabases({ dataDir: dir }), makeLogStore({ root: path.join(dir, "logs") }), makeDeploymentProxy({ publicUrl })]).pipe(
+      Scope.provide(scope),
+      Effect.provide(Layer.mergeAll(ProcessRunnerLive, PortAllocatorLive))
+    )
+  )
   front = http.createServer((req, res) => {
     if (!proxy.handle(req, res)) res.writeHead(404).end()
   })
@@ -95,22 +106,20 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const c of children) if (c.exitCode === null) c.kill("SIGKILL")
-  proxy?.close()
   front?.closeAllConnections()
   await new Promise<void>((r) => (front ? front.close(() => r()) : r()))
-  await dbs?.release(DEP).catch(() => {})
-  await dbs?.close()
-  logs?.close()
+  if (dbs) await run(Effect.ignore(dbs.release(DEP)))
+  await run(Scope.close(scope, Exit.void))
   fs.rmSync(dir, { recursive: true, force: true })
 })
 
 it("provisions, serves v1, rolls out v2 without a failed request, and logs it all", async () => {
-  const env = await dbs.provision(DEP, { redisMemoryMb: 16 })
-  proxy.setRoute(DEP, { name: "agent", url: deploymentUrl(publicUrl, "agent") })
+  const env = await run(dbs.provision(DEP, { redisMemoryMb: 16 }))
+  await run(proxy.setRoute(DEP, { name: "agent", url: deploymentUrl(publicUrl, "agent") }))
   expect((await fetch(`${base}/d/agent/`)).status).toBe(503)
 
   const v1 = await startReplica(V1, "v1", { DATABASE_URI: env.databaseUri, REDIS_URI: env.redisUri })
-  proxy.setTargets(DEP, [v1.target])
+  await run(proxy.setTargets(DEP, [v1.target]))
   expect(await (await fetch(`${base}/d/agent/`)).text()).toBe("v1")
 
   let stop = false
@@ -130,8 +139,8 @@ it("provisions, serves v1, rolls out v2 without a failed request, and logs it al
   })()
 
   const v2 = await startReplica(V2, "v2", { DATABASE_URI: env.databaseUri, REDIS_URI: env.redisUri })
-  proxy.setTargets(DEP, [v2.target])
-  expect(await proxy.drain([v1.target], 5000)).toBe(true)
+  await run(proxy.setTargets(DEP, [v2.target]))
+  expect(await run(proxy.drain([v1.target], 5000))).toBe(true)
   v1.child.kill("SIGTERM")
   await new Promise((r) => setTimeout(r, 300))
   stop = true
@@ -151,9 +160,9 @@ it("provisions, serves v1, rolls out v2 without a failed request, and logs it al
   await client.end()
   expect(boots.rows.map((r) => r.version)).toEqual(["v1", "v2"])
 
-  const v2Logs = logs.read(DEP, { kind: "deploy", revisionId: V2, order: "asc", limit: 1000 }).logs
+  const v2Logs = (await run(logs.read(DEP, { kind: "deploy", revisionId: V2, order: "asc", limit: 1000 }))).logs
   expect(v2Logs.map((e) => e.message)).toEqual(expect.arrayContaining([expect.stringMatching(/^listening on \d+$/), "WARNING: warmed up v2", expect.stringMatching(/^health v2-0: GET \/ok answered 200$/)]))
   expect(v2Logs.find((e) => e.message === "WARNING: warmed up v2")).toMatchObject({ level: "WARNING", stream: "stderr", replica: "v2-0" })
-  const all = logs.read(DEP, { kind: "deploy", query: "warmed up", order: "asc" }).logs
+  const all = (await run(logs.read(DEP, { kind: "deploy", query: "warmed up", order: "asc" }))).logs
   expect(all.map((e) => e.revision_id)).toEqual([V1, V2])
 })

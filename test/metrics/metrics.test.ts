@@ -145,16 +145,17 @@ describe("/metrics", () => {
 
 describe("/metrics and the deployment URLs", () => {
   it("no deployment served under the public URL may take /metrics (or the console)", async () => {
-    const { RESERVED_PATHS } = await import("../../server/deployments/local/services.ts")
-    const { makeDeploymentProxy } = await import("../../server/deployments/local/proxy.ts")
-    const proxy = makeDeploymentProxy({ publicUrl: "http://127.0.0.1:8080", reservedPaths: RESERVED_PATHS })
+    const { Effect, Exit, Scope } = await import("effect")
+    const { makeDeploymentProxy, RESERVED_PATHS } = await import("../../server/deployments/local/proxy.ts")
+    const scope = Scope.makeUnsafe()
+    const proxy = Effect.runSync(Scope.provide(scope)(makeDeploymentProxy({ publicUrl: "http://127.0.0.1:8080", reservedPaths: RESERVED_PATHS })))
     try {
       for (const path of ["/metrics", "/console"]) {
-        expect(() => proxy.setRoute("d1", { name: "shadow", url: `http://127.0.0.1:8080${path}` }), path).toThrow(/would take Slipway's own path/)
+        expect(() => Effect.runSync(proxy.setRoute("d1", { name: "shadow", url: `http://127.0.0.1:8080${path}` })), path).toThrow(/would take Slipway's own path/)
       }
-      expect(() => proxy.setRoute("d2", { name: "fine", url: "http://127.0.0.1:8080/apps/fine" })).not.toThrow()
+      expect(() => Effect.runSync(proxy.setRoute("d2", { name: "fine", url: "http://127.0.0.1:8080/apps/fine" }))).not.toThrow()
     } finally {
-      proxy.close()
+      Effect.runSync(Scope.close(scope, Exit.void))
     }
   })
 })

@@ -1,7 +1,7 @@
 /**
  * The package as a user installs it: `npm pack` (which runs the `prepare` build into lib/), the
  * tarball installed offline into a scratch project (every dependency from the npm cache), the
- * README's library example run there as written, one copy of effect, the `slipway` bin, and a
+ * library example of docs/library.md run there as written, one copy of effect, the `slipway` bin, and a
  * clear error (not a crash) when an old Node.js imports it.
  */
 import { execFileSync, spawnSync } from "node:child_process"
@@ -17,11 +17,11 @@ let scratch: string
 let tarball: string
 let packed: { filename: string; integrity: string; files: Array<{ path: string }> }
 
-/** The README's library example: the js block after the `<!-- library-example -->` marker. */
-const readmeExample = () => {
-  const readme = readFileSync(join(root, "README.md"), "utf8")
+/** The library example of docs/library.md: the js block after the `<!-- library-example -->` marker. */
+const libraryExample = () => {
+  const readme = readFileSync(join(root, "docs/library.md"), "utf8")
   const match = /<!-- library-example -->\s*```js\n([\s\S]*?)```/.exec(readme)
-  if (!match) throw new Error("README.md has no library example (a ```js block after <!-- library-example -->)")
+  if (!match) throw new Error("docs/library.md has no library example (a ```js block after <!-- library-example -->)")
   return match[1]!
 }
 
@@ -92,8 +92,8 @@ describe("the packed package", () => {
     expect([...versions][0]).toMatch(/^4\./)
   })
 
-  it("runs the README's library example: client, call, wait for a revision, typed errors, embedded server", { timeout: 120_000 }, () => {
-    writeFileSync(join(scratch, "example.mjs"), readmeExample())
+  it("runs the library example of docs/library.md: client, call, wait for a revision, typed errors, embedded server", { timeout: 120_000 }, () => {
+    writeFileSync(join(scratch, "example.mjs"), libraryExample())
     const run = spawnSync(process.execPath, ["example.mjs"], { cwd: scratch, encoding: "utf8", timeout: 100_000 })
     expect(run.status, run.stderr).toBe(0)
     expect(run.stdout).toMatch(/^deployed: agent revision [0-9a-f-]{36} is DEPLOYED$/m)

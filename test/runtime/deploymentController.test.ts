@@ -13,11 +13,14 @@ import { TestClock } from "effect/testing"
 import { afterAll } from "vitest"
 import { defaultConfig } from "../../server/config.ts"
 import { DeploymentController, DeploymentControllerLive } from "../../server/deployments/controller.ts"
+import { DeploymentObservationsLive } from "../../server/deployments/Driver.ts"
 import { SimulatedDeploymentDriver } from "../../server/deployments/drivers/simulated.ts"
 import { makeLogger } from "../../server/log.ts"
 import { ServerEnv } from "../../server/module.ts"
 import { DeploymentStore } from "../../server/store/DeploymentStore.ts"
+import type { Stores } from "../../server/store/index.ts"
 import { KeyStore } from "../../server/store/KeyStore.ts"
+import { RevisionStore } from "../../server/store/RevisionStore.ts"
 import { SqliteStores } from "../../server/store/sqlite/index.ts"
 import { deploymentWithRevision } from "../store/fixtures.ts"
 
@@ -28,10 +31,10 @@ const stepMs = 100
 const env = Layer.succeed(ServerEnv, { config: defaultConfig, log: makeLogger("silent"), publicUrl: "http://slipway.test" })
 
 /** A fresh file; `seed` runs before the controller starts (what a previous process left). */
-const withController = <A, E>(seed: Effect.Effect<unknown, unknown, DeploymentStore | KeyStore>, test: Effect.Effect<A, E, DeploymentStore | KeyStore | DeploymentController>) => {
+const withController = <A, E>(seed: Effect.Effect<unknown, unknown, Stores>, test: Effect.Effect<A, E, Stores | DeploymentController>) => {
   const stores = Layer.fresh(SqliteStores({ path: join(dir, `${randomUUID()}.db`) }))
   const seeded = Layer.effectDiscard(Effect.orDie(seed)).pipe(Layer.provideMerge(stores))
-  const controller = DeploymentControllerLive.pipe(Layer.provide(SimulatedDeploymentDriver({ stepMs })), Layer.provide(env))
+  const controller = DeploymentControllerLive.pipe(Layer.provide(SimulatedDeploymentDriver({ stepMs })), Layer.provide(DeploymentObservationsLive), Layer.provide(env))
   return Effect.provide(test, controller.pipe(Layer.provideMerge(seeded)))
 }
 
@@ -57,11 +60,12 @@ describe("deployment controller", () => {
       seed,
       Effect.gen(function* () {
         const store = yield* DeploymentStore
+        const revisions = yield* RevisionStore
         yield* TestClock.adjust(stepMs)
-        for (const item of seeded) expect((yield* store.revision(item.tenantId, item.deploymentId, item.revisionId))?.status).toBe("QUEUED")
+        for (const item of seeded) expect((yield* revisions.revision(item.tenantId, item.deploymentId, item.revisionId))?.status).toBe("QUEUED")
         yield* TestClock.adjust(stepMs * 3)
         for (const item of seeded) {
-          expect((yield* store.revision(item.tenantId, item.deploymentId, item.revisionId))).toMatchObject({ status: "DEPLOYED", status_message: "Deployed" })
+          expect((yield* revisions.revision(item.tenantId, item.deploymentId, item.revisionId))).toMatchObject({ status: "DEPLOYED", status_message: "Deployed" })
           expect(yield* store.deployment(item.tenantId, item.deploymentId)).toMatchObject({ status: "READY", active_revision_id: item.revisionId })
         }
       })
@@ -73,6 +77,7 @@ describe("deployment controller", () => {
       Effect.void,
       Effect.gen(function* () {
         const store = yield* DeploymentStore
+        const revisions = yield* RevisionStore
         const controller = yield* DeploymentController
         const tenantId = yield* tenant
         const { deployment, revision } = deploymentWithRevision(tenantId, { created_at: new Date(0).toISOString() })
@@ -80,9 +85,10 @@ describe("deployment controller", () => {
         yield* controller.revisionCreated(deployment, { ...revision, updated_at: new Date(0).toISOString() }, [])
         yield* TestClock.adjust(stepMs)
         // Another process supersedes it without telling this controller.
-        yield* store.setRevisionStatus(tenantId, revision.id, "INTERRUPTED", "Superseded by a newer revision", null, new Date().toISOString())
+        expect(yield* revisions.supersedeUnfinished(tenantId, deployment.id, new Date().toISOString())).toEqual([revision.id])
         yield* TestClock.adjust(stepMs * 5)
-        expect((yield* store.revision(tenantId, deployment.id, revision.id))?.status).toBe("INTERRUPTED")
+        // It was QUEUED: superseded before any work started.
+        expect((yield* revisions.revision(tenantId, deployment.id, revision.id))?.status).toBe("SKIPPED")
         expect((yield* store.deployment(tenantId, deployment.id))?.active_revision_id).toBeNull()
       })
     )

@@ -1,13 +1,14 @@
 /**
  * The deployment `Driver` conformance suite: what every driver must do, run against each one.
- * A driver reports transitions through the sink it was given; this suite plays the controller,
- * answering every observation as applied (or not, to show the driver lets a superseded revision go).
+ * A driver reports transitions on the `DeploymentObservations` channel; this suite plays the
+ * controller, taking every report and answering each observation as applied (or not, to show the
+ * driver lets a superseded revision go).
  */
 import { randomUUID } from "node:crypto"
 import { expect, it } from "@effect/vitest"
-import { Clock, Effect, type Layer } from "effect"
+import { Clock, Deferred, Effect, type Scope } from "effect"
 import type { RevisionStatus } from "../../core/index.ts"
-import { DeploymentDriver, type Observation, type RevisionWork } from "../../server/deployments/Driver.ts"
+import { DeploymentDriver, DeploymentObservations, type Observation, type RevisionWork } from "../../server/deployments/Driver.ts"
 
 export interface DriverSuiteOptions {
   /** Lets time pass (TestClock for the simulated driver, real time for a real one). */
@@ -20,31 +21,35 @@ export interface DriverSuiteOptions {
   readonly settleMs: number
 }
 
-const work = (image: string, sinceMs: number): RevisionWork => ({
+const work = (image: string, sinceMs: number, status: RevisionStatus = "CREATING"): RevisionWork => ({
   tenantId: randomUUID(),
   deploymentId: randomUUID(),
   deploymentName: `suite-${randomUUID().slice(0, 8)}`,
   revisionId: randomUUID(),
   source: "external_container",
-  status: "CREATING",
+  status,
   sourceConfig: {},
   sourceRevisionConfig: { image_uri: image },
   secrets: () => [],
   since: new Date(sinceMs).toISOString()
 })
 
-/** Registers a sink that records observations and answers `applied(observation)`. */
+/** Plays the controller (until the scope closes): records observations and answers `applied(observation)`. */
 const recording = (applied: (observation: Observation) => boolean = () => true) =>
   Effect.gen(function* () {
     const driver = yield* DeploymentDriver
+    const channel = yield* DeploymentObservations
     const seen: Array<Observation> = []
-    yield* driver.observe((batch) =>
-      Effect.sync(() => {
-        // A driver that provisions databases also reports them; this suite looks at revisions.
-        const revisions = batch.filter((item): item is Observation => !("_tag" in item))
-        seen.push(...revisions)
-        return batch.map((item) => ("_tag" in item ? true : applied(item)))
-      })
+    yield* Effect.forkScoped(
+      Effect.forever(
+        Effect.gen(function* () {
+          for (const report of yield* channel.take) {
+            // A driver that provisions databases also reports them; this suite looks at revisions.
+            seen.push(...report.observations.filter((item): item is Observation => !("_tag" in item)))
+            if (report.applied) yield* Deferred.succeed(report.applied, report.observations.map((item) => ("_tag" in item ? true : applied(item))))
+          }
+        })
+      )
     )
     return { driver, seen }
   })
@@ -54,7 +59,10 @@ const path = (seen: ReadonlyArray<Observation>, revisionId: string): Array<Revis
   ...seen.filter((observation) => observation.revisionId === revisionId).map((observation) => observation.to)
 ]
 
-export const deploymentDriverSuite = (name: string, provide: <A, E>(effect: Effect.Effect<A, E, DeploymentDriver>) => Effect.Effect<A, E, any>, options: DriverSuiteOptions) => {
+/** What a test of the suite needs: the driver, its channel, a scope (closed when the test ends). */
+export type SuiteServices = DeploymentDriver | DeploymentObservations | Scope.Scope
+
+export const deploymentDriverSuite = (name: string, provide: <A, E>(effect: Effect.Effect<A, E, SuiteServices>) => Effect.Effect<A, E>, options: DriverSuiteOptions) => {
   it.effect(`${name}: reports a revision's transitions, each from the state it left, ending at DEPLOYED`, () =>
     provide(
       Effect.gen(function* () {
@@ -103,6 +111,33 @@ export const deploymentDriverSuite = (name: string, provide: <A, E>(effect: Effe
     )
   )
 
+  it.effect(`${name}: resumes a revision from the state it was left in`, () =>
+    provide(
+      Effect.gen(function* () {
+        const { driver, seen } = yield* recording()
+        const revision = work(options.healthyImage, yield* Clock.currentTimeMillis, "AWAITING_DEPLOY")
+        yield* driver.apply(revision)
+        yield* options.advance(options.settleMs)
+        const statuses = path(seen, revision.revisionId)
+        expect(statuses[0]).toBe("AWAITING_DEPLOY")
+        expect(statuses).not.toContain("QUEUED")
+        expect(statuses[statuses.length - 1]).toBe("DEPLOYED")
+      })
+    )
+  )
+
+  it.effect(`${name}: serves a DEPLOYED revision again without reporting a transition`, () =>
+    provide(
+      Effect.gen(function* () {
+        const { driver, seen } = yield* recording()
+        const revision = work(options.healthyImage, yield* Clock.currentTimeMillis, "DEPLOYED")
+        yield* driver.serve([revision], { restore: false })
+        yield* options.advance(options.settleMs)
+        expect(seen.filter((observation) => observation.revisionId === revision.revisionId)).toEqual([])
+      })
+    )
+  )
+
   it.effect(`${name}: tears a deployment down`, () =>
     provide(
       Effect.gen(function* () {
@@ -118,5 +153,3 @@ export const deploymentDriverSuite = (name: string, provide: <A, E>(effect: Effe
     )
   )
 }
-
-export type DriverLayer = Layer.Layer<DeploymentDriver>

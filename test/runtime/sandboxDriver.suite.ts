@@ -9,7 +9,7 @@ import { randomUUID } from "node:crypto"
 import { expect, it } from "@effect/vitest"
 import { Deferred, Effect, Queue, type Scope } from "effect"
 import { type BoxObservation, type BoxWork, ImageError, SandboxDriver, SandboxObservations, VolumeError } from "../../server/sandboxes/Driver.ts"
-import type { TemplateRecord } from "../../server/store/SandboxStore.ts"
+import type { TemplateRecord } from "../../server/store/TemplateStore.ts"
 
 export interface SandboxDriverSuiteOptions {
   readonly image: string

@@ -1,17 +1,43 @@
-/** The simulated deployment driver against the driver suite, on the test clock; and its slicing of a backlog. */
+/**
+ * The simulated deployment driver against the driver suite, on the test clock; and its slicing of
+ * a backlog. It never fails on its own: the suite's failing image is marked, and failed by the
+ * marked failures the control-plane suites run with.
+ */
 import { randomUUID } from "node:crypto"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Deferred, Effect, Layer } from "effect"
 import { TestClock } from "effect/testing"
-import { DeploymentDriver } from "../../server/deployments/Driver.ts"
-import { SimulatedDeploymentDriver } from "../../server/deployments/drivers/simulated.ts"
-import { deploymentDriverSuite } from "./deploymentDriver.suite.ts"
+import { DeploymentDriver, DeploymentObservations, DeploymentObservationsLive } from "../../server/deployments/Driver.ts"
+import { SimulatedDeploymentDriver, type SimulatedOptions } from "../../server/deployments/drivers/simulated.ts"
+import { markedDeploymentFailures } from "../support/faults.ts"
+import { deploymentDriverSuite, type SuiteServices } from "./deploymentDriver.suite.ts"
 
 const stepMs = 250
-const provide = <A, E>(effect: Effect.Effect<A, E, DeploymentDriver>) => Effect.provide(effect, SimulatedDeploymentDriver({ stepMs }))
+const driverLayer = (options: SimulatedOptions) => SimulatedDeploymentDriver(options).pipe(Layer.provideMerge(DeploymentObservationsLive))
+const provide = <A, E>(effect: Effect.Effect<A, E, SuiteServices>) => Effect.scoped(Effect.provide(effect, driverLayer({ stepMs })))
+/** With the marked failures the control-plane suites run with: the suite's failing image is marked. */
+const provideMarked = <A, E>(effect: Effect.Effect<A, E, SuiteServices>) =>
+  Effect.scoped(Effect.provide(effect, markedDeploymentFailures.pipe(Layer.provideMerge(driverLayer({ stepMs })))))
+
+/** Plays the controller: every report is answered as applied; `seen` hears each batch. */
+const answering = (seen: (batch: ReadonlyArray<unknown>) => void) =>
+  Effect.gen(function* () {
+    const channel = yield* DeploymentObservations
+    yield* Effect.forkScoped(
+      Effect.forever(
+        Effect.gen(function* () {
+          for (const report of yield* channel.take) {
+            seen(report.observations)
+            if (report.applied) yield* Deferred.succeed(report.applied, report.observations.map(() => true))
+          }
+        })
+      )
+    )
+    return yield* DeploymentDriver
+  })
 
 describe("simulated deployment driver", () => {
-  deploymentDriverSuite("simulated", provide, {
+  deploymentDriverSuite("simulated", provideMarked, {
     advance: (millis) => TestClock.adjust(millis),
     healthyImage: "ghcr.io/acme/agent:1",
     failingImage: "ghcr.io/acme/agent:fail-deploy",
@@ -21,9 +47,8 @@ describe("simulated deployment driver", () => {
   it.effect("spends stepMs in each state: nothing before, one step after", () =>
     provide(
       Effect.gen(function* () {
-        const driver = yield* DeploymentDriver
         const seen: Array<string> = []
-        yield* driver.observe((batch) => Effect.sync(() => (seen.push(...batch.flatMap((item) => ("_tag" in item ? [] : [item.to]))), batch.map(() => true))))
+        const driver = yield* answering((batch) => seen.push(...batch.flatMap((item: any) => ("_tag" in item ? [] : [item.to]))))
         yield* driver.apply({
           tenantId: randomUUID(),
           deploymentId: randomUUID(),
@@ -48,9 +73,8 @@ describe("simulated deployment driver", () => {
 
   it.effect("works off a resumed backlog in slices of at most `batch` steps, letting other fibers (requests) run between slices", () =>
     Effect.gen(function* () {
-      const driver = yield* DeploymentDriver
       const slices: Array<number> = []
-      yield* driver.observe((batch) => Effect.sync(() => (slices.push(batch.length), batch.map(() => true))))
+      const driver = yield* answering((batch) => slices.push(batch.length))
       for (let index = 0; index < 1300; index++) {
         yield* driver.apply({
           tenantId: "t",
@@ -70,6 +94,6 @@ describe("simulated deployment driver", () => {
       expect(slices).toEqual([512])
       for (let turn = 0; turn < 10; turn++) yield* Effect.yieldNow
       expect(slices).toEqual([512, 512, 276])
-    }).pipe(Effect.provide(Layer.fresh(SimulatedDeploymentDriver({ stepMs: 3_600_000, batch: 512 }))))
+    }).pipe(Effect.scoped, Effect.provide(Layer.fresh(driverLayer({ stepMs: 3_600_000, batch: 512 }))))
   )
 })

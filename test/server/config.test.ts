@@ -1,6 +1,9 @@
+import { statSync, symlinkSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { ConfigError, configFromEnv } from "../../server/config.ts"
 import { startServer } from "../../server/index.ts"
+import { makeDirectory } from "../../server/directories.ts"
 import { tempDatabasePath } from "../support/server.ts"
 
 describe("server configuration", () => {
@@ -26,7 +29,16 @@ describe("server configuration", () => {
     [{ SLIPWAY_STORAGE_QUOTA: "lots" }, /SLIPWAY_STORAGE_QUOTA: Invalid quantity 'lots'/],
     [{ SLIPWAY_STORAGE_QUOTA: "-5Gi" }, /SLIPWAY_STORAGE_QUOTA must not be negative/],
     [{ SLIPWAY_STORAGE_CLASSES: " , " }, /at least one storage class/],
-    [{ SLIPWAY_RUNTIME: "kubernetes" }, /SLIPWAY_RUNTIME must be one of auto, simulated, local/]
+    [{ SLIPWAY_RUNTIME: "kubernetes" }, /SLIPWAY_RUNTIME must be one of auto, simulated, local/],
+    [{ SLIPWAY_PUBLIC_URL: "localhost:8091" }, /SLIPWAY_PUBLIC_URL must be an http:\/\/ or https:\/\/ URL/],
+    [{ SLIPWAY_PUBLIC_URL: "ftp://slipway.example" }, /SLIPWAY_PUBLIC_URL must be an http:\/\/ or https:\/\/ URL/],
+    [{ SLIPWAY_PUBLIC_URL: "https://slipway.example/?x=1" }, /without credentials, query or fragment/],
+    [{ SLIPWAY_TENANT_ID: "default" }, /SLIPWAY_TENANT_ID must be a UUID/],
+    [{ SLIPWAY_API_KEY: "short" }, /SLIPWAY_API_KEY must be at least 16/],
+    [{ SLIPWAY_API_KEY: "a key with spaces in it" }, /SLIPWAY_API_KEY must be at least 16/],
+    [{ SLIPWAY_SECRETS_KEY: "  " }, /SLIPWAY_SECRETS_KEY is blank/],
+    [{ DATABASE_URL: "postgres://" }, /DATABASE_URL must be a postgres:\/\/ or postgresql:\/\/ URL/],
+    [{ DATABASE_URL: "mysql://u:hunter2@db/x" }, /got "mysql:\/\/\*\*\*@db\/x"/]
   ])("refuses %j with a clear message", (env, message) => {
     expect(() => configFromEnv(env)).toThrow(ConfigError)
     expect(() => configFromEnv(env)).toThrow(message)
@@ -40,6 +52,24 @@ describe("server configuration", () => {
       )
       const { existsSync } = await import("node:fs")
       expect(existsSync(database.path)).toBe(false)
+    } finally {
+      database.remove()
+    }
+  })
+
+  it("creates a database directory, or refuses at once where Node's recursive mkdir never returns", () => {
+    const database = tempDatabasePath()
+    try {
+      makeDirectory(join(database.dir, "a", "b", "c"))
+      expect(statSync(join(database.dir, "a", "b", "c")).isDirectory()).toBe(true)
+      makeDirectory(join(database.dir, "a", "b"))
+      // procfs answers ENOENT to mkdir, as does a dangling symlink: fs.mkdirSync({ recursive }) loops forever on both.
+      expect(() => makeDirectory("/proc/slipway-test/data")).toThrow(/ENOENT.*\/proc\/slipway-test/)
+      symlinkSync(join(database.dir, "nowhere"), join(database.dir, "dangling"))
+      expect(() => makeDirectory(join(database.dir, "dangling", "data"))).toThrow(/ENOENT/)
+      writeFileSync(join(database.dir, "file"), "")
+      expect(() => makeDirectory(join(database.dir, "file"))).toThrow(/ENOTDIR/)
+      expect(() => makeDirectory(join(database.dir, "file", "sub"))).toThrow(/ENOTDIR/)
     } finally {
       database.remove()
     }

@@ -9,9 +9,9 @@ import { join } from "node:path"
 import { promisify } from "node:util"
 import Database from "better-sqlite3"
 import { describe, expect, it } from "vitest"
-import { makeSecretBox } from "../../server/deployments/secrets.ts"
+import { makeSecretBox } from "../../server/secrets/secrets.ts"
 import { startServer } from "../../server/index.ts"
-import { resolveSecretsKeys, secretsKeyPath } from "../../server/secretsKey.ts"
+import { resolveSecretsKeys, secretsKeyPath } from "../../server/secrets/secretsKey.ts"
 import { makeRequester, tempDatabasePath, TEST_KEY } from "../support/server.ts"
 
 describe("resolveSecretsKeys", () => {

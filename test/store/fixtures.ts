@@ -1,6 +1,38 @@
-/** Records for the store conformance suites: valid domain values, unique per call. */
+/** Records for the store conformance suites: valid domain values, unique per call; and the stores themselves. */
 import { randomUUID } from "node:crypto"
-import type { DeploymentRecord, NewRevision } from "../../server/store/DeploymentStore.ts"
+import { Effect } from "effect"
+import { type DeploymentRecord, DeploymentStore } from "../../server/store/DeploymentStore.ts"
+import { IntegrationStore } from "../../server/store/IntegrationStore.ts"
+import { KeyStore } from "../../server/store/KeyStore.ts"
+import { ListenerStore } from "../../server/store/ListenerStore.ts"
+import { PoolStore } from "../../server/store/PoolStore.ts"
+import { QuotaStore } from "../../server/store/QuotaStore.ts"
+import { RegistryStore } from "../../server/store/RegistryStore.ts"
+import { type NewRevision, RevisionStore } from "../../server/store/RevisionStore.ts"
+import { SandboxStore } from "../../server/store/SandboxStore.ts"
+import { ServiceGrantStore } from "../../server/store/ServiceGrantStore.ts"
+import { SnapshotStore } from "../../server/store/SnapshotStore.ts"
+import { TemplateStore } from "../../server/store/TemplateStore.ts"
+import { Transactions } from "../../server/store/Transactions.ts"
+import { SandboxVolumeStore } from "../../server/store/SandboxVolumeStore.ts"
+
+/** Every store of a backend (and its transaction combinator), by the names the suites use. */
+export const allStores = Effect.all({
+  transaction: Effect.map(Transactions, (transactions) => transactions.transaction),
+  keyStore: KeyStore,
+  deploymentStore: DeploymentStore,
+  revisionStore: RevisionStore,
+  listenerStore: ListenerStore,
+  integrationStore: IntegrationStore,
+  sandboxStore: SandboxStore,
+  volumeStore: SandboxVolumeStore,
+  templateStore: TemplateStore,
+  poolStore: PoolStore,
+  snapshotStore: SnapshotStore,
+  quotaStore: QuotaStore,
+  registryStore: RegistryStore,
+  grantStore: ServiceGrantStore
+})
 
 let counter = 0
 export const unique = (prefix: string) => `${prefix}-${process.pid}-${++counter}`

@@ -10,7 +10,7 @@ import type pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { DeploymentFilter } from "../../server/store/DeploymentStore.ts"
 import { makeClient, makePool, type PgClientShape } from "../../server/store/postgres/client.ts"
-import { deepListSql, makePostgresDeploymentStore } from "../../server/store/postgres/DeploymentStore.ts"
+import { deepListSql, makePostgresDeploymentStore, makePostgresRevisionStore } from "../../server/store/postgres/deploymentStores.ts"
 import { migrate } from "../../server/store/postgres/migrations.ts"
 import { STRIDE } from "../../server/store/postgres/pages.ts"
 import { makeKit } from "../../server/store/postgres/PostgresDatabase.ts"
@@ -161,7 +161,7 @@ describe("postgres deep pages of deployments and revisions", () => {
   })
 
   it("revisions: a deep page walks less than a stride; rows as a plain OFFSET gives, also after a new revision", async () => {
-    const store = storeA()
+    const store = makePostgresRevisionStore(makeKit(clientA))
     const seqs = async (o: number, limit: number) => (await run(store.listRevisions(TENANT, DEPLOYMENT, null, { limit, offset: o }))).map((row) => row.seq)
     for (const offset of [0, STRIDE * 4, 9_001, REVISIONS - 1, REVISIONS + 5]) expect(await seqs(offset, 20)).toEqual(await naiveRevisions(offset, 20))
     recorded = []

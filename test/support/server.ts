@@ -2,13 +2,14 @@
  * Starts real Slipway servers for tests: in-process (`startTestServer`) or as a child process
  * running `node server/main.ts` (`spawnServer`), always on a fresh SQLite file and a free port.
  */
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import { chmodSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { type StartOptions, startServer, type SlipwayServer } from "../../server/index.ts"
 import { makeLogger } from "../../server/log.ts"
+import { markedFailures } from "./faults.ts"
 
 export const TEST_KEY = "slw_test_key_0123456789abcdefghijklmnopqrstuv"
 
@@ -80,17 +81,24 @@ export interface TestServer {
   readonly close: () => Promise<void>
 }
 
+/**
+ * An in-process server on a fresh file. The control-plane suites run on the simulated runtime,
+ * with the marked failures of test/support/faults.ts (an image named `...:fail-deploy` fails to
+ * deploy); the runtime suites ask for `local`, which runs what it is given. `substitute` adds to
+ * the marked failures.
+ */
 export const startTestServer = async (options: StartOptions = {}): Promise<TestServer> => {
   const database = tempDatabasePath()
+  const simulated = (options.runtime ?? "simulated") === "simulated"
   const server = await startServer({
     port: 0,
     databasePath: database.path,
     apiKey: TEST_KEY,
     revisionStepMs: 20,
-    // The control-plane suites run on the simulated runtime; the runtime suites ask for `local`.
     runtime: "simulated",
     logger: makeLogger("silent"),
-    ...options
+    ...options,
+    substitute: Layer.mergeAll(simulated ? markedFailures : Layer.empty, options.substitute ?? Layer.empty)
   })
   return {
     server,
@@ -118,7 +126,12 @@ export interface ChildServer {
 
 const nodeBinary = process.execPath
 
+/** The server with substituted faults, for `SpawnOptions.entry` (test/support/faultyServer.ts). */
+export const faultyServerEntry = "test/support/faultyServer.ts"
+
 export interface SpawnOptions {
+  /** The script the child runs (default `server/main.ts`, as `npm start`). */
+  readonly entry?: string
   readonly databasePath: string
   readonly env?: Record<string, string>
   readonly key?: string
@@ -149,7 +162,7 @@ export const spawnServer = async (options: SpawnOptions): Promise<ChildServer> =
 const spawnOnce = async (options: SpawnOptions): Promise<ChildServer> => {
   const port = testPort()
   const key = options.key ?? TEST_KEY
-  const child = spawn(nodeBinary, ["server/main.ts"], {
+  const child = spawn(nodeBinary, [options.entry ?? "server/main.ts"], {
     cwd: join(import.meta.dirname, "../.."),
     env: {
       ...process.env,

@@ -1,14 +1,40 @@
 /** The sandbox area: boxes (and a box's page with its terminal), templates, pools and volumes. */
 import { useEffect, useRef, useState } from "preact/hooks"
-import { type ExecuteResult, execute, listAll, type Pool, request, type Sandbox, type Session, type Template, type Volume } from "../api.ts"
+import { type ExecuteResult, execute, listAll, type Pool, request, type Sandbox, type Session, type Snapshot, type Template, type Volume } from "../api.ts"
 import { Confirm, Empty, ErrorBox, formatBytes, quantityBytes, Status, Time, useAction, usePoll } from "../ui.tsx"
 
 const base = "/v2/sandboxes"
 const boxPath = (name: string) => `${base}/boxes/${encodeURIComponent(name)}`
 
+/**
+ * What a box was made from: its template; else its snapshot (by name once the snapshots are
+ * loaded) and the image; else the image it runs (the server's default image).
+ */
+const BoxSource = ({ box, snapshots }: { box: Sandbox; snapshots: ReadonlyArray<Snapshot> | undefined }) => {
+  if (box.template_name) return <span class="box-source">{box.template_name}</span>
+  const image = box.image ? <span class="mono">{box.image}</span> : null
+  if (box.snapshot_id) {
+    const snapshot = snapshots?.find((s) => s.id === box.snapshot_id)
+    return (
+      <span class="box-source" title={box.snapshot_id}>
+        snapshot {snapshot ? snapshot.name : <span class="mono">{box.snapshot_id.slice(0, 8)}</span>}
+        {image && <span class="muted"> ({image})</span>}
+      </span>
+    )
+  }
+  return image ? <span class="box-source">image {image}</span> : <span class="muted">—</span>
+}
+
+/** The tenant's snapshots, to name the snapshot a box was made from (only fetched when some box has one). */
+const useSnapshots = (session: Session, boxes: ReadonlyArray<Sandbox> | undefined) => {
+  const needed = boxes?.some((box) => box.snapshot_id) ?? false
+  return usePoll(() => (needed ? listAll<Snapshot>(session, `${base}/snapshots`, "snapshots") : Promise.resolve([])), 10000, [session, needed])
+}
+
 export const BoxList = ({ session }: { session: Session }) => {
   const boxes = usePoll(() => listAll<Sandbox>(session, `${base}/boxes`, "sandboxes"), 2000, [session])
   const templates = usePoll(() => listAll<Template>(session, `${base}/templates`, "templates"), 10000, [session])
+  const snapshots = useSnapshots(session, boxes.value)
   return (
     <section>
       <header class="page-head">
@@ -26,7 +52,7 @@ export const BoxList = ({ session }: { session: Session }) => {
             <tr>
               <th>Name</th>
               <th>Status</th>
-              <th>Template</th>
+              <th>Made from</th>
               <th>Pool</th>
               <th>Terminal</th>
               <th>Created</th>
@@ -42,7 +68,9 @@ export const BoxList = ({ session }: { session: Session }) => {
                   <Status value={box.status} />
                   {box.status_message && <div class="message small">{box.status_message}</div>}
                 </td>
-                <td>{box.template_name}</td>
+                <td>
+                  <BoxSource box={box} snapshots={snapshots.value} />
+                </td>
                 <td>{box.pool_name ?? <span class="muted">—</span>}</td>
                 <td>{box.dataplane_url ? "available" : <span class="muted">not available</span>}</td>
                 <td>
@@ -92,6 +120,7 @@ const CreateBox = ({ session, templates, onDone }: { session: Session; templates
 
 export const BoxPage = ({ session, name }: { session: Session; name: string }) => {
   const { value: box, error, reload } = usePoll(() => request<Sandbox>(session, "GET", boxPath(name)), 2000, [session, name])
+  const snapshots = useSnapshots(session, box ? [box] : undefined)
   const [confirming, setConfirming] = useState(false)
   const [actionError, setActionError] = useState<unknown>(null)
   const act = async (verb: "start" | "stop") => {
@@ -131,8 +160,10 @@ export const BoxPage = ({ session, name }: { session: Session; name: string }) =
           <dl class="card facts">
             <dt>Id</dt>
             <dd class="mono">{box.id}</dd>
-            <dt>Template</dt>
-            <dd>{box.template_name}</dd>
+            <dt>Made from</dt>
+            <dd>
+              <BoxSource box={box} snapshots={snapshots.value} />
+            </dd>
             <dt>Pool</dt>
             <dd>{box.pool_name ?? <span class="muted">—</span>}</dd>
             <dt>Status message</dt>

@@ -8,35 +8,49 @@
  * deployment URL's proxy switches to the new replicas in one assignment, and the replicas of the
  * revision that served before drain and stop (zero downtime). A pull error, a replica that exits
  * before it is healthy (with its last log lines) or a health timeout is DEPLOY_FAILED, and the
- * previous revision keeps serving. A revision superseded mid-rollout (`stop`) is stopped.
+ * previous revision keeps serving.
  *
- * A replica is a box (server/runtime/local/boxes.ts) on the image's root filesystem, with the
- * CPU and memory limits of the effective resource spec, its `emptyDir` volumes, the image's
- * entrypoint + cmd as main process (`exec`) with the deployment's secrets and the predefined
- * variables (`PORT`, `DATABASE_URI`, `REDIS_URI`, `LANGSMITH_HOST_*`) as environment; the
- * database and Redis are reachable on the box's own loopback (`egress.ts`), its port from the
- * host through `forward`. Init containers run to completion first, sidecars alongside (each in a
- * box of its own image, sharing the replica's emptyDir volumes). A replica that exits after the
- * revision deployed is restarted with a growing delay; the deploy log says so (a crash loop).
+ * A revision in progress or serving is a fiber in a `FiberMap` keyed by its id, and everything
+ * it runs is acquired in that fiber's `Scope` with its release: superseding or stopping it
+ * (`stop`), tearing its deployment down, a failure or the server's stop interrupt the fiber, and
+ * closing the scope undoes exactly what was done, in reverse order. The switch of the proxy to a
+ * new revision interrupts the previous revision's fiber, whose first release drains it
+ * (`drainMs`, on the `Clock`) before its replicas stop.
  *
- * `gitrepo` revisions are cloud-only in the spec: they walk the simulated driver's states.
- * At start (`serve` with `restore`) the active revision of every deployment is started again
- * (fresh boxes; replicas left running by a crashed server are removed first), without a new
+ * A replica is a box (`BoxRunner`) on the image's root filesystem, with the CPU and memory limits
+ * of the effective resource spec, its `emptyDir` volumes, the image's entrypoint + cmd as main
+ * process with the deployment's secrets and the predefined variables (`PORT`, `DATABASE_URI`,
+ * `REDIS_URI`, `LANGSMITH_HOST_*`) as environment; the database and Redis are reachable on the
+ * box's own loopback (`Egress`), its port from the host through `forward`. Init containers run to
+ * completion first, sidecars alongside (each in a box of its own image, sharing the replica's
+ * emptyDir volumes). A main process that exits after the revision deployed is restarted on a
+ * growing `Schedule`; the deploy log says so (a crash loop).
+ *
+ * The driver reports on the `DeploymentObservations` channel; a state change waits for the
+ * controller's answer, and one not applied (the revision was superseded meanwhile) ends the fiber.
+ *
+ * Where the image comes from is the revision's image source: `external_container` pulls
+ * `image_uri`; `gitrepo` has none here yet (builds: issue 27) and walks the simulated driver's
+ * states. At start (`serve` with `restore`) the active revision of every deployment is started
+ * again (fresh boxes; replicas left by a previous process are removed first), without a new
  * revision. See docs/deployments-local.md.
  */
 import { randomBytes } from "node:crypto"
-import { mkdirSync, readFileSync, rmSync } from "node:fs"
+import { mkdirSync, rmSync } from "node:fs"
 import { join } from "node:path"
-import { Effect, Layer } from "effect"
+import { Data, Deferred, Duration, Effect, Fiber, FiberMap, FiberSet, Layer, Schedule, Scope } from "effect"
 import { effectiveResourceSpec, type PodVolumeMount, type ResourceSpec, type RevisionStatus } from "../../../core/index.ts"
 import { ServerEnv } from "../../module.ts"
-import { type BoxProcess, type BoxVolume, type Egress, exposeToBox, type Forward, imageEnvironment, LocalHost, type PulledImage, type RunningBox } from "../../runtime/local/legacy.ts"
-import { type DatabaseObservation, DeploymentDriver, type Observation, type ObservationSink, type RevisionWork } from "../Driver.ts"
-import { type DeploymentDatabases, makeDeploymentDatabases, type ProvisionedDatabases } from "../local/databases.ts"
-import { checkHealth, type HealthMode } from "../local/health.ts"
-import type { LogKind } from "../local/logs.ts"
-import { deploymentUrl, type ProxyTarget } from "../local/proxy.ts"
-import { DeploymentServing } from "../local/services.ts"
+import type { BoxProcess, ExitStatus } from "../../runtime/BoxProcess.ts"
+import { BoxRunner, type BoxSpec, type BoxVolume, type Forward, type RunningBox } from "../../runtime/local/BoxRunner.ts"
+import { Egress } from "../../runtime/local/egress.ts"
+import { imageEnvironment, ImageStore, type PulledImage } from "../../runtime/local/ImageStore.ts"
+import { RuntimeRoot } from "../../runtime/local/RuntimeRoot.ts"
+import { type DatabaseObservation, DeploymentDriver, DeploymentObservations, type Observation, type RevisionWork } from "../Driver.ts"
+import { DeploymentDatabases, type ProvisionedDatabases } from "../local/databases.ts"
+import { checkHealth, type HealthMode, type HealthResult, pollHealth } from "../local/health.ts"
+import { type LogKind, LogStore } from "../local/logs.ts"
+import { DeploymentProxy, deploymentUrl, type ProxyTarget } from "../local/proxy.ts"
 import { makeSimulatedDriver } from "./simulated.ts"
 
 export interface LocalDeploymentOptions {
@@ -50,8 +64,6 @@ export interface LocalDeploymentOptions {
   readonly drainMs: number
   /** Port the main process listens on inside its box (`PORT`); 8000 like the agent server. */
   readonly port: number
-  /** Where deployments get their databases (`SLIPWAY_DEPLOYMENT_POSTGRES_URL`); unset: Slipway runs its own. */
-  readonly postgresUrl: string | undefined
   /** Simulated step time for gitrepo revisions. */
   readonly stepMs: number
 }
@@ -74,7 +86,6 @@ export const localDeploymentOptionsFromEnv = (env: NodeJS.ProcessEnv, stepMs: nu
     healthPath: path,
     drainMs: positive("SLIPWAY_DEPLOY_DRAIN_MS", env["SLIPWAY_DEPLOY_DRAIN_MS"], 30_000),
     port: 8000,
-    postgresUrl: env["SLIPWAY_DEPLOYMENT_POSTGRES_URL"] || undefined,
     stepMs
   }
 }
@@ -89,35 +100,20 @@ const STORAGE_BYTES = 2048 * MiB
 const BOX_POSTGRES_PORT = 5432
 const BOX_REDIS_PORT = 6379
 
+/** Health checks: often at first (most servers are up within a second), then every 200 ms. */
+export const HEALTH_SCHEDULE = Schedule.concat(Schedule.spaced("50 millis").pipe(Schedule.upTo({ duration: "2 seconds" })), Schedule.spaced("200 millis"))
+
+/** Restarts of a main process that exited after its revision deployed: 0.5 s, doubling, at most 30 s. */
+export const RESTART_SCHEDULE = Schedule.exponential("500 millis").pipe(
+  Schedule.modifyDelay(({ duration }) => Effect.succeed(Duration.min(duration, Duration.seconds(30))))
+)
+
 const messageOf = (error: unknown) => String((error as Error)?.message ?? error).split("\n")[0]!.slice(0, 500)
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
-class Superseded extends Error {
-  constructor() {
-    super("superseded")
-  }
-}
-/** A rollout failure with the message for `status_message`. */
-class RolloutFailed extends Error {}
+/** A rollout failure, with the message for `status_message`. */
+class RolloutFailed extends Data.TaggedError("RolloutFailed")<{ readonly message: string }> {}
 
-
-/** Whether something listens on TCP `port` in the network namespace of process `pid`. */
-const listening = (pid: number, port: number): boolean => {
-  const hex = port.toString(16).toUpperCase().padStart(4, "0")
-  for (const file of ["tcp", "tcp6"]) {
-    let text: string
-    try {
-      text = readFileSync(`/proc/${pid}/net/${file}`, "utf8")
-    } catch {
-      continue
-    }
-    for (const line of text.split("\n").slice(1)) {
-      const cols = line.trim().split(/\s+/)
-      if (cols.length > 3 && cols[3] === "0A" && cols[1]!.endsWith(`:${hex}`)) return true
-    }
-  }
-  return false
-}
+const failed = (message: string) => new RolloutFailed({ message: messageOf(message) })
 
 /** The URI as a box sees it: the same credentials at 127.0.0.1:<port> on its own loopback. */
 const inBox = (uri: string, port: number): { readonly uri: string; readonly host: string; readonly port: number } => {
@@ -129,37 +125,13 @@ const inBox = (uri: string, port: number): { readonly uri: string; readonly host
   return { uri: url.toString(), host, port: hostPort }
 }
 
-interface Replica {
-  readonly id: string
-  /** Label in logs: `<revision prefix>-<index>`. */
-  readonly name: string
-  readonly boxes: Array<RunningBox>
-  readonly egress: Array<Egress>
-  readonly dirs: Array<string>
-  box?: RunningBox
-  forward?: Forward
-  main?: BoxProcess
-  exit?: { readonly code: number | null; readonly signal: NodeJS.Signals | null }
-  restarts: number
-}
+const describeExit = (exit: ExitStatus) => exit.signal ?? `exit code ${exit.code}`
 
-interface Run {
-  readonly work: RevisionWork
-  readonly abort: AbortController
-  readonly replicas: Array<Replica>
-  stopped: boolean
-  /** Resolves when the rollout (or bring-back) has finished, whatever its outcome. */
-  done: Promise<void>
-}
-
-/**
- * The box of replica `index` of a revision: short, because the box runner's unix sockets live
- * under its state directory and a socket path must fit in 108 bytes.
- */
 /**
  * A replica's box id: its revision, its index and a suffix of its own run, so a revision started
  * again (a redeploy) never shares an id with the boxes of its previous run, which may still be
- * draining and whose late teardown would otherwise remove the new ones.
+ * draining. Short, because the box runner's unix sockets live under its state directory and a
+ * socket path must fit in 108 bytes.
  */
 export const replicaBoxId = (revisionId: string, index: number, run: string = randomBytes(3).toString("hex")): string =>
   `${replicaBoxPrefix(revisionId)}${index}-${run}`
@@ -167,475 +139,535 @@ export const replicaBoxId = (revisionId: string, index: number, run: string = ra
 /** What every replica box id of a revision starts with. */
 export const replicaBoxPrefix = (revisionId: string): string => `d-${revisionId.replace(/-/g, "").slice(0, 16)}-`
 
+/** One run of a revision: a rollout, or a DEPLOYED revision brought back (`serve`). */
+interface Run {
+  readonly work: RevisionWork
+  /** The state it is in (as last reported and applied). */
+  status: RevisionStatus
+  /** Its fiber (set right after it is forked). */
+  fiber: Fiber.Fiber<void> | undefined
+  /** The replicas the proxy reaches once it serves. */
+  targets: ReadonlyArray<ProxyTarget>
+  /** Healthy and switched to: its crashes are restarted, not failures. */
+  live: boolean
+  /** Its scope is closing: it serves nothing any more. */
+  closing: boolean
+  /** Completed by a teardown: its release stops at once, without (more) draining. */
+  readonly cut: Deferred.Deferred<void>
+}
+
+/** A started replica: its box, the forward the proxy and health checks use, its main process's first exit. */
+interface Replica {
+  readonly name: string
+  readonly box: RunningBox
+  readonly forward: Forward
+  /** Completed when the main process exits while the revision is not live yet. */
+  readonly exitedEarly: Deferred.Deferred<ExitStatus>
+}
+
 /** The replica as the proxy reaches it: through its bridge's unix socket (health checks use the host port). */
-const targetOf = (replica: Replica): ProxyTarget => ({ host: replica.forward!.host, port: replica.forward!.port, socketPath: replica.forward!.socketPath })
+const targetOf = (forward: Forward): ProxyTarget => ({ host: forward.host, port: forward.port, socketPath: forward.socketPath })
+
+type ContainerEnv = { readonly env?: ReadonlyArray<{ readonly name: string; readonly value?: string | null | undefined }> | null | undefined }
+const containerEnv = (c: ContainerEnv) => {
+  const out: Record<string, string> = {}
+  for (const e of c.env ?? []) if (e.value != null) out[e.name] = e.value
+  return out
+}
+
+const argvOf = (image: PulledImage, command?: ReadonlyArray<string> | null, args?: ReadonlyArray<string> | null): Array<string> => [
+  ...(command ?? image.config.entrypoint),
+  ...(args ?? (command ? [] : image.config.cmd))
+]
 
 export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
   Effect.gen(function* () {
-    const host = yield* LocalHost
-    const { logs, proxy } = yield* DeploymentServing
+    const boxes = yield* BoxRunner
+    const images = yield* ImageStore
+    const egress = yield* Egress
+    const { root } = yield* RuntimeRoot
+    const databases = yield* DeploymentDatabases
+    const logs = yield* LogStore
+    const proxy = yield* DeploymentProxy
+    const channel = yield* DeploymentObservations
     const { log, publicUrl } = yield* ServerEnv
     const simulated = yield* makeSimulatedDriver({ stepMs: options.stepMs })
-    const databases: DeploymentDatabases = makeDeploymentDatabases({
-      dataDir: join(host.root, "deployment-data"),
-      ...(options.postgresUrl ? { postgresUrl: options.postgresUrl } : {}),
-      log: (message) => log.debug("deployment databases", { message })
-    })
-    yield* Effect.addFinalizer(() => Effect.promise(() => stopAll().then(() => databases.close())))
 
-    let sink: ObservationSink = () => Effect.succeed([])
-    const report = async (observation: Observation | DatabaseObservation): Promise<boolean> => {
-      const [applied] = await Effect.runPromise(sink([observation]))
-      return applied === true
-    }
-
+    /** Every revision in progress or serving (or draining), by revision id. */
+    const revisions = yield* FiberMap.make<string>()
+    /** Interruptions of replaced revisions under way (each drains before it stops). */
+    const retiring = yield* FiberSet.make()
+    /** The run of each revision in `revisions`. */
     const runs = new Map<string, Run>()
-    /** The run the proxy sends each deployment's traffic to. */
+    /** The run each deployment's URL sends new requests to. */
     const serving = new Map<string, Run>()
+    /** gitrepo revisions, which the simulated driver walks. */
+    const gitrepoRevisions = new Set<string>()
+    const volumesRoot = join(root, "deployment-volumes")
 
-    const append = (work: RevisionWork, kind: LogKind, message: string, level?: "INFO" | "WARNING" | "ERROR" | "CRITICAL", replica?: string) => {
-      try {
-        logs.append(work.deploymentId, work.revisionId, kind, { message, ...(level ? { level } : {}), ...(replica ? { replica } : {}) })
-      } catch (error) {
-        log.warn("deployment log append failed", { error: messageOf(error) })
-      }
-    }
+    const append = (work: RevisionWork, kind: LogKind, message: string, level?: "INFO" | "WARNING" | "ERROR" | "CRITICAL", replica?: string) =>
+      logs
+        .append(work.deploymentId, work.revisionId, kind, { message, ...(level ? { level } : {}), ...(replica ? { replica } : {}) })
+        .pipe(Effect.catch((error) => Effect.sync(() => log.warn("deployment log append failed", { error: error.message }))))
 
     /** The last lines a replica printed, for a failure message. */
-    const lastLines = (work: RevisionWork, replica: string, n = 5): string => {
-      const read = logs.read(work.deploymentId, { kind: "deploy", revisionId: work.revisionId, limit: 200, order: "desc" })
-      const lines = read.logs.filter((entry) => entry.replica === replica && entry.stream !== "system").slice(0, n).reverse()
-      return lines.map((entry) => entry.message).join(" | ")
-    }
-
-    // ---- boxes -------------------------------------------------------------------------------
-
-    const volumesOf = (spec: ResourceSpec, replica: Replica, mounts: ReadonlyArray<PodVolumeMount> | null | undefined): Array<BoxVolume> => {
-      const emptyDirs = new Set((spec.volumes ?? []).filter((v) => v.emptyDir != null).map((v) => v.name))
-      const out: Array<BoxVolume> = []
-      for (const mount of mounts ?? []) {
-        if (!emptyDirs.has(mount.name)) continue
-        const dir = join(host.root, "deployment-volumes", replica.id, mount.name)
-        if (!replica.dirs.includes(dir)) {
-          rmSync(dir, { recursive: true, force: true })
-          mkdirSync(dir, { recursive: true })
-          replica.dirs.push(dir)
-        }
-        out.push({ hostPath: dir, mountPath: mount.mountPath, readOnly: mount.readOnly === true })
-      }
-      return out
-    }
-
-    const startBox = async (id: string, image: PulledImage, spec: ResourceSpec, volumes: Array<BoxVolume>, hostname: string): Promise<RunningBox> => {
-      await host.boxes.destroy(id).catch(() => undefined)
-      const cpuLimit = spec.cpu_limit ?? DEFAULT_CPU_LIMIT
-      const box = await host.boxes.start({
-        id,
-        rootfs: image.rootfs,
-        env: imageEnvironment(image.config.env),
-        workingDir: image.config.workingDir || "/",
-        hostname,
-        storageBytes: STORAGE_BYTES,
-        resources: { memoryBytes: (spec.memory_limit_mb ?? DEFAULT_MEMORY_LIMIT_MB) * MiB, cpuMillis: Math.round(cpuLimit * 1000), pids: PIDS },
-        volumes
-      })
-      host.running.set(id, box)
-      box.onExit(() => {
-        if (host.running.get(id) === box) host.running.delete(id)
-      })
-      return box
-    }
-
-    const stopReplica = async (replica: Replica) => {
-      replica.main?.kill()
-      await Promise.allSettled(replica.egress.map((e) => e.close()))
-      await replica.forward?.close().catch(() => undefined)
-      await Promise.allSettled(
-        replica.boxes.map(async (box) => {
-          if (host.running.get(box.id) === box) host.running.delete(box.id)
-          await box.destroy().catch((error) => log.warn("replica box destroy failed", { box: box.id, error: messageOf(error) }))
-        })
+    const lastLines = (work: RevisionWork, replica: string, n = 5) =>
+      logs.read(work.deploymentId, { kind: "deploy", revisionId: work.revisionId, limit: 200, order: "desc" }).pipe(
+        Effect.map((read) =>
+          read.logs
+            .filter((entry) => entry.replica === replica && entry.stream !== "system")
+            .slice(0, n)
+            .reverse()
+            .map((entry) => entry.message)
+            .join(" | ")
+        ),
+        Effect.orElseSucceed(() => "")
       )
-      for (const dir of replica.dirs) rmSync(dir, { recursive: true, force: true })
-      rmSync(join(host.root, "deployment-volumes", replica.id), { recursive: true, force: true })
+
+    /** Its stdout and stderr into the deploy log, until they end (or the scope closes). */
+    const pipeLogs = (work: RevisionWork, p: BoxProcess, label: string) =>
+      Effect.forkScoped(
+        Effect.all(
+          [
+            logs.pipe(p.stdout, work.deploymentId, work.revisionId, "deploy", { stream: "stdout", replica: label }),
+            logs.pipe(p.stderr, work.deploymentId, work.revisionId, "deploy", { stream: "stderr", replica: label })
+          ],
+          { concurrency: 2, discard: true }
+        ).pipe(Effect.ignore)
+      )
+
+    // ---- the image source --------------------------------------------------------------------
+
+    /**
+     * How a revision gets its image, or undefined when this driver cannot make it (gitrepo, until
+     * builds land: issue 27). `progress` hears what the step does ("pulling …", layers).
+     */
+    const imageSourceOf = (work: RevisionWork): ((progress: (message: string) => Effect.Effect<void>) => Effect.Effect<PulledImage, RolloutFailed>) | undefined => {
+      if (work.source !== "external_container") return undefined
+      const reference = work.sourceRevisionConfig.image_uri ?? ""
+      return (progress) =>
+        images.pull(reference, { onProgress: progress }).pipe(
+          Effect.tapError((error) => append(work, "build", `pull failed: ${error.message}`, "ERROR")),
+          Effect.mapError((error) => failed(error.message))
+        )
     }
 
-    const stopRun = async (run: Run) => {
-      run.stopped = true
-      run.abort.abort(new Superseded())
-      await Promise.allSettled(run.replicas.map(stopReplica))
-      if (runs.get(run.work.revisionId) === run) runs.delete(run.work.revisionId)
-    }
+    // ---- boxes ---------------------------------------------------------------------------------
 
-    const stopAll = async () => {
-      const all = [...runs.values()]
-      await Promise.allSettled(all.map(stopRun))
-    }
+    /**
+     * A box in the current scope, its disk freed after it stopped. Its id is new (each run of a
+     * revision has its own suffix; what a previous process left is removed at start).
+     */
+    const startBox = (spec: BoxSpec) =>
+      Effect.gen(function* () {
+        // Registered first, so it runs after the box's own release (which keeps its files).
+        yield* Effect.addFinalizer(() => Effect.ignore(boxes.destroy(spec.id)))
+        return yield* Effect.mapError(boxes.start(spec), (error) => failed(error.message))
+      })
+
+    const boxSpecOf = (id: string, image: PulledImage, spec: ResourceSpec, volumes: ReadonlyArray<BoxVolume>, hostname: string): BoxSpec => ({
+      id,
+      rootfs: image.rootfs,
+      env: imageEnvironment(image.config.env),
+      workingDir: image.config.workingDir || "/",
+      hostname,
+      storageBytes: STORAGE_BYTES,
+      resources: {
+        memoryBytes: (spec.memory_limit_mb ?? DEFAULT_MEMORY_LIMIT_MB) * MiB,
+        cpuMillis: Math.round((spec.cpu_limit ?? DEFAULT_CPU_LIMIT) * 1000),
+        pids: PIDS
+      },
+      volumes,
+      // SLIPWAY_DEPLOYMENT_ISOLATION (default bwrap: a deployment runs its owner's own code).
+      isolation: boxes.isolationOf.deployments.isolation
+    })
+
+    /** The replica's emptyDir directories, made empty in its scope and removed with it. */
+    const emptyDirsOf = (spec: ResourceSpec, replicaId: string) =>
+      Effect.acquireRelease(
+        Effect.sync(() => {
+          const dirs = new Map<string, string>()
+          for (const volume of spec.volumes ?? []) {
+            if (volume.emptyDir == null) continue
+            const dir = join(volumesRoot, replicaId, volume.name)
+            rmSync(dir, { recursive: true, force: true })
+            mkdirSync(dir, { recursive: true })
+            dirs.set(volume.name, dir)
+          }
+          return dirs
+        }),
+        () => Effect.sync(() => rmSync(join(volumesRoot, replicaId), { recursive: true, force: true }))
+      )
+
+    const volumesOf = (dirs: ReadonlyMap<string, string>, mounts: ReadonlyArray<PodVolumeMount> | null | undefined): Array<BoxVolume> =>
+      (mounts ?? []).flatMap((mount) => {
+        const hostPath = dirs.get(mount.name)
+        return hostPath === undefined ? [] : [{ hostPath, mountPath: mount.mountPath, readOnly: mount.readOnly === true }]
+      })
 
     // ---- one replica ---------------------------------------------------------------------------
 
-    const argvOf = (image: PulledImage, command?: ReadonlyArray<string> | null, args?: ReadonlyArray<string> | null): Array<string> => [
-      ...(command ?? image.config.entrypoint),
-      ...(args ?? (command ? [] : image.config.cmd))
-    ]
+    interface ReplicaPlan {
+      readonly run: Run
+      readonly id: string
+      readonly name: string
+      readonly image: PulledImage
+      readonly spec: ResourceSpec
+      readonly env: Record<string, string>
+      readonly dbs: ProvisionedDatabases
+    }
 
-    /** Starts a replica's init containers (to completion), box, sidecars and main process. */
-    const startReplica = async (run: Run, replica: Replica, image: PulledImage, spec: ResourceSpec, env: Record<string, string>, dbs: ProvisionedDatabases) => {
+    /**
+     * Starts a replica in the current scope: its init containers (to completion), its box, its
+     * sidecars and its main process, which is supervised from then on (see `superviseMain`).
+     */
+    const startReplica = Effect.fnUntraced(function* (plan: ReplicaPlan) {
+      const { run, id, name, image, spec, env, dbs } = plan
       const { work } = run
       const hostname = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/.test(work.deploymentName) ? work.deploymentName : "replica"
       const pg = inBox(dbs.databaseUri, BOX_POSTGRES_PORT)
       const redis = inBox(dbs.redisUri, BOX_REDIS_PORT)
-      const withEgress = async (box: RunningBox) => {
-        replica.egress.push(
-          await exposeToBox(
+      const withEgress = (box: RunningBox) =>
+        Effect.mapError(
+          egress.exposeToBox(
             box,
             [
               { boxPort: BOX_POSTGRES_PORT, host: pg.host, port: pg.port },
               { boxPort: BOX_REDIS_PORT, host: redis.host, port: redis.port }
-            ],
-            join(host.root, "egress")
-          )
+            ]
+          ),
+          (error) => failed(error.message)
         )
-      }
-      const check = () => {
-        if (run.abort.signal.aborted) throw new Superseded()
-      }
-      const containerEnv = (c: { readonly env?: ReadonlyArray<{ readonly name: string; readonly value?: string | null | undefined }> | null | undefined }) => {
-        const out: Record<string, string> = {}
-        for (const e of c.env ?? []) if (e.value != null) out[e.name] = e.value
-        return out
-      }
-      const pipeLogs = (p: BoxProcess, label: string) => {
-        void logs.pipe(p.stdout, work.deploymentId, work.revisionId, "deploy", { stream: "stdout", replica: label })
-        void logs.pipe(p.stderr, work.deploymentId, work.revisionId, "deploy", { stream: "stderr", replica: label })
-      }
+      const imageOf = (reference: string) =>
+        reference === work.sourceRevisionConfig.image_uri ? Effect.succeed(image) : Effect.mapError(images.pull(reference), (error) => failed(error.message))
+      const dirs = yield* emptyDirsOf(spec, id)
 
-      // Init containers: in order, each to completion.
+      // Init containers: in order, each to completion, each box stopped once it is done.
       for (const [index, container] of (spec.init_containers ?? []).entries()) {
-        check()
-        const label = `${replica.name}/${container.name}`
-        append(work, "deploy", `init container ${container.name}: starting (${container.image})`, "INFO", label)
-        const initImage = container.image === work.sourceRevisionConfig.image_uri ? image : await host.images.pull(container.image)
-        const box = await startBox(`${replica.id}-i${index}`, initImage, spec, volumesOf(spec, replica, container.volumeMounts), hostname)
-        replica.boxes.push(box)
-        await withEgress(box)
+        const label = `${name}/${container.name}`
+        yield* append(work, "deploy", `init container ${container.name}: starting (${container.image})`, "INFO", label)
+        const initImage = yield* imageOf(container.image)
         const argv = argvOf(initImage, container.command, container.args)
-        if (argv.length === 0) throw new RolloutFailed(`init container ${container.name}: no command and its image has no entrypoint or cmd`)
-        const p = box.exec(argv, { env: { ...env, ...containerEnv(container) }, ...(container.workingDir ? { cwd: container.workingDir } : {}) })
-        pipeLogs(p, label)
-        const onAbort = () => p.kill()
-        run.abort.signal.addEventListener("abort", onAbort, { once: true })
-        const exit = await p.exited
-        run.abort.signal.removeEventListener("abort", onAbort)
-        check()
+        if (argv.length === 0) return yield* failed(`init container ${container.name}: no command and its image has no entrypoint or cmd`)
+        const exit = yield* Effect.scoped(
+          Effect.gen(function* () {
+            const box = yield* startBox(boxSpecOf(`${id}-i${index}`, initImage, spec, volumesOf(dirs, container.volumeMounts), hostname))
+            yield* withEgress(box)
+            const p = yield* Effect.mapError(box.exec(argv, { env: { ...env, ...containerEnv(container) }, ...(container.workingDir ? { cwd: container.workingDir } : {}) }), (e) => failed(e.message))
+            const pipes = yield* pipeLogs(work, p, label)
+            const exit = yield* p.exited
+            // A failure quotes its last lines: they are in the log first.
+            if (exit.code !== 0) yield* Effect.timeoutOption(Fiber.await(pipes), 500)
+            return exit
+          })
+        )
         if (exit.code !== 0) {
-          await sleep(50)
-          const tail = lastLines(work, label)
-          throw new RolloutFailed(`init container ${container.name} of replica ${replica.name} failed (${exit.signal ?? `exit code ${exit.code}`})${tail ? `: ${tail}` : ""}`)
+          const tail = yield* lastLines(work, label)
+          return yield* failed(`init container ${container.name} of replica ${name} failed (${describeExit(exit)})${tail ? `: ${tail}` : ""}`)
         }
-        append(work, "deploy", `init container ${container.name}: completed`, "INFO", label)
+        yield* append(work, "deploy", `init container ${container.name}: completed`, "INFO", label)
       }
 
       // Sidecars: alongside the main process, each in a box of its own image.
       for (const [index, container] of (spec.sidecars ?? []).entries()) {
-        check()
-        const label = `${replica.name}/${container.name}`
-        const sideImage = container.image === work.sourceRevisionConfig.image_uri ? image : await host.images.pull(container.image)
-        const box = await startBox(`${replica.id}-s${index}`, sideImage, spec, volumesOf(spec, replica, container.volumeMounts), hostname)
-        replica.boxes.push(box)
-        await withEgress(box)
+        const label = `${name}/${container.name}`
+        const sideImage = yield* imageOf(container.image)
         const argv = argvOf(sideImage, container.command, container.args)
-        if (argv.length === 0) throw new RolloutFailed(`sidecar ${container.name}: no command and its image has no entrypoint or cmd`)
-        const p = box.exec(argv, { env: { ...env, ...containerEnv(container) }, ...(container.workingDir ? { cwd: container.workingDir } : {}) })
-        pipeLogs(p, label)
-        append(work, "deploy", `sidecar ${container.name}: started (${container.image})`, "INFO", label)
+        if (argv.length === 0) return yield* failed(`sidecar ${container.name}: no command and its image has no entrypoint or cmd`)
+        const box = yield* startBox(boxSpecOf(`${id}-s${index}`, sideImage, spec, volumesOf(dirs, container.volumeMounts), hostname))
+        yield* withEgress(box)
+        const p = yield* Effect.mapError(box.exec(argv, { env: { ...env, ...containerEnv(container) }, ...(container.workingDir ? { cwd: container.workingDir } : {}) }), (e) => failed(e.message))
+        yield* pipeLogs(work, p, label)
+        yield* append(work, "deploy", `sidecar ${container.name}: started (${container.image})`, "INFO", label)
       }
 
-      check()
-      const box = await startBox(replica.id, image, spec, volumesOf(spec, replica, spec.volume_mounts), hostname)
-      replica.box = box
-      replica.boxes.push(box)
-      // The database bridge and the port forward start side by side (each is a process).
-      const [, forward] = await Promise.all([withEgress(box), box.forward(options.port)])
-      replica.forward = forward
-      check()
       const argv = argvOf(image)
-      if (argv.length === 0) throw new RolloutFailed("the image has no entrypoint or cmd to run")
-      const launch = () => {
-        const p = box.exec(argv, { env })
-        replica.main = p
-        replica.exit = undefined
-        pipeLogs(p, replica.name)
-        void p.exited.then((exit) => {
-          if (replica.main === p) replica.exit = exit
-          if (!run.stopped) void onMainExit(run, replica, exit, launch)
+      if (argv.length === 0) return yield* failed("the image has no entrypoint or cmd to run")
+      const box = yield* startBox(boxSpecOf(id, image, spec, volumesOf(dirs, spec.volume_mounts), hostname))
+      // The database bridge and the port forward start side by side (each is a process).
+      const [, forward] = yield* Effect.all([withEgress(box), Effect.mapError(box.forward(options.port), (e) => failed(e.message))], { concurrency: 2 })
+      const replica: Replica = { name, box, forward, exitedEarly: yield* Deferred.make<ExitStatus>() }
+      yield* Effect.forkScoped(superviseMain(run, replica, argv, env))
+      yield* append(work, "deploy", `replica ${name}: started ${JSON.stringify(argv)}`, "INFO", name)
+      return replica
+    })
+
+    /**
+     * The main process of a replica: one run in a scope of its own (the process is killed when it
+     * closes). An exit before the revision is live completes `exitedEarly` (the rollout fails);
+     * after, the process is started again on `RESTART_SCHEDULE` while its box runs.
+     */
+    const superviseMain = (run: Run, replica: Replica, argv: ReadonlyArray<string>, env: Record<string, string>) => {
+      const { work } = run
+      const once = Effect.scoped(
+        Effect.gen(function* () {
+          const p = yield* replica.box.exec(argv, { env })
+          const pipes = yield* pipeLogs(work, p, replica.name)
+          const exit = yield* p.exited
+          if (!run.live) {
+            yield* Effect.timeoutOption(Fiber.await(pipes), 500)
+            yield* Deferred.succeed(replica.exitedEarly, exit)
+          }
+          return exit
         })
-      }
-      launch()
-      append(work, "deploy", `replica ${replica.name}: started ${JSON.stringify(argv)}`, "INFO", replica.name)
-    }
-
-    /** After the revision deployed, a replica whose main process exits is restarted with a growing delay. */
-    const onMainExit = async (run: Run, replica: Replica, exit: { code: number | null; signal: NodeJS.Signals | null }, launch: () => void) => {
-      if (!run.work || !isLive(run)) return
-      replica.restarts++
-      const delay = Math.min(30_000, 500 * 2 ** Math.min(replica.restarts - 1, 6))
-      const crashLoop = replica.restarts >= 3
-      append(
-        run.work,
-        "deploy",
-        `replica ${replica.name} exited (${exit.signal ?? `exit code ${exit.code}`})${crashLoop ? `: crash loop, ${replica.restarts} restarts` : ""}; restarting in ${delay} ms`,
-        crashLoop ? "CRITICAL" : "ERROR",
-        replica.name
+      ).pipe(
+        Effect.catch((error) =>
+          Effect.as(append(work, "deploy", `replica ${replica.name} could not be started: ${error.message}`, "ERROR", replica.name), {
+            code: null,
+            signal: null
+          } satisfies ExitStatus)
+        )
       )
-      await sleep(delay)
-      if (run.stopped || replica.box?.status() !== "running") return
-      try {
-        launch()
-      } catch (error) {
-        append(run.work, "deploy", `replica ${replica.name} could not be restarted: ${messageOf(error)}`, "ERROR", replica.name)
-      }
+      // Not live yet: the first exit ends the replica (the rollout fails); live: restarts while its box runs.
+      const restarts = RESTART_SCHEDULE.pipe(
+        Schedule.setInputType<ExitStatus>(),
+        Schedule.while(() => run.live && !run.closing && replica.box.isRunning()),
+        Schedule.tap(({ input: exit, attempt, duration }) =>
+          append(
+            work,
+            "deploy",
+            `replica ${replica.name} exited (${describeExit(exit)})${attempt >= 3 ? `: crash loop, ${attempt} restarts` : ""}; restarting in ${Duration.toMillis(duration)} ms`,
+            attempt >= 3 ? "CRITICAL" : "ERROR",
+            replica.name
+          )
+        )
+      )
+      return Effect.repeat(once, restarts)
     }
 
-    /** A run past its health checks that still serves (its crashes are restarted, not failures). */
-    const live = new WeakSet<Run>()
-    const isLive = (run: Run) => live.has(run) && !run.stopped
-
-    /** Waits until the replica answers its health check; fails on an exit or the deadline. */
-    const waitHealthy = async (run: Run, replica: Replica) => {
-      const deadline = Date.now() + options.healthTimeoutMs
+    /** Waits until the replica answers its health check; fails on an early exit or the deadline. */
+    const waitHealthy = (run: Run, replica: Replica) => {
+      const { work } = run
       let lastDetail = ""
-      for (;;) {
-        if (run.abort.signal.aborted) throw new Superseded()
-        if (replica.exit) {
-          await sleep(100)
-          const tail = lastLines(run.work, replica.name)
-          const how = replica.exit.signal ?? `exit code ${replica.exit.code}`
-          throw new RolloutFailed(`replica ${replica.name} exited (${how}) before it was healthy${tail ? `: ${tail}` : ""}`)
-        }
-        const result = !listening(replica.box!.pid, options.port)
-          ? { healthy: false, detail: `nothing listens on port ${options.port} yet` }
-          : await checkHealth(targetOf(replica), { mode: options.healthMode, path: options.healthPath, attemptTimeoutMs: 2000 })
+      const check = Effect.gen(function* () {
+        const result: HealthResult = !(yield* replica.box.listening(options.port))
+          ? { healthy: false, via: "tcp", ms: 0, detail: `nothing listens on port ${options.port} yet` }
+          : yield* checkHealth(targetOf(replica.forward), { mode: options.healthMode, path: options.healthPath, attemptTimeoutMs: 2000 })
         if (result.detail !== lastDetail) {
-          append(run.work, "deploy", `health ${replica.name}: ${result.detail}`, result.healthy ? "INFO" : "WARNING", replica.name)
           lastDetail = result.detail
+          yield* append(work, "deploy", `health ${replica.name}: ${result.detail}`, result.healthy ? "INFO" : "WARNING", replica.name)
         }
-        if (result.healthy) return
-        if (Date.now() >= deadline) {
-          throw new RolloutFailed(`replica ${replica.name} not healthy after ${Math.round(options.healthTimeoutMs / 1000)} s: ${result.detail}`)
-        }
-        // Often at first (most servers are up within a second), then every 200 ms.
-        const started = deadline - options.healthTimeoutMs
-        await sleep(Math.min(Date.now() - started < 2000 ? 50 : 200, Math.max(1, deadline - Date.now())))
-      }
+        return result
+      })
+      const healthy = pollHealth(`replica ${replica.name}`, check, { timeoutMs: options.healthTimeoutMs, schedule: HEALTH_SCHEDULE }).pipe(
+        Effect.mapError((error) =>
+          error._tag === "HealthTimeoutError"
+            ? failed(`replica ${replica.name} not healthy after ${Math.round(options.healthTimeoutMs / 1000)} s: ${error.last?.detail ?? lastDetail}`)
+            : failed(error.message)
+        )
+      )
+      const exited = Effect.flatMap(Deferred.await(replica.exitedEarly), (exit) =>
+        Effect.flatMap(lastLines(work, replica.name), (tail) => Effect.fail(failed(`replica ${replica.name} exited (${describeExit(exit)}) before it was healthy${tail ? `: ${tail}` : ""}`)))
+      )
+      return Effect.raceFirst(healthy, exited)
     }
 
     // ---- a revision ----------------------------------------------------------------------------
 
     /**
-     * Rolls `work` out (`mode: "rollout"`, reporting every state) or brings a DEPLOYED revision
-     * back (`"serve"`: after a restart or a redeploy, no state is reported). Either way, once its
-     * replicas are healthy the proxy switches to them and the previous run drains and stops.
+     * Rolls `run.work` out (`mode: "rollout"`, reporting every state) or brings a DEPLOYED
+     * revision back (`"serve"`: after a restart or a redeploy, no state is reported). Either way,
+     * once its replicas are healthy the proxy switches to them and the previous run is retired.
+     * Runs in the scope of the revision's fiber.
      */
-    const launchRun = (work: RevisionWork, mode: "rollout" | "serve"): Run => {
-      const run: Run = { work, abort: new AbortController(), replicas: [], stopped: false, done: Promise.resolve() }
-      const previousOfRevision = runs.get(work.revisionId)
-      runs.set(work.revisionId, run)
-      let status: RevisionStatus = work.status
-      const advance = async (to: RevisionStatus, message: string | null) => {
-        if (mode === "serve") return
-        if (run.abort.signal.aborted) throw new Superseded()
-        const applied = await report({ tenantId: work.tenantId, deploymentId: work.deploymentId, revisionId: work.revisionId, from: status, to, message })
-        if (!applied) throw new Superseded()
-        status = to
-      }
-      const progress = async (message: string) => {
-        if (mode === "serve") {
-          append(work, "deploy", message)
-          return
-        }
-        await advance(status, message)
-      }
+    const rollout = Effect.fnUntraced(function* (run: Run, mode: "rollout" | "serve") {
+      const { work } = run
+      const ids = { tenantId: work.tenantId, deploymentId: work.deploymentId, revisionId: work.revisionId }
+      /** A state change; one the controller did not apply (superseded meanwhile) interrupts the fiber. */
+      const advance = (to: RevisionStatus, message: string | null) =>
+        mode === "serve"
+          ? Effect.void
+          : Effect.flatMap(channel.report([{ ...ids, from: run.status, to, message }]), ([applied]) => {
+              if (!applied) return Effect.interrupt
+              run.status = to
+              return Effect.void
+            })
+      /** Progress within a state: the status message (or, serving again, the deploy log). */
+      const progress = (message: string) => (mode === "serve" ? append(work, "deploy", message) : advance(run.status, message))
 
-      const body = async () => {
-        // Start on the next turn: a `stop` right after `apply` finds nothing reported yet.
-        await new Promise((resolve) => setImmediate(resolve))
-        if (previousOfRevision) await stopRun(previousOfRevision)
-        const spec = effectiveResourceSpec(work.sourceConfig.resource_spec)
-        const route = { name: work.deploymentName, url: deploymentUrl(publicUrl, work.deploymentName, work.sourceConfig.custom_url) }
-        try {
-          proxy.setRoute(work.deploymentId, route)
-        } catch (error) {
-          throw new RolloutFailed(messageOf(error))
-        }
-        if (status === "CREATING") await advance("QUEUED", "Queued")
-        if (status === "QUEUED") await advance("AWAITING_DEPLOY", "Provisioning the database and cache")
-        const provisioning = databases.provision(work.deploymentId, { redisMemoryMb: spec.redis_memory_mb ?? null }).then(async (dbs) => {
-          await report({ _tag: "Database", tenantId: work.tenantId, deploymentId: work.deploymentId, ready: true })
-          return dbs
+      const scope = yield* Scope.Scope
+      const spec = effectiveResourceSpec(work.sourceConfig.resource_spec)
+      const route = { name: work.deploymentName, url: deploymentUrl(publicUrl, work.deploymentName, work.sourceConfig.custom_url) }
+      yield* Effect.mapError(proxy.setRoute(work.deploymentId, route), (error) => failed(error.message))
+      if (run.status === "CREATING") yield* advance("QUEUED", "Queued")
+      if (run.status === "QUEUED") yield* advance("AWAITING_DEPLOY", "Provisioning the database and cache")
+      // The database and cache are provisioned while the image is pulled.
+      const provisioning = yield* Effect.forkScoped(
+        databases.provision(work.deploymentId, { redisMemoryMb: spec.redis_memory_mb ?? null }).pipe(
+          Effect.tap(() => channel.tell([{ _tag: "Database", tenantId: work.tenantId, deploymentId: work.deploymentId, ready: true } satisfies DatabaseObservation])),
+          Effect.mapError((error) => failed(`database and cache: ${error.message}`))
+        )
+      )
+      const reference = work.sourceRevisionConfig.image_uri ?? ""
+      if (run.status === "AWAITING_DEPLOY") yield* advance("DEPLOYING", `pulling image ${reference}`)
+      else yield* progress(`pulling image ${reference}`)
+      yield* append(work, "build", `pulling image ${reference}`)
+      const source = imageSourceOf(work)
+      if (source === undefined) return yield* failed(`the local runtime cannot make an image for a ${work.source} revision`)
+      const image = yield* source((message) =>
+        Effect.andThen(
+          append(work, "build", message),
+          mode === "rollout" ? channel.tell([{ ...ids, from: run.status, to: run.status, message } satisfies Observation]) : Effect.void
+        )
+      )
+      yield* append(work, "build", `image ${image.reference} (${image.digest}) ready`)
+      const dbs = yield* Fiber.join(provisioning)
+      const secrets = yield* Effect.try({
+        try: () => Object.fromEntries(work.secrets().map(({ name, value }) => [name, value])),
+        catch: (error) => failed(`secrets could not be opened: ${messageOf(error)}`)
+      })
+      const env: Record<string, string> = {
+        DATABASE_URI: inBox(dbs.databaseUri, BOX_POSTGRES_PORT).uri,
+        POSTGRES_URI: inBox(dbs.databaseUri, BOX_POSTGRES_PORT).uri,
+        REDIS_URI: inBox(dbs.redisUri, BOX_REDIS_PORT).uri,
+        LANGSMITH_HOST_PROJECT_ID: work.deploymentId,
+        LANGSMITH_HOST_PROJECT_NAME: work.deploymentName,
+        LANGSMITH_HOST_REVISION_ID: work.revisionId,
+        LANGGRAPH_DEPLOYMENT_URL: route.url,
+        ...secrets,
+        PORT: String(options.port)
+      }
+      const count = Math.max(1, spec.min_scale ?? 1)
+      yield* progress(`starting ${count} replica${count === 1 ? "" : "s"}`)
+      // Each replica in a scope of its own; they stop side by side when the revision's closes.
+      const replicasScope = yield* Scope.fork(scope, "parallel")
+      const suffix = randomBytes(3).toString("hex")
+      const replicas = yield* Effect.forEach(
+        Array.from({ length: count }, (_, index) => index),
+        (index) =>
+          Effect.flatMap(Scope.fork(replicasScope, "sequential"), (replicaScope) =>
+            Scope.provide(replicaScope)(
+              startReplica({ run, id: replicaBoxId(work.revisionId, index, suffix), name: `${work.revisionId.slice(0, 8)}-${index}`, image, spec, env, dbs })
+            )
+          ),
+        { concurrency: "unbounded" }
+      )
+      yield* progress("waiting for health")
+      yield* Effect.forEach(replicas, (replica) => waitHealthy(run, replica), { concurrency: "unbounded", discard: true })
+
+      // Released first when the fiber ends: a run switched away from drains before its replicas stop.
+      yield* Effect.addFinalizer(() =>
+        Effect.gen(function* () {
+          run.closing = true
+          if (serving.get(work.deploymentId) === run) {
+            serving.delete(work.deploymentId)
+            return
+          }
+          if (!run.live || Deferred.isDoneUnsafe(run.cut)) return
+          const drained = yield* Effect.raceFirst(proxy.drain(run.targets, options.drainMs), Effect.as(Deferred.await(run.cut), true))
+          yield* append(work, "deploy", drained ? "replaced: drained, stopping" : `replaced: still busy after ${options.drainMs} ms, stopping`)
         })
-        provisioning.catch(() => undefined)
-        const reference = work.sourceRevisionConfig.image_uri ?? ""
-        if (status === "AWAITING_DEPLOY") await advance("DEPLOYING", `pulling image ${reference}`)
-        else await progress(`pulling image ${reference}`)
-        append(work, "build", `pulling image ${reference}`)
-        let image: PulledImage
-        try {
-          image = await host.images.pull(reference, {
-            onProgress: (message) => {
-              append(work, "build", message)
-              if (mode === "rollout" && !run.abort.signal.aborted) void report({ ...ids, from: status, to: status, message }).catch(() => undefined)
+      )
+
+      // The switch: new requests go to the new replicas from here on.
+      const previous = serving.get(work.deploymentId)
+      run.targets = replicas.map((replica) => targetOf(replica.forward))
+      yield* proxy.setTargets(work.deploymentId, run.targets)
+      serving.set(work.deploymentId, run)
+      run.live = true
+      const [applied] = mode === "serve" ? [true] : yield* channel.report([{ ...ids, from: run.status, to: "DEPLOYED", message: `Deployed: ${count} replica${count === 1 ? "" : "s"} healthy` }])
+      if (!applied) {
+        // Superseded at the last moment: the previous revision serves again.
+        run.live = false
+        if (previous && !previous.closing) {
+          yield* proxy.setTargets(work.deploymentId, previous.targets)
+          serving.set(work.deploymentId, previous)
+        } else {
+          yield* proxy.setTargets(work.deploymentId, [])
+          serving.delete(work.deploymentId)
+        }
+        return yield* Effect.interrupt
+      }
+      yield* append(work, "deploy", `serving: ${count} replica${count === 1 ? "" : "s"} at ${route.url}`)
+      // The previous run drains and stops in its own fiber's release.
+      if (previous && previous !== run && previous.fiber) yield* FiberSet.run(retiring, Fiber.interrupt(previous.fiber))
+      // Serving until interrupted (replaced, torn down, stopped with the server).
+      return yield* Effect.never
+    })
+
+    /** The fiber of one run: its scope holds everything it started; a failure is reported once that is undone. */
+    const runRevision = (run: Run, mode: "rollout" | "serve") => {
+      const { work } = run
+      return Effect.andThen(
+        // Forked while the caller runs on: a `stop` right after `apply` finds nothing reported yet.
+        Effect.yieldNow,
+        Effect.scoped(rollout(run, mode))
+      ).pipe(
+        Effect.catchTag("RolloutFailed", ({ message }) =>
+          Effect.gen(function* () {
+            yield* append(work, "deploy", message, "ERROR")
+            log.warn("deployment revision failed", { deployment_id: work.deploymentId, revision_id: work.revisionId, error: message })
+            if (mode === "rollout") {
+              yield* channel.tell([{ tenantId: work.tenantId, deploymentId: work.deploymentId, revisionId: work.revisionId, from: run.status, to: "DEPLOY_FAILED", message }])
             }
           })
-        } catch (error) {
-          append(work, "build", `pull failed: ${messageOf(error)}`, "ERROR")
-          throw new RolloutFailed(messageOf(error))
-        }
-        append(work, "build", `image ${image.reference} (${image.digest}) ready`)
-        if (run.abort.signal.aborted) throw new Superseded()
-        let dbs: ProvisionedDatabases
-        try {
-          dbs = await provisioning
-        } catch (error) {
-          throw new RolloutFailed(`database and cache: ${messageOf(error)}`)
-        }
-        let secrets: Record<string, string>
-        try {
-          secrets = Object.fromEntries(work.secrets().map(({ name, value }) => [name, value]))
-        } catch (error) {
-          throw new RolloutFailed(`secrets could not be opened: ${messageOf(error)}`)
-        }
-        const env: Record<string, string> = {
-          DATABASE_URI: inBox(dbs.databaseUri, BOX_POSTGRES_PORT).uri,
-          POSTGRES_URI: inBox(dbs.databaseUri, BOX_POSTGRES_PORT).uri,
-          REDIS_URI: inBox(dbs.redisUri, BOX_REDIS_PORT).uri,
-          LANGSMITH_HOST_PROJECT_ID: work.deploymentId,
-          LANGSMITH_HOST_PROJECT_NAME: work.deploymentName,
-          LANGSMITH_HOST_REVISION_ID: work.revisionId,
-          LANGGRAPH_DEPLOYMENT_URL: route.url,
-          ...secrets,
-          PORT: String(options.port)
-        }
-        const count = Math.max(1, spec.min_scale ?? 1)
-        await progress(`starting ${count} replica${count === 1 ? "" : "s"}`)
-        const runSuffix = randomBytes(3).toString("hex")
-        for (let i = 0; i < count; i++) {
-          run.replicas.push({ id: replicaBoxId(work.revisionId, i, runSuffix), name: `${work.revisionId.slice(0, 8)}-${i}`, boxes: [], egress: [], dirs: [], restarts: 0 })
-        }
-        const started = await Promise.allSettled(run.replicas.map((replica) => startReplica(run, replica, image, spec, env, dbs)))
-        const failed = started.find((r) => r.status === "rejected")
-        if (failed) throw (failed as PromiseRejectedResult).reason
-        await progress("waiting for health")
-        const healthy = await Promise.allSettled(run.replicas.map((replica) => waitHealthy(run, replica)))
-        const unhealthy = healthy.find((r) => r.status === "rejected")
-        if (unhealthy) throw (unhealthy as PromiseRejectedResult).reason
-        if (run.abort.signal.aborted) throw new Superseded()
-
-        // The switch: new requests go to the new replicas from here on.
-        const previous = serving.get(work.deploymentId)
-        proxy.setTargets(work.deploymentId, run.replicas.map(targetOf))
-        serving.set(work.deploymentId, run)
-        live.add(run)
-        try {
-          await advance("DEPLOYED", `Deployed: ${count} replica${count === 1 ? "" : "s"} healthy`)
-        } catch (error) {
-          // Superseded at the last moment: the previous revision serves again.
-          live.delete(run)
-          if (previous && !previous.stopped) {
-            proxy.setTargets(work.deploymentId, previous.replicas.map(targetOf))
-            serving.set(work.deploymentId, previous)
-          } else {
-            proxy.setTargets(work.deploymentId, [])
-            serving.delete(work.deploymentId)
-          }
-          throw error
-        }
-        append(work, "deploy", `serving: ${count} replica${count === 1 ? "" : "s"} at ${route.url}`)
-        if (previous && previous !== run) {
-          void (async () => {
-            const drained = await proxy.drain(previous.replicas.map(targetOf), options.drainMs)
-            append(previous.work, "deploy", drained ? "replaced: drained, stopping" : `replaced: still busy after ${options.drainMs} ms, stopping`)
-            await stopRun(previous)
-          })()
-        }
-      }
-      const ids = { tenantId: work.tenantId, deploymentId: work.deploymentId, revisionId: work.revisionId }
-
-      run.done = body().catch(async (error) => {
-        const superseded = error instanceof Superseded || run.abort.signal.aborted
-        await stopRun(run)
-        if (superseded) {
-          append(work, "deploy", "stopped: superseded")
-          return
-        }
-        const message = error instanceof RolloutFailed ? error.message : `deploy failed: ${messageOf(error)}`
-        append(work, "deploy", message, "ERROR")
-        log.warn("deployment revision failed", { deployment_id: work.deploymentId, revision_id: work.revisionId, error: message })
-        if (mode === "rollout") await report({ ...ids, from: status, to: "DEPLOY_FAILED", message }).catch(() => undefined)
-      })
-      return run
+        ),
+        // Superseded (by the controller's answer, or `stop`): what it started is undone.
+        Effect.onInterrupt(() => (run.live ? Effect.void : append(work, "deploy", "stopped: superseded"))),
+        Effect.catchDefect((defect) => Effect.sync(() => log.error("deployment revision crashed", { revision_id: work.revisionId, error: messageOf(defect) }))),
+        Effect.ensuring(
+          Effect.sync(() => {
+            if (runs.get(work.revisionId) === run) runs.delete(work.revisionId)
+          })
+        )
+      )
     }
 
-    const isGitrepo = (work: RevisionWork) => work.source !== "external_container"
-    const gitrepoRevisions = new Set<string>()
+    const launch = (work: RevisionWork, mode: "rollout" | "serve") =>
+      Effect.gen(function* () {
+        const run: Run = { work, status: work.status, fiber: undefined, targets: [], live: false, closing: false, cut: yield* Deferred.make<void>() }
+        runs.set(work.revisionId, run)
+        run.fiber = yield* FiberMap.run(revisions, work.revisionId, runRevision(run, mode))
+      })
 
     return DeploymentDriver.of({
       name: "local",
-      observe: (next) =>
-        Effect.andThen(
-          simulated.observe(next),
-          Effect.sync(() => void (sink = next))
-        ),
       apply: (work) =>
-        isGitrepo(work)
+        imageSourceOf(work) === undefined
           ? Effect.andThen(
               Effect.sync(() => gitrepoRevisions.add(work.revisionId)),
               simulated.apply(work)
             )
-          : Effect.sync(() => void launchRun(work, "rollout")),
+          : launch(work, "rollout"),
       stop: (revisionId) =>
         gitrepoRevisions.has(revisionId)
-          ? simulated.stop(revisionId)
-          : Effect.promise(async () => {
+          ? Effect.andThen(simulated.stop(revisionId), Effect.sync(() => gitrepoRevisions.delete(revisionId)))
+          : Effect.suspend(() => {
               const run = runs.get(revisionId)
               // A revision that deployed is never superseded; only a newer one replaces it.
-              if (!run || (isLive(run) && serving.get(run.work.deploymentId) === run)) return
-              run.abort.abort(new Superseded())
-              await run.done
-              await stopRun(run)
+              if (run === undefined || (run.live && serving.get(run.work.deploymentId) === run)) return Effect.void
+              return FiberMap.remove(revisions, revisionId)
             }),
       serve: (active, { restore }) =>
-        Effect.promise(async () => {
+        Effect.gen(function* () {
           if (restore) {
             // Boxes of replicas a previous process left (running or not) are removed first: the
             // active revisions start again on fresh boxes, unfinished ones when resumed.
-            await databases.recover().catch((error) => log.error("deployment databases could not be recovered", { error: messageOf(error) }))
-            const stale = host.boxes.list().filter((spec) => spec.id.startsWith("d-"))
-            await Promise.allSettled(stale.map((spec) => host.boxes.destroy(spec.id)))
-            rmSync(join(host.root, "deployment-volumes"), { recursive: true, force: true })
+            yield* databases.recover.pipe(Effect.catch((error) => Effect.sync(() => log.error("deployment databases could not be recovered", { error: error.message }))))
+            const stale = (yield* boxes.list).filter((spec) => spec.id.startsWith("d-"))
+            yield* Effect.forEach(stale, (spec) => Effect.ignore(boxes.destroy(spec.id)), { concurrency: "unbounded", discard: true })
+            rmSync(volumesRoot, { recursive: true, force: true })
             if (active.length > 0 || stale.length > 0) log.info("deployments restored", { active: active.length, stale_boxes: stale.length })
           }
           for (const work of active) {
-            if (isGitrepo(work)) continue
+            if (imageSourceOf(work) === undefined) continue
             const current = serving.get(work.deploymentId)
-            if (current && current.work.revisionId === work.revisionId && !current.stopped) continue
-            launchRun(work, "serve")
+            if (current && current.work.revisionId === work.revisionId && !current.closing) continue
+            yield* launch(work, "serve")
           }
         }),
       teardown: (_tenantId, deploymentId) =>
-        Effect.promise(async () => {
-          const mine = [...runs.values()].filter((run) => run.work.deploymentId === deploymentId)
-          for (const run of mine) run.abort.abort(new Superseded())
-          proxy.remove(deploymentId)
+        Effect.gen(function* () {
+          yield* proxy.remove(deploymentId)
           serving.delete(deploymentId)
-          await Promise.allSettled(mine.map((run) => run.done))
-          await Promise.allSettled(mine.map(stopRun))
-          await databases.release(deploymentId).catch((error) => log.error("deployment databases could not be released", { deployment_id: deploymentId, error: messageOf(error) }))
-          try {
-            logs.removeDeployment(deploymentId)
-          } catch {
-            /* an id that never had logs */
-          }
+          const mine = [...runs.values()].filter((run) => run.work.deploymentId === deploymentId)
+          // Nothing to drain for: the URL answers nothing any more.
+          yield* Effect.forEach(mine, (run) => Deferred.succeed(run.cut, undefined), { discard: true })
+          yield* Effect.forEach(mine, (run) => (run.fiber ? Fiber.interrupt(run.fiber) : Effect.void), { concurrency: "unbounded", discard: true })
+          yield* databases.release(deploymentId).pipe(
+            Effect.catch((error) => Effect.sync(() => log.error("deployment databases could not be released", { deployment_id: deploymentId, error: error.message })))
+          )
+          yield* Effect.ignore(logs.removeDeployment(deploymentId))
         })
     })
   })

@@ -3,14 +3,6 @@
  * spending `stepMs` in every state (SLIPWAY_REVISION_STEP_MS). It is what the server uses where
  * no real runtime is available, and what tests use to exercise the control plane quickly.
  *
- * Failure hooks let users and tests watch the failure paths without a real build system. The
- * marker is looked for in `image_uri` (external_container) or in `graph_config_path` and
- * `repo_ref` (gitrepo):
- * - `fail-create`: leaves CREATING as CREATE_FAILED.
- * - `fail-build`: leaves BUILDING as BUILD_FAILED; external_container has no build state, so
- *   there the image check that stands in for it fails: QUEUED becomes BUILD_FAILED.
- * - `fail-deploy`: leaves DEPLOYING as DEPLOY_FAILED.
- *
  * One fiber serves every revision: it sleeps (on the Effect clock, so tests drive it with
  * `TestClock`) until the earliest step is due, then reports every due step in one batch (at most
  * `batch`, so a restart with tens of thousands of resumed revisions lets requests in between
@@ -20,58 +12,21 @@
  * sleep it re-arms) was paid by every request that creates a revision.
  */
 import { Clock, Effect, Latch, Layer } from "effect"
-import { nextStatus, type RevisionStatus, type Source, type SourceRevisionConfig } from "../../../core/index.ts"
+import { nextStatus, type RevisionStatus, type Source } from "../../../core/index.ts"
 import { millisOf } from "../../module.ts"
-import { DeploymentDriver, type Observation, type ObservationSink } from "../Driver.ts"
+import { DeploymentDriver, DeploymentObservations, type Observation } from "../Driver.ts"
 
-export interface FailureHook {
-  readonly marker: string
-  /** The state the revision is in when it fails. */
-  readonly at: RevisionStatus
-  readonly becomes: RevisionStatus
-  readonly message: string
-}
-
-const hooksOf = (source: Source): ReadonlyArray<FailureHook> => [
-  { marker: "fail-create", at: "CREATING", becomes: "CREATE_FAILED", message: "Revision could not be created (fail-create marker)" },
-  {
-    marker: "fail-build",
-    at: source === "gitrepo" ? "BUILDING" : "QUEUED",
-    becomes: "BUILD_FAILED",
-    message: source === "gitrepo" ? "Build failed (fail-build marker)" : "Image could not be prepared (fail-build marker)"
-  },
-  { marker: "fail-deploy", at: "DEPLOYING", becomes: "DEPLOY_FAILED", message: "Deploy failed (fail-deploy marker)" }
-]
-
-/** Made once per source: every new revision is checked against them. */
-const hooksBySource: Record<Source, ReadonlyArray<FailureHook>> = { gitrepo: hooksOf("gitrepo"), external_container: hooksOf("external_container") }
-
-const markerFields = (source: Source, config: SourceRevisionConfig): ReadonlyArray<string | null | undefined> =>
-  source === "external_container" ? [config.image_uri] : [config.graph_config_path, config.repo_ref]
-
-/** The failure hook a revision's config asks for, if any (the first marker found wins); each field is read on its own. */
-export const failureHookFor = (source: Source, config: SourceRevisionConfig): FailureHook | null =>
-  hooksBySource[source].find((hook) => markerFields(source, config).some((field) => field?.includes(hook.marker) === true)) ?? null
-
-/** The step after `status` for a revision whose failure hook (if any) is known. */
-const stepWith = (status: RevisionStatus, source: Source, hook: FailureHook | null): { readonly status: RevisionStatus; readonly message: string | null } | null => {
-  if (hook && hook.at === status) return { status: hook.becomes, message: hook.message }
+/** The simulated step after `status`: the next state of the happy path, or null when the revision is done. */
+export const simulatedStep = (status: RevisionStatus, source: Source): { readonly status: RevisionStatus; readonly message: string | null } | null => {
   const next = nextStatus(status, source)
   return next === null ? null : { status: next, message: next === "DEPLOYED" ? "Deployed" : null }
 }
-
-/** The simulated step after `status`, or null when the revision is done. */
-export const simulatedStep = (
-  status: RevisionStatus,
-  source: Source,
-  config: SourceRevisionConfig
-): { readonly status: RevisionStatus; readonly message: string | null } | null => stepWith(status, source, failureHookFor(source, config))
 
 /** Steps applied per report at most; see the module comment. */
 export const DEFAULT_BATCH = 512
 
 /**
- * What the fiber keeps of a revision: its ids, source and failure hook, not the whole work (its
+ * What the fiber keeps of a revision: its ids and source, not the whole work (its
  * configs and secrets). Revisions can stay here for a long time (the bench parks thousands for an
  * hour), and everything kept is copied out of V8's young generation and later marked again.
  */
@@ -80,7 +35,6 @@ interface Tracked {
   readonly deploymentId: string
   readonly revisionId: string
   readonly source: Source
-  readonly hook: FailureHook | null
   status: RevisionStatus
   due: number
 }
@@ -97,7 +51,7 @@ export const makeSimulatedDriver = ({ stepMs, batch = DEFAULT_BATCH }: Simulated
     const wake = Latch.makeUnsafe(false)
     /** When the fiber, asleep, wakes up by itself; -Infinity while it is awake (it scans again before sleeping). */
     let sleepingUntil = -Infinity
-    let sink: ObservationSink = () => Effect.succeed([])
+    const channel = yield* DeploymentObservations
 
     const dueNow = (nowMs: number): Array<Tracked> => {
       const due: Array<Tracked> = []
@@ -123,7 +77,7 @@ export const makeSimulatedDriver = ({ stepMs, batch = DEFAULT_BATCH }: Simulated
         return
       }
       const steps: Array<{ readonly item: Tracked; readonly observation: Observation | null }> = due.map((item) => {
-        const step = stepWith(item.status, item.source, item.hook)
+        const step = simulatedStep(item.status, item.source)
         return {
           item,
           observation: step && {
@@ -137,14 +91,14 @@ export const makeSimulatedDriver = ({ stepMs, batch = DEFAULT_BATCH }: Simulated
         }
       })
       const observations = steps.flatMap((step) => (step.observation ? [step.observation] : []))
-      const applied = observations.length > 0 ? yield* sink(observations) : []
+      const applied = observations.length > 0 ? yield* channel.report(observations) : []
       let index = 0
       for (const { item, observation } of steps) {
         if (!observation || !applied[index++]) {
           tracked.delete(item.revisionId)
           continue
         }
-        if (stepWith(observation.to, item.source, item.hook) === null) tracked.delete(item.revisionId)
+        if (simulatedStep(observation.to, item.source) === null) tracked.delete(item.revisionId)
         else {
           item.status = observation.to
           item.due = nowMs + stepMs
@@ -158,12 +112,11 @@ export const makeSimulatedDriver = ({ stepMs, batch = DEFAULT_BATCH }: Simulated
 
     return DeploymentDriver.of({
       name: "simulated",
-      observe: (next) => Effect.sync(() => void (sink = next)),
       apply: (work) =>
         Effect.sync(() => {
           const due = millisOf(work.since) + stepMs
-          const { tenantId, deploymentId, revisionId, source, sourceRevisionConfig, status } = work
-          tracked.set(revisionId, { tenantId, deploymentId, revisionId, source, hook: failureHookFor(source, sourceRevisionConfig), status, due })
+          const { tenantId, deploymentId, revisionId, source, status } = work
+          tracked.set(revisionId, { tenantId, deploymentId, revisionId, source, status, due })
           // Due no earlier than the fiber's own wake-up: it finds this revision then.
           if (due < sleepingUntil) Latch.openUnsafe(wake)
         }),

@@ -10,9 +10,13 @@
  *   endpoint), the accepted connection counts as healthy ("tcp" fallback); any other status
  *   (5xx, 401, ...) is unhealthy: the server runs but says it is not ready.
  * A refused connection or a timeout is unhealthy in every mode.
+ *
+ * One attempt is an Effect over leaf socket code (interrupting it closes the connection); waiting
+ * until healthy repeats attempts on a `Schedule`, with the deadline on Effect's `Clock`.
  */
 import * as http from "node:http"
 import * as net from "node:net"
+import { Data, Duration, Effect, Schedule } from "effect"
 
 export type HealthMode = "http" | "tcp" | "auto"
 
@@ -33,48 +37,49 @@ export type HealthResult =
   | { readonly healthy: true; readonly via: "http" | "tcp"; readonly status?: number; readonly ms: number; readonly detail: string }
   | { readonly healthy: false; readonly via: "http" | "tcp"; readonly status?: number; readonly ms: number; readonly detail: string }
 
-export interface WaitHealthyOptions extends HealthCheckOptions {
-  /** Overall deadline. Default 60000 ms. */
-  readonly timeoutMs?: number
-  /** Pause between attempts. Default 250 ms. */
-  readonly intervalMs?: number
-  readonly signal?: AbortSignal
-  /** Called after every attempt (for the deploy log). */
-  readonly onAttempt?: (result: HealthResult, attempt: number) => void
+/** A target or path a check cannot be made with. */
+export class HealthCheckError extends Data.TaggedError("HealthCheckError")<{ readonly message: string }> {}
+
+/** The deadline passed before an attempt was healthy; `last` is the last attempt's result. */
+export class HealthTimeoutError extends Data.TaggedError("HealthTimeoutError")<{ readonly message: string; readonly last: HealthResult | undefined }> {}
+
+export interface PollHealthOptions {
+  /** Overall deadline. */
+  readonly timeoutMs: number
+  /** When to try again after an unhealthy attempt. Default every 250 ms. */
+  readonly schedule?: Schedule.Schedule<unknown, HealthResult>
+  /** After every attempt (for the deploy log). */
+  readonly onAttempt?: (result: HealthResult, attempt: number) => Effect.Effect<void>
 }
 
-/** Thrown by waitHealthy when the deadline passes; carries the last attempt's result. */
-export class HealthTimeoutError extends Error {
-  readonly last: HealthResult | undefined
-  constructor(target: HealthTarget, timeoutMs: number, last: HealthResult | undefined) {
-    super(`${target.host}:${target.port} not healthy after ${timeoutMs} ms${last === undefined ? "" : `: ${last.detail}`}`)
-    this.name = "HealthTimeoutError"
-    this.last = last
-  }
-}
+export interface WaitHealthyOptions extends HealthCheckOptions, Partial<PollHealthOptions> {}
 
-const validate = (target: HealthTarget, path: string): void => {
+const validate = (target: HealthTarget, path: string): Effect.Effect<void, HealthCheckError> => {
   if (typeof target.host !== "string" || target.host === "" || !Number.isInteger(target.port) || target.port < 1 || target.port > 65535) {
-    throw new TypeError(`health check: invalid target ${JSON.stringify(target)}`)
+    return Effect.fail(new HealthCheckError({ message: `health check: invalid target ${JSON.stringify(target)}` }))
   }
-  if (!path.startsWith("/") || /[\s#]/.test(path)) throw new TypeError(`health check: path must start with "/" and hold no spaces: ${JSON.stringify(path)}`)
+  if (!path.startsWith("/") || /[\s#]/.test(path)) return Effect.fail(new HealthCheckError({ message: `health check: path must start with "/" and hold no spaces: ${JSON.stringify(path)}` }))
+  return Effect.void
 }
 
 /** One TCP connect attempt. */
-export const checkTcp = (target: HealthTarget, timeoutMs = 2000): Promise<HealthResult> => {
-  const started = Date.now()
-  return new Promise((resolve) => {
+export const checkTcp = (target: HealthTarget, timeoutMs = 2000): Effect.Effect<HealthResult> =>
+  Effect.callback<HealthResult>((resume) => {
+    const started = Date.now()
     const socket = net.connect({ host: target.host, port: target.port })
     const done = (result: HealthResult) => {
       clearTimeout(timer)
       socket.destroy()
-      resolve(result)
+      resume(Effect.succeed(result))
     }
     const timer = setTimeout(() => done({ healthy: false, via: "tcp", ms: Date.now() - started, detail: `TCP connect timed out after ${timeoutMs} ms` }), timeoutMs)
     socket.once("connect", () => done({ healthy: true, via: "tcp", ms: Date.now() - started, detail: "TCP connect accepted" }))
     socket.once("error", (err: NodeJS.ErrnoException) => done({ healthy: false, via: "tcp", ms: Date.now() - started, detail: `TCP connect failed (${err.code ?? err.message})` }))
+    return Effect.sync(() => {
+      clearTimeout(timer)
+      socket.destroy()
+    })
   })
-}
 
 type HttpOutcome =
   | { readonly kind: "status"; readonly status: number }
@@ -82,8 +87,8 @@ type HttpOutcome =
   | { readonly kind: "not-http"; readonly detail: string }
   | { readonly kind: "timeout" }
 
-const httpGet = (target: HealthTarget, path: string, timeoutMs: number): Promise<HttpOutcome> =>
-  new Promise((resolve) => {
+const httpGet = (target: HealthTarget, path: string, timeoutMs: number): Effect.Effect<HttpOutcome> =>
+  Effect.callback<HttpOutcome>((resume) => {
     let connected = false
     let settled = false
     const finish = (o: HttpOutcome) => {
@@ -91,7 +96,7 @@ const httpGet = (target: HealthTarget, path: string, timeoutMs: number): Promise
       settled = true
       clearTimeout(timer)
       req.destroy()
-      resolve(o)
+      resume(Effect.succeed(o))
     }
     const req = http.request({ host: target.host, port: target.port, path, method: "GET", agent: false, headers: { "user-agent": "slipway-health", accept: "*/*", connection: "close" } })
     const timer = setTimeout(() => finish(connected ? { kind: "not-http", detail: `no HTTP answer within ${timeoutMs} ms` } : { kind: "timeout" }), timeoutMs)
@@ -109,68 +114,67 @@ const httpGet = (target: HealthTarget, path: string, timeoutMs: number): Promise
       else finish({ kind: "not-http", detail: `no HTTP answer (${code})` })
     })
     req.end()
+    return Effect.sync(() => {
+      settled = true
+      clearTimeout(timer)
+      req.destroy()
+    })
   })
 
 /** One health check attempt. */
-export const checkHealth = async (target: HealthTarget, options: HealthCheckOptions = {}): Promise<HealthResult> => {
+export const checkHealth = (target: HealthTarget, options: HealthCheckOptions = {}): Effect.Effect<HealthResult, HealthCheckError> => {
   const mode = options.mode ?? "auto"
   const path = options.path ?? "/ok"
   const timeoutMs = options.attemptTimeoutMs ?? 2000
-  validate(target, path)
-  if (mode === "tcp") return checkTcp(target, timeoutMs)
-  const started = Date.now()
-  const o = await httpGet(target, path, timeoutMs)
-  const ms = Date.now() - started
-  switch (o.kind) {
-    case "status": {
-      if (o.status >= 200 && o.status < 300) return { healthy: true, via: "http", status: o.status, ms, detail: `GET ${path} answered ${o.status}` }
-      if (mode === "auto" && o.status === 404) {
-        return { healthy: true, via: "tcp", status: o.status, ms, detail: `GET ${path} answered 404 (no health endpoint); the server accepts connections` }
-      }
-      return { healthy: false, via: "http", status: o.status, ms, detail: `GET ${path} answered ${o.status}` }
-    }
-    case "refused":
-      return { healthy: false, via: "http", ms, detail: `GET ${path}: ${o.detail}` }
-    case "timeout":
-      return { healthy: false, via: "http", ms, detail: `GET ${path}: connect timed out after ${timeoutMs} ms` }
-    case "not-http":
-      if (mode === "auto") return { healthy: true, via: "tcp", ms, detail: `GET ${path}: ${o.detail}; TCP connect accepted` }
-      return { healthy: false, via: "http", ms, detail: `GET ${path}: ${o.detail}` }
-  }
+  return Effect.andThen(
+    validate(target, path),
+    mode === "tcp"
+      ? checkTcp(target, timeoutMs)
+      : Effect.map(Effect.timed(httpGet(target, path, timeoutMs)), ([duration, o]): HealthResult => {
+          const ms = Math.round(Duration.toMillis(duration))
+          switch (o.kind) {
+            case "status": {
+              if (o.status >= 200 && o.status < 300) return { healthy: true, via: "http", status: o.status, ms, detail: `GET ${path} answered ${o.status}` }
+              if (mode === "auto" && o.status === 404) {
+                return { healthy: true, via: "tcp", status: o.status, ms, detail: `GET ${path} answered 404 (no health endpoint); the server accepts connections` }
+              }
+              return { healthy: false, via: "http", status: o.status, ms, detail: `GET ${path} answered ${o.status}` }
+            }
+            case "refused":
+              return { healthy: false, via: "http", ms, detail: `GET ${path}: ${o.detail}` }
+            case "timeout":
+              return { healthy: false, via: "http", ms, detail: `GET ${path}: connect timed out after ${timeoutMs} ms` }
+            case "not-http":
+              if (mode === "auto") return { healthy: true, via: "tcp", ms, detail: `GET ${path}: ${o.detail}; TCP connect accepted` }
+              return { healthy: false, via: "http", ms, detail: `GET ${path}: ${o.detail}` }
+          }
+        })
+  )
 }
-
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason)
-    const t = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort)
-      resolve()
-    }, ms)
-    const onAbort = () => {
-      clearTimeout(t)
-      reject(signal!.reason)
-    }
-    signal?.addEventListener("abort", onAbort, { once: true })
-  })
 
 /**
- * Checks until healthy (resolves with that result), until `timeoutMs` (rejects with
- * HealthTimeoutError) or until `signal` aborts (rejects with its reason).
+ * Repeats `check` on `options.schedule` until an attempt is healthy (its result), or fails with
+ * `HealthTimeoutError` once `timeoutMs` has passed on the `Clock` (an attempt under way then is
+ * interrupted). `what` names the target in the error.
  */
-export const waitHealthy = async (target: HealthTarget, options: WaitHealthyOptions = {}): Promise<HealthResult> => {
-  const timeoutMs = options.timeoutMs ?? 60_000
-  const intervalMs = options.intervalMs ?? 250
-  const deadline = Date.now() + timeoutMs
-  let last: HealthResult | undefined
-  for (let attempt = 1; ; attempt++) {
-    if (options.signal?.aborted) throw options.signal.reason
-    const remaining = deadline - Date.now()
-    if (remaining <= 0) throw new HealthTimeoutError(target, timeoutMs, last)
-    last = await checkHealth(target, { ...options, attemptTimeoutMs: Math.max(1, Math.min(options.attemptTimeoutMs ?? 2000, remaining)) })
-    options.onAttempt?.(last, attempt)
-    if (last.healthy) return last
-    const wait = Math.min(intervalMs, deadline - Date.now())
-    if (wait <= 0) throw new HealthTimeoutError(target, timeoutMs, last)
-    await sleep(wait, options.signal)
-  }
-}
+export const pollHealth = <E, R>(what: string, check: Effect.Effect<HealthResult, E, R>, options: PollHealthOptions): Effect.Effect<HealthResult, E | HealthTimeoutError, R> =>
+  Effect.suspend(() => {
+    let last: HealthResult | undefined
+    let attempt = 0
+    const once = Effect.tap(check, (result) => {
+      last = result
+      return options.onAttempt ? options.onAttempt(result, ++attempt) : Effect.void
+    })
+    return once.pipe(
+      Effect.repeat({ schedule: options.schedule ?? Schedule.spaced("250 millis"), until: (result) => result.healthy }),
+      Effect.timeoutOrElse({
+        duration: options.timeoutMs,
+        orElse: () =>
+          Effect.fail(new HealthTimeoutError({ message: `${what} not healthy after ${options.timeoutMs} ms${last === undefined ? "" : `: ${last.detail}`}`, last }))
+      })
+    )
+  })
+
+/** Checks `target` until healthy (default: within 60 s, every 250 ms). */
+export const waitHealthy = (target: HealthTarget, options: WaitHealthyOptions = {}): Effect.Effect<HealthResult, HealthCheckError | HealthTimeoutError> =>
+  pollHealth(`${target.host}:${target.port}`, checkHealth(target, options), { ...options, timeoutMs: options.timeoutMs ?? 60_000 })

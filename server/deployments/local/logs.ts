@@ -1,18 +1,20 @@
 /**
- * Per-revision build and deploy logs on disk, bounded in size, and the handlers of the log
- * endpoints the langgraph CLI calls (core/api/logs.ts describes them).
+ * `LogStore`: per-revision build and deploy logs on disk, bounded in size, and the reads behind
+ * the log endpoints the langgraph CLI calls (core/api/logs.ts describes them).
  *
  * Layout: `<root>/<deployment id>/<revision id>/<kind>.jsonl` (+ `<kind>.jsonl.1`), one JSON
  * object per line. When the current file passes half the bound it becomes `.1` (replacing the
  * older one), so each (revision, kind) keeps at most `maxBytesPerLog` bytes: always the newest.
  * Appends are synchronous writes to an open descriptor, so a read right after sees them and a
- * crash loses at most the line being written.
+ * crash loses at most the line being written. Timestamps come from Effect's `Clock`. The files
+ * are leaf Node code; every operation is an Effect, and closing the layer closes the descriptors.
  */
-import { EventEmitter } from "node:events"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import type { Readable } from "node:stream"
+import { Clock, Context, Data, Effect, Layer, type Scope } from "effect"
 import { defaultLogLimit, maxLogLimit, logLevels, type LogEntry, type LogLevel, type LogsRequest, type LogsResponse } from "../../../core/api/logs.ts"
+import { RuntimeRoot } from "../../runtime/local/RuntimeRoot.ts"
 
 export type LogKind = "build" | "deploy"
 export type LogStream = "stdout" | "stderr" | "system"
@@ -24,7 +26,7 @@ export interface AppendEntry {
   /** Default `system`. */
   readonly stream?: LogStream
   readonly replica?: string
-  /** Epoch ms; default now. */
+  /** Epoch ms; default now (the `Clock`). */
   readonly timestamp?: number
 }
 
@@ -39,7 +41,6 @@ export interface LogStoreOptions {
   readonly maxBytesPerLog?: number
   /** Longer lines are cut. Default 16 KiB. */
   readonly maxLineBytes?: number
-  readonly now?: () => number
 }
 
 export interface ReadOptions extends LogsRequest {
@@ -48,29 +49,26 @@ export interface ReadOptions extends LogsRequest {
   readonly revisionId?: string
 }
 
-export interface LogStore {
-  readonly append: (deploymentId: string, revisionId: string, kind: LogKind, entry: AppendEntry) => LogEntry
-  /** Splits text into lines (`\n`, `\r\n` or `\r`, as progress bars write) and appends each. */
-  readonly appendText: (deploymentId: string, revisionId: string, kind: LogKind, text: string, source: LineSource) => void
-  /** Appends a process's output line by line until it ends; resolves then. */
-  readonly pipe: (readable: Readable, deploymentId: string, revisionId: string, kind: LogKind, source: LineSource) => Promise<void>
-  readonly read: (deploymentId: string, options: ReadOptions) => LogsResponse
-  /** Live entries as they are appended; returns the unsubscribe function. */
-  readonly subscribe: (deploymentId: string, listener: (entry: LogEntry, kind: LogKind) => void) => () => void
-  /** Revision ids that have logs, oldest directory first. */
-  readonly revisions: (deploymentId: string) => ReadonlyArray<string>
-  readonly removeRevision: (deploymentId: string, revisionId: string) => void
-  readonly removeDeployment: (deploymentId: string) => void
-  readonly close: () => void
-}
-
-/** Bad input to the store (an id that is not a safe path segment, a malformed offset). */
-export class LogStoreError extends Error {
-  constructor(message: string) {
-    super(message)
-    this.name = "LogStoreError"
+export class LogStore extends Context.Service<
+  LogStore,
+  {
+    readonly append: (deploymentId: string, revisionId: string, kind: LogKind, entry: AppendEntry) => Effect.Effect<LogEntry, LogStoreError>
+    /** Splits text into lines (`\n`, `\r\n` or `\r`, as progress bars write) and appends each. */
+    readonly appendText: (deploymentId: string, revisionId: string, kind: LogKind, text: string, source: LineSource) => Effect.Effect<void, LogStoreError>
+    /** Appends a process's output line by line; completes when the stream ends (interrupting it stops reading). */
+    readonly pipe: (readable: Readable, deploymentId: string, revisionId: string, kind: LogKind, source: LineSource) => Effect.Effect<void, LogStoreError>
+    readonly read: (deploymentId: string, options: ReadOptions) => Effect.Effect<LogsResponse, LogStoreError>
+    /** Revision ids that have logs, oldest directory first. */
+    readonly revisions: (deploymentId: string) => Effect.Effect<ReadonlyArray<string>, LogStoreError>
+    readonly removeRevision: (deploymentId: string, revisionId: string) => Effect.Effect<void, LogStoreError>
+    readonly removeDeployment: (deploymentId: string) => Effect.Effect<void, LogStoreError>
   }
-}
+>()("slipway/LogStore") {}
+
+/** Bad input to the store (an id that is not a safe path segment, a malformed offset), or a file it could not write. */
+export class LogStoreError extends Data.TaggedError("LogStoreError")<{ readonly message: string }> {}
+
+const invalid = (message: string) => new LogStoreError({ message })
 
 interface StoredLine {
   readonly s: number
@@ -141,20 +139,18 @@ const decodeCursor = (raw: string): Key => {
     const k = JSON.parse(Buffer.from(raw, "base64url").toString("utf8"))
     if (Array.isArray(k) && k.length === 4 && typeof k[0] === "number" && typeof k[1] === "string" && typeof k[2] === "number" && typeof k[3] === "number") return k as unknown as Key
   } catch {}
-  throw new LogStoreError(`offset ${JSON.stringify(raw)} is not a next_offset this server returned`)
+  throw invalid(`offset ${JSON.stringify(raw)} is not a next_offset this server returned`)
 }
 
-export const makeLogStore = (options: LogStoreOptions): LogStore => {
+/** The files: synchronous leaf code, which throws `LogStoreError` (bad input) or a Node error (the disk). */
+const makeFiles = (options: LogStoreOptions) => {
   const root = path.resolve(options.root)
   const maxBytes = Math.max(4096, options.maxBytesPerLog ?? 1024 * 1024)
   const maxLine = Math.max(256, options.maxLineBytes ?? 16 * 1024)
-  const now = options.now ?? Date.now
   const open = new Map<string, OpenLog>()
-  const events = new EventEmitter()
-  events.setMaxListeners(0)
 
   const seg = (what: string, v: string): string => {
-    if (typeof v !== "string" || !SEGMENT.test(v)) throw new LogStoreError(`invalid ${what} ${JSON.stringify(v)}`)
+    if (typeof v !== "string" || !SEGMENT.test(v)) throw invalid(`invalid ${what} ${JSON.stringify(v)}`)
     return v
   }
   const revDir = (dep: string, rev: string) => path.join(root, seg("deployment id", dep), seg("revision id", rev))
@@ -219,14 +215,14 @@ export const makeLogStore = (options: LogStoreOptions): LogStore => {
     ...(l.rp === undefined ? {} : { replica: l.rp })
   })
 
-  const append = (dep: string, rev: string, kind: LogKind, entry: AppendEntry): LogEntry => {
-    if (kind !== "build" && kind !== "deploy") throw new LogStoreError(`invalid log kind ${JSON.stringify(kind)}`)
+  const append = (now: number, dep: string, rev: string, kind: LogKind, entry: AppendEntry): LogEntry => {
+    if (kind !== "build" && kind !== "deploy") throw invalid(`invalid log kind ${JSON.stringify(kind)}`)
     const log = openLog(dep, rev, kind)
     const message = cut(String(entry.message))
     const stream = entry.stream ?? "system"
     const level = entry.level ?? levelOfLine(message) ?? "INFO"
     // Time never goes backwards within one log, so sequence order and time order agree.
-    const t = Math.max(entry.timestamp ?? now(), log.lastTime)
+    const t = Math.max(entry.timestamp ?? now, log.lastTime)
     const stored: StoredLine = { s: log.seq + 1, t, l: level, m: message, st: stream, ...(entry.replica === undefined ? {} : { rp: entry.replica }) }
     const line = JSON.stringify(stored) + "\n"
     const bytes = Buffer.byteLength(line)
@@ -235,56 +231,76 @@ export const makeLogStore = (options: LogStoreOptions): LogStore => {
     log.size += bytes
     log.seq = stored.s
     log.lastTime = t
-    const e = toEntry(rev, kind, stored)
-    events.emit(dep, e, kind)
-    return e
+    return toEntry(rev, kind, stored)
   }
 
-  const appendText = (dep: string, rev: string, kind: LogKind, text: string, source: LineSource) => {
+  const appendText = (now: number, dep: string, rev: string, kind: LogKind, text: string, source: LineSource) => {
     for (const line of text.split(/\r\n|\n|\r/)) {
       if (line.trim() === "") continue
-      append(dep, rev, kind, { message: line, stream: source.stream, ...(source.replica === undefined ? {} : { replica: source.replica }) })
+      append(now, dep, rev, kind, { message: line, stream: source.stream, ...(source.replica === undefined ? {} : { replica: source.replica }) })
     }
   }
 
-  const pipe = (readable: Readable, dep: string, rev: string, kind: LogKind, source: LineSource): Promise<void> =>
-    new Promise((resolve) => {
-      // Validate now, not on the first chunk.
-      revDir(dep, rev)
-      let pending = ""
-      let skipping = false
-      const emit = (line: string) => {
-        if (line.trim() !== "") append(dep, rev, kind, { message: line, stream: source.stream, ...(source.replica === undefined ? {} : { replica: source.replica }) })
+  /** Reads `readable` line by line until it ends (`resolve`); answers the function that stops reading. */
+  const pipe = (now: () => number, readable: Readable, dep: string, rev: string, kind: LogKind, source: LineSource, resolve: () => void): (() => void) => {
+    // Validate now, not on the first chunk.
+    revDir(dep, rev)
+    let pending = ""
+    let skipping = false
+    const emit = (line: string) => {
+      if (line.trim() === "") return
+      try {
+        append(now(), dep, rev, kind, { message: line, stream: source.stream, ...(source.replica === undefined ? {} : { replica: source.replica }) })
+      } catch {
+        // A line the disk did not take is lost; the process's output goes on.
       }
-      readable.setEncoding("utf8")
-      readable.on("data", (chunk: string) => {
-        pending += chunk
-        const parts = pending.split(/\r\n|\n|\r/)
-        // A chunk may end between \r and \n: keep a trailing \r for the next chunk.
-        pending = parts.pop() ?? ""
-        for (const p of parts) {
-          if (skipping) {
-            skipping = false
-            continue
-          }
-          emit(p)
+    }
+    readable.setEncoding("utf8")
+    const onData = (chunk: string) => {
+      pending += chunk
+      const parts = pending.split(/\r\n|\n|\r/)
+      // A chunk may end between \r and \n: keep a trailing \r for the next chunk.
+      pending = parts.pop() ?? ""
+      for (const p of parts) {
+        if (skipping) {
+          skipping = false
+          continue
         }
-        if (Buffer.byteLength(pending) > maxLine) {
-          // A line without end: log its start once, drop the rest until the next newline.
-          if (!skipping) emit(pending)
-          skipping = true
-          pending = ""
-        }
-      })
-      const finish = () => {
-        if (pending !== "" && !skipping) emit(pending)
+        emit(p)
+      }
+      if (Buffer.byteLength(pending) > maxLine) {
+        // A line without end: log its start once, drop the rest until the next newline.
+        if (!skipping) emit(pending)
+        skipping = true
         pending = ""
-        resolve()
       }
-      readable.once("end", finish)
-      readable.once("close", finish)
-      readable.once("error", finish)
-    })
+    }
+    let finished = false
+    const detach = () => {
+      readable.off("data", onData)
+      readable.off("end", finish)
+      readable.off("close", finish)
+      readable.off("error", finish)
+    }
+    const finish = () => {
+      if (finished) return
+      finished = true
+      detach()
+      if (pending !== "" && !skipping) emit(pending)
+      pending = ""
+      resolve()
+    }
+    // Never unhandled, also once this pipe has stopped reading.
+    readable.on("error", () => {})
+    readable.on("data", onData)
+    readable.once("end", finish)
+    readable.once("close", finish)
+    readable.once("error", finish)
+    return () => {
+      finished = true
+      detach()
+    }
+  }
 
   const revisions = (dep: string): string[] => {
     const dir = path.join(root, seg("deployment id", dep))
@@ -303,10 +319,10 @@ export const makeLogStore = (options: LogStoreOptions): LogStore => {
 
   const read = (dep: string, o: ReadOptions): LogsResponse => {
     const limit = o.limit ?? defaultLogLimit
-    if (!Number.isInteger(limit) || limit < 1 || limit > maxLogLimit) throw new LogStoreError(`limit must be an integer from 1 to ${maxLogLimit}`)
+    if (!Number.isInteger(limit) || limit < 1 || limit > maxLogLimit) throw invalid(`limit must be an integer from 1 to ${maxLogLimit}`)
     const order = o.order ?? "desc"
     const minLevel = o.level === null || o.level === undefined ? 0 : severity[o.level]
-    if (minLevel === undefined) throw new LogStoreError(`level must be one of ${logLevels.join(", ")}`)
+    if (minLevel === undefined) throw invalid(`level must be one of ${logLevels.join(", ")}`)
     const needle = o.query === null || o.query === undefined || o.query === "" ? undefined : o.query.toLowerCase()
     const start = parseTime(o.start_time)
     const end = parseTime(o.end_time)
@@ -345,17 +361,13 @@ export const makeLogStore = (options: LogStoreOptions): LogStore => {
     appendText,
     pipe,
     read,
-    subscribe: (dep, listener) => {
-      events.on(dep, listener)
-      return () => events.off(dep, listener)
-    },
     revisions,
-    removeRevision: (dep, rev) => {
+    removeRevision: (dep: string, rev: string) => {
       const dir = revDir(dep, rev)
       closeUnder(dir + path.sep)
       fs.rmSync(dir, { recursive: true, force: true })
     },
-    removeDeployment: (dep) => {
+    removeDeployment: (dep: string) => {
       const dir = path.join(root, seg("deployment id", dep))
       closeUnder(dir + path.sep)
       fs.rmSync(dir, { recursive: true, force: true })
@@ -363,18 +375,55 @@ export const makeLogStore = (options: LogStoreOptions): LogStore => {
     close: () => {
       for (const log of open.values()) fs.closeSync(log.fd)
       open.clear()
-      events.removeAllListeners()
     }
   }
 }
 
-// ---- the endpoint handlers (the lead's routes decode the body with core's LogsRequest, check
-// that the deployment and revision exist and belong to the tenant, then call these) ----
+/** A thrown `LogStoreError` as it is; any other error (the disk) as a `LogStoreError` with its message. */
+const attempt = <A>(f: () => A): Effect.Effect<A, LogStoreError> =>
+  Effect.try({ try: f, catch: (error) => (error instanceof LogStoreError ? error : invalid(String((error as Error)?.message ?? error))) })
+
+/** The store over `options.root`; its open files are closed with the scope. */
+export const makeLogStore = (options: LogStoreOptions): Effect.Effect<LogStore["Service"], never, Scope.Scope> =>
+  Effect.map(
+    Effect.acquireRelease(
+      Effect.sync(() => makeFiles(options)),
+      (files) => Effect.sync(files.close)
+    ),
+    (files) =>
+      LogStore.of({
+        append: (dep, rev, kind, entry) => Clock.clockWith((clock) => attempt(() => files.append(clock.currentTimeMillisUnsafe(), dep, rev, kind, entry))),
+        appendText: (dep, rev, kind, text, source) => Clock.clockWith((clock) => attempt(() => files.appendText(clock.currentTimeMillisUnsafe(), dep, rev, kind, text, source))),
+        pipe: (readable, dep, rev, kind, source) =>
+          Clock.clockWith((clock) =>
+            Effect.callback<void, LogStoreError>((resume) => {
+              try {
+                const stop = files.pipe(() => clock.currentTimeMillisUnsafe(), readable, dep, rev, kind, source, () => resume(Effect.void))
+                return Effect.sync(stop)
+              } catch (error) {
+                resume(Effect.fail(error instanceof LogStoreError ? error : invalid(String(error))))
+              }
+            })
+          ),
+        read: (dep, o) => attempt(() => files.read(dep, o)),
+        revisions: (dep) => attempt(() => files.revisions(dep)),
+        removeRevision: (dep, rev) => attempt(() => files.removeRevision(dep, rev)),
+        removeDeployment: (dep) => attempt(() => files.removeDeployment(dep))
+      })
+  )
+
+export const layerLogStore = (options: LogStoreOptions) => Layer.effect(LogStore, makeLogStore(options))
+
+/** The server's: `deployment-logs/` under the local runtime's root. */
+export const LogStoreLive = Layer.unwrap(Effect.map(RuntimeRoot, ({ root }) => layerLogStore({ root: path.join(root, "deployment-logs") })))
+
+// ---- the endpoint reads (the routes decode the body with core's LogsRequest, check that the
+// deployment and revision exist and belong to the tenant, then call these) ----
 
 /** `POST /v1/projects/{deployment_id}/revisions/{revision_id}/build_logs` */
-export const buildLogs = (store: LogStore, deploymentId: string, revisionId: string, body: LogsRequest): LogsResponse =>
+export const buildLogs = (store: LogStore["Service"], deploymentId: string, revisionId: string, body: LogsRequest) =>
   store.read(deploymentId, { ...body, kind: "build", revisionId })
 
 /** `POST /v1/projects/{deployment_id}/deploy_logs` and `.../revisions/{revision_id}/deploy_logs` */
-export const deployLogs = (store: LogStore, deploymentId: string, body: LogsRequest, revisionId?: string): LogsResponse =>
+export const deployLogs = (store: LogStore["Service"], deploymentId: string, body: LogsRequest, revisionId?: string) =>
   store.read(deploymentId, { ...body, kind: "deploy", ...(revisionId === undefined ? {} : { revisionId }) })

@@ -16,13 +16,19 @@
  * its replica when it arrives and keeps it, so requests in flight on the old replicas finish
  * there while every new request goes to the new set (the driver stops the old replicas only once
  * they have drained, or after its grace period).
+ *
+ * `DeploymentProxy` is a service: its operations are Effects (`drain` polls on Effect's `Clock`),
+ * `handle` and `handleUpgrade` are the Node request handlers the HTTP server calls (leaf code),
+ * and closing its layer closes the keep-alive connections to the replicas.
  */
 import * as http from "node:http"
 import type { Duplex } from "node:stream"
 import { PassThrough } from "node:stream"
+import { Context, Data, Effect, Layer, Option, Schedule, type Scope } from "effect"
 import { createProxyServer } from "http-proxy-3"
 import { type Dispatcher, Pool } from "undici"
 import { gitrepoCustomUrl } from "../../../core/deployments/rules.ts"
+import { ServerEnv } from "../../module.ts"
 
 export interface ProxyTarget {
   readonly host: string
@@ -67,32 +73,39 @@ export type ProxyLogEvent =
   | { readonly type: "retry"; readonly deployment: string; readonly target: string; readonly error: string }
   | { readonly type: "failed"; readonly deployment: string; readonly target: string; readonly error: string }
 
-export interface DeploymentProxy {
-  /** Registers or updates the URL a deployment is served at. */
-  readonly setRoute: (deploymentKey: string, route: DeploymentRoute) => void
-  /** Atomically replaces the replicas new requests go to; requests in flight keep theirs. */
-  readonly setTargets: (deploymentKey: string, targets: ReadonlyArray<ProxyTarget>) => void
-  /** The current targets (a snapshot). */
-  readonly targets: (deploymentKey: string) => ReadonlyArray<ProxyTarget>
-  /** A health monitor's verdict: round robin skips a replica marked down (for `forMs`, default until markUp). */
-  readonly markDown: (target: ProxyTarget, forMs?: number) => void
-  readonly markUp: (target: ProxyTarget) => void
-  /** Requests and WebSockets currently proxied to this replica. */
-  readonly inFlight: (target: ProxyTarget) => number
-  /**
-   * Resolves true once nothing is in flight to any of these replicas (call it after `setTargets`
-   * switched away from them, before stopping them), false when `timeoutMs` passes first.
-   */
-  readonly drain: (targets: ReadonlyArray<ProxyTarget>, timeoutMs: number) => Promise<boolean>
-  /** Forgets a deployment: its URL answers nothing (handle returns false) afterwards. */
-  readonly remove: (deploymentKey: string) => void
-  /** Serves the request when it is for a deployment URL (returns true), otherwise returns false untouched. */
-  readonly handle: (req: http.IncomingMessage, res: http.ServerResponse) => boolean
-  /** The same for an HTTP upgrade (WebSocket): attach to the server's `upgrade` event. */
-  readonly handleUpgrade: (req: http.IncomingMessage, socket: Duplex, head: Buffer) => boolean
-  /** Closes the keep-alive sockets to the replicas. */
-  readonly close: () => void
-}
+/** A deployment URL the proxy cannot serve (not absolute, not http(s), or taking Slipway's own path). */
+export class DeploymentUrlError extends Data.TaggedError("DeploymentUrlError")<{ readonly message: string }> {}
+
+export class DeploymentProxy extends Context.Service<
+  DeploymentProxy,
+  {
+    /** Registers or updates the URL a deployment is served at. */
+    readonly setRoute: (deploymentKey: string, route: DeploymentRoute) => Effect.Effect<void, DeploymentUrlError>
+    /** Atomically replaces the replicas new requests go to; requests in flight keep theirs. (Invalid targets are a defect.) */
+    readonly setTargets: (deploymentKey: string, targets: ReadonlyArray<ProxyTarget>) => Effect.Effect<void>
+    /** The current targets (a snapshot). */
+    readonly targets: (deploymentKey: string) => Effect.Effect<ReadonlyArray<ProxyTarget>>
+    /** A health monitor's verdict: round robin skips a replica marked down (for `forMs`, default until markUp). */
+    readonly markDown: (target: ProxyTarget, forMs?: number) => Effect.Effect<void>
+    readonly markUp: (target: ProxyTarget) => Effect.Effect<void>
+    /** Requests and WebSockets currently proxied to this replica. */
+    readonly inFlight: (target: ProxyTarget) => Effect.Effect<number>
+    /**
+     * True once nothing is in flight to any of these replicas (call it after `setTargets`
+     * switched away from them, before stopping them), false when `timeoutMs` passes first.
+     */
+    readonly drain: (targets: ReadonlyArray<ProxyTarget>, timeoutMs: number) => Effect.Effect<boolean>
+    /** Forgets a deployment: its URL answers nothing (handle returns false) afterwards. */
+    readonly remove: (deploymentKey: string) => Effect.Effect<void>
+    /** Serves the request when it is for a deployment URL (returns true), otherwise returns false untouched. */
+    readonly handle: (req: http.IncomingMessage, res: http.ServerResponse) => boolean
+    /** The same for an HTTP upgrade (WebSocket): attach to the server's `upgrade` event. */
+    readonly handleUpgrade: (req: http.IncomingMessage, socket: Duplex, head: Buffer) => boolean
+  }
+>()("slipway/DeploymentProxy") {}
+
+/** Paths of Slipway's own that no deployment URL under the public base may take. */
+export const RESERVED_PATHS = ["/v1", "/v2", "/health", "/openapi.json", "/docs", "/sandboxes", "/metrics", "/console"]
 
 /** A deployment's URL: its `custom_url` when set, otherwise `{public}/d/{name}` as core generates it. */
 export const deploymentUrl = (publicUrl: string, name: string, customUrl?: string | null): string =>
@@ -175,17 +188,17 @@ const parseRoute = (key: string, route: DeploymentRoute, publicUrl: URL, reserve
   try {
     url = new URL(route.url)
   } catch {
-    throw new TypeError(`Deployment ${route.name}: URL ${JSON.stringify(route.url)} is not an absolute URL`)
+    throw new DeploymentUrlError({ message: `Deployment ${route.name}: URL ${JSON.stringify(route.url)} is not an absolute URL` })
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") {
-    throw new TypeError(`Deployment ${route.name}: URL ${route.url} must be http or https`)
+    throw new DeploymentUrlError({ message: `Deployment ${route.name}: URL ${route.url} must be http or https` })
   }
   const prefix = url.pathname.replace(/\/+$/, "")
   const underPublic = url.origin === publicUrl.origin && (publicUrl.pathname === "/" || prefix.startsWith(publicUrl.pathname.replace(/\/+$/, "")))
   if (underPublic) {
     // A deployment must not shadow Slipway's own API on the public host.
     const clash = prefix === "" ? "/" : reserved.find((r) => prefix === r || prefix.startsWith(r + "/") || r.startsWith(prefix + "/"))
-    if (clash !== undefined) throw new TypeError(`Deployment ${route.name}: URL ${route.url} would take Slipway's own path ${clash}`)
+    if (clash !== undefined) throw new DeploymentUrlError({ message: `Deployment ${route.name}: URL ${route.url} would take Slipway's own path ${clash}` })
   }
   const port = url.port === "" ? defaultPort(url.protocol) : url.port
   const host = underPublic ? null : `${url.hostname.toLowerCase()}:${port}`
@@ -228,7 +241,11 @@ const codeOf = (err: unknown): string => {
 /** Errors that mean the replica did not take the request (nothing of it was sent). */
 const CONNECT_FAILED = new Set(["ECONNREFUSED", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "EADDRNOTAVAIL", "ENOENT"])
 
-export const makeDeploymentProxy = (options: DeploymentProxyOptions): DeploymentProxy => {
+/** The proxy; its connections to the replicas are closed with the scope. */
+export const makeDeploymentProxy = (options: DeploymentProxyOptions): Effect.Effect<DeploymentProxy["Service"], never, Scope.Scope> =>
+  Effect.acquireRelease(Effect.sync(() => makeProxy(options)), (proxy) => Effect.sync(proxy.close)).pipe(Effect.map(({ close: _, ...service }) => DeploymentProxy.of(service)))
+
+const makeProxy = (options: DeploymentProxyOptions) => {
   const publicUrl = new URL(options.publicUrl)
   const connectTimeout = options.connectTimeoutMs ?? 2000
   const downForMs = options.downForMs ?? 1000
@@ -627,53 +644,56 @@ export const makeDeploymentProxy = (options: DeploymentProxyOptions): Deployment
     return true
   }
 
+  const idle = (targets: ReadonlyArray<ProxyTarget>) => targets.every((t) => (flights.get(targetName(t)) ?? 0) === 0)
+
   return {
-    setRoute: (key, route) => {
-      const parsed = parseRoute(key, route, publicUrl, reserved)
-      const previous = routes.get(key)
-      routes.set(key, parsed)
-      if (previous !== undefined) unindex(previous)
-      index(parsed)
-    },
-    setTargets: (key, targets) => {
-      for (const t of targets) {
-        if (typeof t.host !== "string" || t.host === "" || !Number.isInteger(t.port) || t.port < 1 || t.port > 65535) {
-          throw new TypeError(`setTargets(${key}): invalid target ${JSON.stringify(t)}`)
+    setRoute: (key: string, route: DeploymentRoute) =>
+      Effect.try({
+        try: () => {
+          const parsed = parseRoute(key, route, publicUrl, reserved)
+          const previous = routes.get(key)
+          routes.set(key, parsed)
+          if (previous !== undefined) unindex(previous)
+          index(parsed)
+        },
+        catch: (error) => (error instanceof DeploymentUrlError ? error : new DeploymentUrlError({ message: String(error) }))
+      }),
+    setTargets: (key: string, targets: ReadonlyArray<ProxyTarget>) =>
+      Effect.sync(() => {
+        for (const t of targets) {
+          if (typeof t.host !== "string" || t.host === "" || !Number.isInteger(t.port) || t.port < 1 || t.port > 65535) {
+            throw new TypeError(`setTargets(${key}): invalid target ${JSON.stringify(t)}`)
+          }
         }
-      }
-      for (const t of targets) {
-        if (t.socketPath !== undefined && (typeof t.socketPath !== "string" || !t.socketPath.startsWith("/"))) {
-          throw new TypeError(`setTargets(${key}): invalid socketPath ${JSON.stringify(t.socketPath)}`)
+        for (const t of targets) {
+          if (t.socketPath !== undefined && (typeof t.socketPath !== "string" || !t.socketPath.startsWith("/"))) {
+            throw new TypeError(`setTargets(${key}): invalid socketPath ${JSON.stringify(t.socketPath)}`)
+          }
         }
-      }
-      const copies = targets.map((t): ProxyTarget => (t.socketPath === undefined ? { host: t.host, port: t.port } : { host: t.host, port: t.port, socketPath: t.socketPath }))
-      // One assignment: a request either sees the old list or the new one, never a mix.
-      pools.set(key, { targets: copies, replicas: copies.map((target) => ({ target, name: targetName(target), poolKey: target.socketPath === undefined ? targetName(target) : `${targetName(target)} ${target.socketPath}` })), next: 0 })
-      closeUnused()
-    },
-    targets: (key) => pools.get(key)?.targets ?? [],
-    inFlight: (target) => flights.get(targetName(target)) ?? 0,
-    drain: async (targets, timeoutMs) => {
-      const deadline = Date.now() + timeoutMs
-      for (;;) {
-        if (targets.every((t) => (flights.get(targetName(t)) ?? 0) === 0)) return true
-        if (Date.now() >= deadline) return false
-        await new Promise((r) => setTimeout(r, Math.min(20, Math.max(1, deadline - Date.now()))))
-      }
-    },
-    markDown: (target, forMs) => {
-      down.set(targetName(target), forMs === undefined ? Number.POSITIVE_INFINITY : Date.now() + forMs)
-    },
-    markUp: (target) => {
-      down.delete(targetName(target))
-    },
-    remove: (key) => {
-      const previous = routes.get(key)
-      routes.delete(key)
-      pools.delete(key)
-      if (previous !== undefined) unindex(previous)
-      closeUnused()
-    },
+        const copies = targets.map((t): ProxyTarget => (t.socketPath === undefined ? { host: t.host, port: t.port } : { host: t.host, port: t.port, socketPath: t.socketPath }))
+        // One assignment: a request either sees the old list or the new one, never a mix.
+        pools.set(key, { targets: copies, replicas: copies.map((target) => ({ target, name: targetName(target), poolKey: target.socketPath === undefined ? targetName(target) : `${targetName(target)} ${target.socketPath}` })), next: 0 })
+        closeUnused()
+      }),
+    targets: (key: string) => Effect.sync(() => pools.get(key)?.targets ?? []),
+    inFlight: (target: ProxyTarget) => Effect.sync(() => flights.get(targetName(target)) ?? 0),
+    drain: (targets: ReadonlyArray<ProxyTarget>, timeoutMs: number) =>
+      Effect.sync(() => idle(targets)).pipe(
+        Effect.repeat({ schedule: Schedule.spaced("20 millis"), until: (done) => done }),
+        Effect.timeoutOption(timeoutMs),
+        Effect.map(Option.isSome)
+      ),
+    markDown: (target: ProxyTarget, forMs?: number) =>
+      Effect.sync(() => void down.set(targetName(target), forMs === undefined ? Number.POSITIVE_INFINITY : Date.now() + forMs)),
+    markUp: (target: ProxyTarget) => Effect.sync(() => void down.delete(targetName(target))),
+    remove: (key: string) =>
+      Effect.sync(() => {
+        const previous = routes.get(key)
+        routes.delete(key)
+        pools.delete(key)
+        if (previous !== undefined) unindex(previous)
+        closeUnused()
+      }),
     handle,
     handleUpgrade,
     close: () => {
@@ -682,3 +702,12 @@ export const makeDeploymentProxy = (options: DeploymentProxyOptions): Deployment
     }
   }
 }
+
+export const layerDeploymentProxy = (options: DeploymentProxyOptions) => Layer.effect(DeploymentProxy, makeDeploymentProxy(options))
+
+/** The server's: URLs under `SLIPWAY_PUBLIC_URL` matched on path, Slipway's own paths reserved. */
+export const DeploymentProxyLive = Layer.unwrap(
+  Effect.map(ServerEnv, ({ publicUrl, log }) =>
+    layerDeploymentProxy({ publicUrl, reservedPaths: RESERVED_PATHS, log: (event) => log.debug("deployment proxy", { ...event }) })
+  )
+)

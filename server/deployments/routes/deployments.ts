@@ -18,21 +18,24 @@ import {
   ValidationError
 } from "../../../core/index.ts"
 import { implement, now, ServerEnv } from "../../module.ts"
-import { chooseRuntime } from "../../runtime/select.ts"
-import type { DeploymentChange, DeploymentRecord, NewRevision } from "../../store/DeploymentStore.ts"
+import { RuntimeChoice } from "../../runtime/select.ts"
+import type { DeploymentChange, DeploymentRecord } from "../../store/DeploymentStore.ts"
+import type { NewRevision } from "../../store/RevisionStore.ts"
+import type { StoreError } from "../../store/StoreError.ts"
 import { integrationIssues } from "../integrationBinding.ts"
-import { deploymentNotFound, type DeploymentWrites, toDeployment, toListener } from "../shared.ts"
+import { deploymentNotFound, toDeployment, toListener } from "../wire.ts"
+import type { DeploymentWrites } from "../writes.ts"
 
 export const deploymentRoutes = (writes: DeploymentWrites) =>
   Effect.gen(function* () {
     const { publicUrl } = yield* ServerEnv
     // With a runtime that serves deployments, an external_container deployment without a
     // custom_url is served at {public}/d/{name}, and says so (core's rule for gitrepo URLs).
-    const servesUrls = (yield* chooseRuntime).name === "local"
-    const { store, controller, sealSecrets, storedOf, mustGetDeployment, deletingConflict, newRevision, announce, maxScaleOf } = writes
+    const servesUrls = (yield* RuntimeChoice).name === "local"
+    const { transaction, deploymentStore, revisionStore, listenerStore, integrationStore, controller, sealSecrets, storedOf, mustGetDeployment, deletingConflict, newRevision, announce, maxScaleOf } = writes
 
-    const listenerOf = (tenantId: string, id: string | null | undefined): Effect.Effect<Listener | undefined, any> =>
-      id ? Effect.map(store.listener(tenantId, id), (record) => record && toListener(record)) : Effect.succeed(undefined)
+    const listenerOf = (tenantId: string, id: string | null | undefined): Effect.Effect<Listener | undefined, StoreError> =>
+      id ? Effect.map(listenerStore.listener(tenantId, id), (record) => record && toListener(record)) : Effect.succeed(undefined)
 
     /** PATCH, decided on the stored deployment: a new revision when the revision's config or secrets change, else the deployment alone. */
     const patchChange = (deployment: DeploymentRecord, body: PatchDeployment): Result.Result<DeploymentChange, ApiError> => {
@@ -61,7 +64,7 @@ export const deploymentRoutes = (writes: DeploymentWrites) =>
         const plan = planCreate(body, { publicUrl })
         const listenerProblems = [
           ...listenerIssues(body.source_config, yield* listenerOf(auth.tenantId, body.source_config?.listener_id)),
-          ...(yield* integrationIssues(store, auth.tenantId, body.source_config))
+          ...(yield* integrationIssues(integrationStore, auth.tenantId, body.source_config))
         ]
         if (Result.isFailure(plan) || listenerProblems.length > 0) {
           return yield* new ValidationError({ issues: [...(Result.isFailure(plan) ? plan.failure.issues : []), ...listenerProblems] })
@@ -103,7 +106,7 @@ export const deploymentRoutes = (writes: DeploymentWrites) =>
           created_at: at,
           updated_at: at
         }
-        yield* store.createDeployment(deployment, revision, randomUUID())
+        yield* deploymentStore.createDeployment(deployment, revision, randomUUID())
         yield* controller.revisionCreated(deployment, revision, secrets)
         return toDeployment(deployment)
       })),
@@ -117,12 +120,12 @@ export const deploymentRoutes = (writes: DeploymentWrites) =>
           deploymentType: query.deployment_type ?? null,
           ids: query.deployment_ids === undefined ? null : query.deployment_ids.map((id) => id.toLowerCase())
         }
-        return Effect.map(store.listDeployments(auth.tenantId, filter, page), (records) => Pagination.response("resources", records.map(toDeployment), page))
+        return Effect.map(deploymentStore.listDeployments(auth.tenantId, filter, page), (records) => Pagination.response("resources", records.map(toDeployment), page))
       }),
 
       // The benchmarked read path: one statement, one mapping.
       implement(Api.getDeployment, ({ params }, { auth }) =>
-        Effect.flatMap(store.deployment(auth.tenantId, params.deployment_id), (record) =>
+        Effect.flatMap(deploymentStore.deployment(auth.tenantId, params.deployment_id), (record) =>
           record ? Effect.succeed(toDeployment(record)) : Effect.fail(deploymentNotFound(params.deployment_id))
         )
       ),
@@ -130,7 +133,7 @@ export const deploymentRoutes = (writes: DeploymentWrites) =>
       implement(
         Api.updateDeployment,
         Effect.fnUntraced(function* ({ params, body }, { auth }) {
-          const changed = yield* store.changeDeployment(auth.tenantId, params.deployment_id, (deployment) => patchChange(deployment, body))
+          const changed = yield* deploymentStore.changeDeployment(auth.tenantId, params.deployment_id, (deployment) => patchChange(deployment, body))
           if (changed === undefined) return yield* deploymentNotFound(params.deployment_id)
           yield* announce(changed)
           return toDeployment(changed.deployment)
@@ -138,15 +141,15 @@ export const deploymentRoutes = (writes: DeploymentWrites) =>
       ),
 
       implement(Api.deleteDeployment, Effect.fnUntraced(function* ({ params, query }, { auth }) {
-        const deleting = yield* store.transaction(
+        const deleting = yield* transaction(
           Effect.gen(function* () {
             const deployment = yield* mustGetDeployment(auth.tenantId, params.deployment_id)
-            if (query.delete_tracing_project === true) yield* store.deleteTracingProjects(auth.tenantId, deployment.id)
+            if (query.delete_tracing_project === true) yield* deploymentStore.deleteTracingProjects(auth.tenantId, deployment.id)
             if (deployment.status === "AWAITING_DELETE") return undefined
             const at = now()
-            const stopped = yield* store.supersedeUnfinished(auth.tenantId, deployment.id, at)
+            const stopped = yield* revisionStore.supersedeUnfinished(auth.tenantId, deployment.id, at)
             const status = deploymentStatus({ activeRevisionId: deployment.active_revision_id, maxScale: null, deleting: true })
-            yield* store.setDeploymentStatus(auth.tenantId, deployment.id, status, at)
+            yield* deploymentStore.setDeploymentStatus(auth.tenantId, deployment.id, status, at)
             return { stopped, at }
           })
         )
@@ -158,7 +161,7 @@ export const deploymentRoutes = (writes: DeploymentWrites) =>
 
       implement(Api.listTracingProjects, ({ query }, { auth }) => {
         const page = Pagination.resolve(query, controlPage)
-        return Effect.map(store.listTracingProjects(auth.tenantId, query.name ?? null, page), (projects) =>
+        return Effect.map(deploymentStore.listTracingProjects(auth.tenantId, query.name ?? null, page), (projects) =>
           projects.map(({ id, name, created_at }) => ({ id, name, created_at }))
         )
       })

@@ -3,7 +3,7 @@ import { Effect, Result } from "effect"
 import { Api, Conflict, decodeWithIssues, PushEvent, revisionForPush, type StoredDeployment, Unauthorized, ValidationError } from "../../../core/index.ts"
 import { implement, now, ServerEnv } from "../../module.ts"
 import { ownerKey } from "../admin.ts"
-import type { DeploymentWrites } from "../shared.ts"
+import type { DeploymentWrites } from "../writes.ts"
 import { verifySignature } from "../webhook.ts"
 
 /** How long a delivery id is remembered (GitHub lets a delivery be redelivered for a few days). */
@@ -15,13 +15,13 @@ const deliveryPattern = /^[A-Za-z0-9._-]{1,128}$/
 export const integrationRoutes = (writes: DeploymentWrites) =>
   Effect.gen(function* () {
     const { publicUrl } = yield* ServerEnv
-    const { store, box, storedOf, writeNewRevision, announce } = writes
+    const { transaction, deploymentStore, revisionStore, integrationStore, box, storedOf, writeNewRevision, announce } = writes
     const decodePush = decodeWithIssues(PushEvent, ["body"], { excess: "ignore" })
     const installUrl = `${publicUrl}/docs#getGitIntegrations`
 
     return [
       implement(Api.getGitIntegrations, (_input, { auth }) =>
-        Effect.map(store.integrations(auth.tenantId), (integrations) => ({
+        Effect.map(integrationStore.integrations(auth.tenantId), (integrations) => ({
           integrations: integrations.map(({ id, provider, owner, installed_at }) => ({ id, provider, owner, installed_at })),
           install_url: installUrl
         }))
@@ -33,7 +33,7 @@ export const integrationRoutes = (writes: DeploymentWrites) =>
         const payload = body as Record<string, any>
         const owner: unknown =
           payload.repository?.owner?.login ?? payload.repository?.owner?.name ?? payload.repository?.full_name?.split?.("/")[0] ?? payload.organization?.login
-        const candidates = typeof owner === "string" ? yield* store.integrationsByOwner("github", ownerKey(owner)) : []
+        const candidates = typeof owner === "string" ? yield* integrationStore.integrationsByOwner("github", ownerKey(owner)) : []
         const integration = candidates.find((candidate) => verifySignature(box.open(candidate.webhook_secret), rawBody, signature))
         if (!integration) return yield* new Unauthorized({ message: "Invalid webhook signature" })
         // The signature covers the body only: the delivery id refuses a redelivery of the same
@@ -48,14 +48,14 @@ export const integrationRoutes = (writes: DeploymentWrites) =>
         const tenantId = integration.tenant_id
         const receivedAt = now()
         const expiresAt = new Date(Date.parse(receivedAt) + WEBHOOK_DELIVERY_TTL_MS).toISOString()
-        const created = yield* store.transaction(
+        const created = yield* transaction(
           Effect.gen(function* () {
-            if (!(yield* store.rememberDelivery(integration.id, deliveryId, receivedAt, expiresAt))) {
+            if (!(yield* integrationStore.rememberDelivery(integration.id, deliveryId, receivedAt, expiresAt))) {
               return yield* new Conflict({ message: `Delivery ${deliveryId} was already received` })
             }
             if (!push) return []
             const branch = push.ref.startsWith("refs/heads/") ? push.ref.slice("refs/heads/".length) : push.ref
-            const targets = yield* store.pushTargets(tenantId, integration.id, push.ref, branch)
+            const targets = yield* deploymentStore.pushTargets(tenantId, integration.id, push.ref, branch)
             return yield* Effect.forEach(targets, (deployment) =>
               Effect.gen(function* () {
                 // The deployment's secrets travel sealed: no need to open them to copy them.
@@ -65,7 +65,7 @@ export const integrationRoutes = (writes: DeploymentWrites) =>
                 // A commit this deployment already built for this ref is never built again: a
                 // replayed old push cannot pin the deployment back to an old commit.
                 const ref = next.source_revision_config.repo_ref
-                if (typeof ref === "string" && (yield* store.commitBuilt(tenantId, deployment.id, push.after, ref))) return []
+                if (typeof ref === "string" && (yield* revisionStore.commitBuilt(tenantId, deployment.id, push.after, ref))) return []
                 const written = yield* writeNewRevision({
                   deployment,
                   sourceConfig: stored.source_config,

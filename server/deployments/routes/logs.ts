@@ -6,39 +6,33 @@
 import { Effect } from "effect"
 import { Api, NotFound, ValidationError } from "../../../core/index.ts"
 import { implement } from "../../module.ts"
-import { buildLogs, deployLogs, LogStoreError } from "../local/logs.ts"
-import { DeploymentServing } from "../local/services.ts"
-import { deploymentNotFound, type DeploymentWrites } from "../shared.ts"
+import { buildLogs, deployLogs, type LogStoreError, LogStore } from "../local/logs.ts"
+import { deploymentNotFound } from "../wire.ts"
+import type { DeploymentWrites } from "../writes.ts"
 
-export const logRoutes = ({ store }: DeploymentWrites) =>
+export const logRoutes = ({ deploymentStore, revisionStore }: DeploymentWrites) =>
   Effect.gen(function* () {
-    const { logs } = yield* DeploymentServing
+    const logs = yield* LogStore
 
     const mustExist = Effect.fnUntraced(function* (tenantId: string, deploymentId: string, revisionId?: string) {
-      const deployment = yield* store.deployment(tenantId, deploymentId)
+      const deployment = yield* deploymentStore.deployment(tenantId, deploymentId)
       if (!deployment) return yield* Effect.fail(deploymentNotFound(deploymentId))
-      if (revisionId !== undefined && !(yield* store.revision(tenantId, deploymentId, revisionId)))
+      if (revisionId !== undefined && !(yield* revisionStore.revision(tenantId, deploymentId, revisionId)))
         return yield* Effect.fail(new NotFound({ message: `Revision ${revisionId} not found in deployment ${deploymentId}` }))
     })
 
-    const read = <A>(f: () => A) =>
-      Effect.try({
-        try: f,
-        catch: (error) =>
-          error instanceof LogStoreError
-            ? ValidationError.single(["body", "offset"], error.message)
-            : ValidationError.single(["body"], String((error as Error)?.message ?? error))
-      })
+    /** A bad offset (or other input the store refuses) is a 422 at the body's offset. */
+    const read = <A>(effect: Effect.Effect<A, LogStoreError>) => Effect.mapError(effect, (error) => ValidationError.single(["body", "offset"], error.message))
 
     return [
       implement(Api.getBuildLogs, ({ params, body }, { auth }) =>
-        Effect.andThen(mustExist(auth.tenantId, params.deployment_id, params.revision_id), read(() => buildLogs(logs, params.deployment_id, params.revision_id, body)))
+        Effect.andThen(mustExist(auth.tenantId, params.deployment_id, params.revision_id), read(buildLogs(logs, params.deployment_id, params.revision_id, body)))
       ),
       implement(Api.getDeployLogs, ({ params, body }, { auth }) =>
-        Effect.andThen(mustExist(auth.tenantId, params.deployment_id), read(() => deployLogs(logs, params.deployment_id, body)))
+        Effect.andThen(mustExist(auth.tenantId, params.deployment_id), read(deployLogs(logs, params.deployment_id, body)))
       ),
       implement(Api.getRevisionDeployLogs, ({ params, body }, { auth }) =>
-        Effect.andThen(mustExist(auth.tenantId, params.deployment_id, params.revision_id), read(() => deployLogs(logs, params.deployment_id, body, params.revision_id)))
+        Effect.andThen(mustExist(auth.tenantId, params.deployment_id, params.revision_id), read(deployLogs(logs, params.deployment_id, body, params.revision_id)))
       )
     ]
   })

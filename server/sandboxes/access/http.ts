@@ -21,19 +21,20 @@ import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage,
 import { connect } from "node:net"
 import { posix } from "node:path"
 import type { Duplex } from "node:stream"
-import { Effect } from "effect"
+import { Cause, Effect, Exit } from "effect"
+import { clientGone, makeRequestRunner, type RequestRunner } from "../../http/app.ts"
 import type { RawHttp } from "../../module.ts"
 import { DataplaneError, rejectUpgrade, sendError } from "../dataplane/protocol.ts"
 import {
-  type AccessShared,
+  type AccessContext,
   DOWNLOAD_PREFIX,
-  makeAccessShared,
+  makeAccessContext,
   SERVICE_COOKIE,
   SERVICE_LOGIN_PATH,
   SERVICE_PREFIX,
   SERVICE_TOKEN_HEADER,
   servicePath
-} from "./shared.ts"
+} from "./context.ts"
 import { type DownloadClaims, type ServiceClaims, unexpired } from "./tokens.ts"
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
@@ -101,12 +102,20 @@ const forwardedHeaders = (request: IncomingMessage, prefix: string, keepUpgrade:
 
 const fail = (status: number, type: string, message: string, headers?: Record<string, string>) => Effect.fail(new DataplaneError(status, type, message, headers))
 
-export const makeAccessHttp = (shared: AccessShared): RawHttp => {
-  const { store, controller, dataplane, tokens, log, secure } = shared
+/** What a link's handling stops with when its client went away meanwhile: nothing to answer. */
+class ClientGone {}
+
+/**
+ * The links' raw HTTP. Each step that needs the server's services (a store, the controller, the
+ * dataplane) runs through `runRequest`, the server's request runner (http/app.ts): a step still
+ * waiting (a box being woken) is interrupted when the client goes away.
+ */
+export const makeAccessHttp = (context: AccessContext, runRequest: RequestRunner): RawHttp => {
+  const { sandboxStore, grantStore, controller, dataplane, tokens, log, secure } = context
 
   /** The box of the token's tenant, started (and awaited) when it is stopped. */
   const runningBox = Effect.fnUntraced(function* (tenantId: string, sandboxId: string) {
-    let box = yield* store.sandboxById(tenantId, sandboxId)
+    let box = yield* sandboxStore.sandboxById(tenantId, sandboxId)
     if (!box) return yield* fail(404, "NotFound", "the sandbox of this link no longer exists")
     if (box.status === "stopped" || box.status === "failed") box = yield* controller.request(box, { _tag: "Start" })
     if (box.status !== "ready") box = (yield* controller.awaitSettled(tenantId, sandboxId, WAKE_MS)) ?? box
@@ -121,19 +130,22 @@ export const makeAccessHttp = (shared: AccessShared): RawHttp => {
     if (!claims || claims.k !== "s") return yield* fail(401, "Unauthorized", "invalid service token")
     if (claims.b !== sandboxId || claims.p !== port) return yield* fail(403, "Forbidden", "this service token is for another sandbox or port")
     if (!unexpired(claims.e)) return yield* fail(401, "Unauthorized", "the service token has expired: mint a new service URL")
-    const grant = yield* store.serviceGrantById(claims.g)
+    const grant = yield* grantStore.serviceGrantById(claims.g)
     if (!grant || grant.sandbox_id !== claims.b || grant.port !== claims.p || grant.tenant_id !== claims.t) {
       return yield* fail(401, "Unauthorized", "this port is no longer shared: mint a new service URL")
     }
     return claims
   })
 
-  const run = <A>(effect: Effect.Effect<A, DataplaneError | { readonly _tag: string; readonly message: string }>): Promise<A> =>
-    Effect.runPromise(
-      effect.pipe(
-        Effect.mapError((error) => (error instanceof DataplaneError ? error : new DataplaneError(503, "ServiceUnavailable", error.message, { "retry-after": "1" })))
-      ) as Effect.Effect<A, DataplaneError>
+  /** Runs a step of the request on `connection`: its value, or its error (`ClientGone` when the client left). */
+  const run = async <A>(effect: Effect.Effect<A, DataplaneError | { readonly _tag: string; readonly message: string }>, connection: ServerResponse | Duplex): Promise<A> => {
+    const exit = await runRequest(
+      Effect.mapError(effect, (error) => (error instanceof DataplaneError ? error : new DataplaneError(503, "ServiceUnavailable", error.message, { "retry-after": "1" }))),
+      connection
     )
+    if (Exit.isSuccess(exit)) return exit.value
+    throw clientGone(exit) ? new ClientGone() : Cause.squash(exit.cause)
+  }
 
   const asDataplaneError = (error: unknown) => (error instanceof DataplaneError ? error : new DataplaneError(500, "InternalError", "the link could not be served"))
 
@@ -145,7 +157,7 @@ export const makeAccessHttp = (shared: AccessShared): RawHttp => {
     if (!claims || claims.k !== "d") throw new DataplaneError(401, "Unauthorized", "invalid download link")
     if (!unexpired(claims.e)) throw new DataplaneError(401, "Unauthorized", "this download link has expired")
     if (!dataplane.handle) throw new DataplaneError(503, "ServiceUnavailable", "download links need a runtime that runs sandboxes (SLIPWAY_RUNTIME=local)")
-    const box = await run(runningBox(claims.t, claims.b))
+    const box = await run(runningBox(claims.t, claims.b), response)
     overrideDownloadHeaders(response, claims)
     request.resume()
     dataplane.handle(request, response, {
@@ -162,7 +174,7 @@ export const makeAccessHttp = (shared: AccessShared): RawHttp => {
     const token = new URL(request.url ?? "/", "http://slipway.invalid").searchParams.get("token") ?? ""
     const claims = tokens.verify(token)
     if (!claims || claims.k !== "s") throw new DataplaneError(401, "Unauthorized", "invalid service token")
-    await run(authorizeService(token, claims.b, claims.p))
+    await run(authorizeService(token, claims.b, claims.p), response)
     const path = servicePath(claims.b, claims.p)
     const maxAge = Math.max(0, claims.e - Math.floor(Date.now() / 1000))
     request.resume()
@@ -177,15 +189,15 @@ export const makeAccessHttp = (shared: AccessShared): RawHttp => {
   }
 
   /** The unix socket of the box's port (a relay in its network namespace). */
-  const reach = (sandboxId: string, port: number) => run(dataplane.connectPort!(sandboxId, port))
+  const reach = (sandboxId: string, port: number, connection: ServerResponse | Duplex) => run(dataplane.connectPort!(sandboxId, port), connection)
 
   const serviceToken = (request: IncomingMessage) => headerValue(request.headers[SERVICE_TOKEN_HEADER]) ?? cookieToken(headerValue(request.headers.cookie))
 
   const proxy = async (request: IncomingMessage, response: ServerResponse, target: { sandboxId: string; port: number; rest: string }) => {
-    const claims: ServiceClaims = await run(authorizeService(serviceToken(request), target.sandboxId, target.port))
+    const claims: ServiceClaims = await run(authorizeService(serviceToken(request), target.sandboxId, target.port), response)
     if (!dataplane.connectPort) throw new DataplaneError(503, "ServiceUnavailable", "service URLs need a runtime that runs sandboxes (SLIPWAY_RUNTIME=local)")
-    await run(runningBox(claims.t, claims.b))
-    const socketPath = await reach(target.sandboxId, target.port)
+    await run(runningBox(claims.t, claims.b), response)
+    const socketPath = await reach(target.sandboxId, target.port, response)
     const prefix = servicePath(target.sandboxId, target.port).slice(0, -1)
     await new Promise<void>((resolve) => {
       const upstream = httpRequest({ socketPath, method: request.method, path: target.rest, headers: forwardedHeaders(request, prefix, false), setHost: false })
@@ -215,10 +227,10 @@ export const makeAccessHttp = (shared: AccessShared): RawHttp => {
   }
 
   const proxyUpgrade = async (request: IncomingMessage, socket: Duplex, head: Buffer, target: { sandboxId: string; port: number; rest: string }) => {
-    const claims = await run(authorizeService(serviceToken(request), target.sandboxId, target.port))
+    const claims = await run(authorizeService(serviceToken(request), target.sandboxId, target.port), socket)
     if (!dataplane.connectPort) throw new DataplaneError(503, "ServiceUnavailable", "service URLs need a runtime that runs sandboxes (SLIPWAY_RUNTIME=local)")
-    await run(runningBox(claims.t, claims.b))
-    const socketPath = await reach(target.sandboxId, target.port)
+    await run(runningBox(claims.t, claims.b), socket)
+    const socketPath = await reach(target.sandboxId, target.port, socket)
     const headers = forwardedHeaders(request, servicePath(target.sandboxId, target.port).slice(0, -1), true)
     const upstream = connect(socketPath)
     const lines = [`${request.method ?? "GET"} ${target.rest} HTTP/1.1`]
@@ -235,6 +247,7 @@ export const makeAccessHttp = (shared: AccessShared): RawHttp => {
   }
 
   const answerError = (request: IncomingMessage, response: ServerResponse) => (error: unknown) => {
+    if (error instanceof ClientGone) return
     const known = asDataplaneError(error)
     // The URL holds the token (download links, browser_url): only the kind of link is logged.
     if (!(error instanceof DataplaneError)) log.warn("sandbox link failed", { link: (request.url ?? "").split("/")[1]!.split("?")[0], error: (error as Error)?.message })
@@ -277,6 +290,7 @@ export const makeAccessHttp = (shared: AccessShared): RawHttp => {
       const target = parseServicePath(request.url ?? "/")
       if (!target) return false
       void proxyUpgrade(request, socket, head, { ...target, rest: target.rest ?? "/" }).catch((error) => {
+        if (error instanceof ClientGone) return
         const known = asDataplaneError(error)
         rejectUpgrade(socket, known.status, known.type, known.message)
       })
@@ -302,4 +316,7 @@ const overrideDownloadHeaders = (response: ServerResponse, claims: DownloadClaim
   }
 }
 
-export const accessHttp = Effect.map(makeAccessShared, makeAccessHttp)
+export const accessHttp = Effect.gen(function* () {
+  const context = yield* makeAccessContext
+  return makeAccessHttp(context, makeRequestRunner(yield* Effect.context<never>()))
+})

@@ -4,14 +4,13 @@
  * dataplane, in the same server context); adds no Layer.
  */
 import { Effect } from "effect"
-import type { ServerModule } from "../../module.ts"
 import { accessRoutes } from "../routes/access.ts"
 import { registryRoutes } from "../routes/registries.ts"
 import { accessHttp } from "./http.ts"
-import { makeAccessShared } from "./shared.ts"
+import { makeAccessContext } from "./context.ts"
 
-export const sandboxAccessModule: ServerModule = {
+export const sandboxAccessModule = {
   name: "sandbox-access",
-  routes: Effect.map(makeAccessShared, (shared) => [...registryRoutes(shared), ...accessRoutes(shared)]),
+  routes: Effect.map(makeAccessContext, (context) => [...registryRoutes(context), ...accessRoutes(context)]),
   http: accessHttp
 }

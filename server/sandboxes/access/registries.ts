@@ -5,9 +5,9 @@
  */
 import { Effect } from "effect"
 import { registryFor } from "../../../core/index.ts"
-import type { SecretBox } from "../../deployments/secrets.ts"
+import type { SecretBox } from "../../secrets/secrets.ts"
 import { parseReference } from "../../runtime/local/reference.ts"
-import type { SandboxStore } from "../../store/SandboxStore.ts"
+import type { RegistryStore } from "../../store/RegistryStore.ts"
 
 /** Credentials for one registry host, as a pull takes them. */
 export interface PullCredentials {
@@ -18,11 +18,11 @@ export interface PullCredentials {
 }
 
 export const makeRegistryCredentials =
-  (store: SandboxStore["Service"], secrets: SecretBox, warn: (message: string, fields: Record<string, unknown>) => void) =>
+  (registryStore: RegistryStore["Service"], secrets: SecretBox, warn: (message: string, fields: Record<string, unknown>) => void) =>
   (tenantId: string, image: string, registryId?: string | null): Effect.Effect<PullCredentials | undefined> =>
     Effect.gen(function* () {
       // A named registry (a snapshot's `registry_id`) wins; else the one matching the image's host.
-      let chosen = registryId ? yield* store.registryById(tenantId, registryId) : undefined
+      let chosen = registryId ? yield* registryStore.registryById(tenantId, registryId) : undefined
       if (!chosen) {
         let reference: { readonly domain: string; readonly path: string }
         try {
@@ -30,7 +30,7 @@ export const makeRegistryCredentials =
         } catch {
           return undefined // the pull reports the invalid reference
         }
-        chosen = registryFor(reference, yield* store.tenantRegistries(tenantId))
+        chosen = registryFor(reference, yield* registryStore.tenantRegistries(tenantId))
       }
       if (!chosen) return undefined
       try {

@@ -44,7 +44,7 @@ export interface StartOptions {
   readonly closeStdin?: boolean
 }
 
-/** The busybox launcher's argv for a command (boxes without `execShell`; see runtime/BoxExec.ts). */
+/** The busybox launcher's argv for a command (boxes without `execShell`; see runtime/BoxProcess.ts). */
 export const launchArgv = (spec: CommandSpec): ReadonlyArray<string> => shellLaunchArgv(spec)
 
 export const exitCodeOf = (code: number | null, signal: NodeJS.Signals | null): number =>

@@ -32,7 +32,7 @@ const parse = (url: string): { readonly sandboxId: string; readonly subpath: str
 
 export const dataplaneHttp = Effect.gen(function* () {
   const keys = yield* KeyStore
-  const store = yield* SandboxStore
+  const sandboxStore = yield* SandboxStore
   const controller = yield* SandboxController
   const dataplane = yield* Dataplane
   if (!dataplane.handle || !dataplane.upgrade) return {} satisfies RawHttp
@@ -43,11 +43,11 @@ export const dataplaneHttp = Effect.gen(function* () {
       const tenant = request.headers["x-tenant-id"]
       const auth = yield* keys.authenticate(apiKeyOf(request.headers), typeof tenant === "string" ? tenant : undefined)
       // The light lookup (one table, by id) on every request; the whole record only to wake a box.
-      const access = yield* store.sandboxAccess(auth.tenantId, sandboxId)
+      const access = yield* sandboxStore.sandboxAccess(auth.tenantId, sandboxId)
       if (!access) return yield* Effect.fail(new DataplaneError(404, "NotFound", `sandbox ${sandboxId} not found`))
       controller.touch(access.id)
       if (access.status === "stopped" || access.status === "failed") {
-        const box = yield* store.sandboxById(auth.tenantId, sandboxId)
+        const box = yield* sandboxStore.sandboxById(auth.tenantId, sandboxId)
         if (!box) return yield* Effect.fail(new DataplaneError(404, "NotFound", `sandbox ${sandboxId} not found`))
         yield* controller.request(box, { _tag: "Start" })
         return yield* Effect.fail(new DataplaneError(503, "ServiceUnavailable", `Sandbox is starting: ${box.name} was ${box.status}; retry shortly`))

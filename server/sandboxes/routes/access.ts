@@ -11,12 +11,12 @@ import { randomUUID } from "node:crypto"
 import { Effect } from "effect"
 import { Api, defaultServiceUrlSeconds, SandboxValidationError } from "../../../core/index.ts"
 import { implement } from "../../module.ts"
-import { type AccessShared, DOWNLOAD_PREFIX, SERVICE_LOGIN_PATH, servicePath } from "../access/shared.ts"
+import { type AccessContext, DOWNLOAD_PREFIX, SERVICE_LOGIN_PATH, servicePath } from "../access/context.ts"
 import type { DownloadClaims } from "../access/tokens.ts"
-import { found } from "../shared.ts"
+import { found } from "../wire.ts"
 
-export const accessRoutes = ({ store, tokens, publicUrl }: AccessShared) => {
-  const mustGetBox = (tenantId: string, name: string) => store.sandboxByName(tenantId, name).pipe(Effect.flatMap(found("sandbox", name)))
+export const accessRoutes = ({ transaction, sandboxStore, grantStore, tokens, publicUrl }: AccessContext) => {
+  const mustGetBox = (tenantId: string, name: string) => sandboxStore.sandboxByName(tenantId, name).pipe(Effect.flatMap(found("sandbox", name)))
 
   return [
     implement(Api.createServiceUrl, Effect.fnUntraced(function* ({ params, body }, { auth }) {
@@ -31,15 +31,15 @@ export const accessRoutes = ({ store, tokens, publicUrl }: AccessShared) => {
       const expiry = Math.floor(nowMs / 1000) + (body.expires_in_seconds ?? defaultServiceUrlSeconds)
       const expiresAt = new Date(expiry * 1000).toISOString()
       const at = new Date(nowMs).toISOString()
-      const grant = yield* store.transaction(
+      const grant = yield* transaction(
         Effect.gen(function* () {
-          const current = yield* store.serviceGrant(box.id, body.port)
+          const current = yield* grantStore.serviceGrant(box.id, body.port)
           if (current && current.tenant_id === auth.tenantId && Date.parse(current.expires_at) > nowMs) {
-            if (Date.parse(current.expires_at) < expiry * 1000) yield* store.extendServiceGrant(current.id, expiresAt)
+            if (Date.parse(current.expires_at) < expiry * 1000) yield* grantStore.extendServiceGrant(current.id, expiresAt)
             return current
           }
           const fresh = { id: randomUUID(), tenant_id: auth.tenantId, sandbox_id: box.id, port: body.port, created_at: at, expires_at: expiresAt }
-          yield* store.putServiceGrant(fresh)
+          yield* grantStore.putServiceGrant(fresh)
           return fresh
         })
       )
@@ -54,7 +54,7 @@ export const accessRoutes = ({ store, tokens, publicUrl }: AccessShared) => {
 
     implement(Api.listServiceUrls, Effect.fnUntraced(function* ({ params }, { auth }) {
       const box = yield* mustGetBox(auth.tenantId, params.name)
-      const grants = yield* store.listServiceGrants(box.id, new Date().toISOString())
+      const grants = yield* grantStore.listServiceGrants(box.id, new Date().toISOString())
       return {
         items: grants
           .filter((grant) => grant.tenant_id === auth.tenantId)
@@ -65,7 +65,7 @@ export const accessRoutes = ({ store, tokens, publicUrl }: AccessShared) => {
 
     implement(Api.deleteServiceUrls, Effect.fnUntraced(function* ({ params, query }, { auth }) {
       const box = yield* mustGetBox(auth.tenantId, params.name)
-      yield* store.deleteServiceGrants(box.id, query.port)
+      yield* grantStore.deleteServiceGrants(box.id, query.port)
     })),
 
     implement(Api.createDownloadUrl, Effect.fnUntraced(function* ({ params, body }, { auth }) {

@@ -19,8 +19,10 @@ import {
   snapshotNameCandidates
 } from "../../../core/index.ts"
 import { implement, now } from "../../module.ts"
-import type { BoxRetention, SandboxRecord, SnapshotRecord } from "../../store/SandboxStore.ts"
-import { found, notFound, type SandboxShared, taken } from "../shared.ts"
+import type { BoxRetention, SandboxRecord } from "../../store/SandboxStore.ts"
+import type { SnapshotRecord } from "../../store/SnapshotStore.ts"
+import { found, notFound, taken } from "../wire.ts"
+import type { SandboxRouteContext } from "../routeContext.ts"
 
 /** Writable layer of a box made from the default image when no `fs_capacity_bytes` is sent. */
 export const defaultFsCapacityBytes = 1024 ** 3
@@ -34,8 +36,8 @@ const retentionOf = (body: { readonly ttl_seconds?: number | null; readonly idle
 
 const invalid = (message: string) => new SandboxValidationError({ message })
 
-export const boxRoutes = ({ store, controller, sandboxJson, freeSandboxName, launch, defaultSandboxImage }: SandboxShared) => {
-  const mustGetBox = (tenantId: string, name: string) => store.sandboxByName(tenantId, name).pipe(Effect.flatMap(found("sandbox", name)))
+export const boxRoutes = ({ transaction, sandboxStore, volumeStore, templateStore, poolStore, snapshotStore, controller, sandboxJson, freeSandboxName, launch, defaultSandboxImage }: SandboxRouteContext) => {
+  const mustGetBox = (tenantId: string, name: string) => sandboxStore.sandboxByName(tenantId, name).pipe(Effect.flatMap(found("sandbox", name)))
 
   /** The snapshot a create names (by id or name reference), ready; 404 when there is none. */
   const snapshotFor = Effect.fnUntraced(function* (tenantId: string, body: CreateBox) {
@@ -43,11 +45,11 @@ export const boxRoutes = ({ store, controller, sandboxJson, freeSandboxName, lau
     let label: string
     if (body.snapshot_id != null) {
       label = body.snapshot_id
-      snapshot = yield* store.snapshotById(tenantId, body.snapshot_id)
+      snapshot = yield* snapshotStore.snapshotById(tenantId, body.snapshot_id)
     } else {
       label = body.snapshot_name!
       for (const candidate of snapshotNameCandidates(label)) {
-        snapshot ??= yield* store.snapshotByName(tenantId, candidate)
+        snapshot ??= yield* snapshotStore.snapshotByName(tenantId, candidate)
       }
     }
     if (!snapshot) return yield* notFound("snapshot", label)
@@ -62,11 +64,11 @@ export const boxRoutes = ({ store, controller, sandboxJson, freeSandboxName, lau
     if (snapshot && body.fs_capacity_bytes != null && body.fs_capacity_bytes < snapshot.fs_capacity_bytes) {
       return yield* invalid(`fs_capacity_bytes ${body.fs_capacity_bytes} is smaller than snapshot ${snapshot.name}'s ${snapshot.fs_capacity_bytes}`)
     }
-    if (body.name !== undefined && (yield* store.sandboxNameTaken(tenantId, body.name))) return yield* taken("sandbox", body.name)
+    if (body.name !== undefined && (yield* sandboxStore.sandboxNameTaken(tenantId, body.name))) return yield* taken("sandbox", body.name)
     const name = body.name ?? (yield* freeSandboxName(tenantId, "sandbox"))
     const at = now()
     const id = randomUUID()
-    yield* store.insertSandbox({
+    yield* sandboxStore.insertSandbox({
       id,
       tenant_id: tenantId,
       name,
@@ -83,7 +85,7 @@ export const boxRoutes = ({ store, controller, sandboxJson, freeSandboxName, lau
       fs_capacity_bytes: body.fs_capacity_bytes ?? snapshot?.fs_capacity_bytes ?? defaultFsCapacityBytes,
       ...retentionOf(body)
     })
-    return (yield* store.sandboxById(tenantId, id))!
+    return (yield* sandboxStore.sandboxById(tenantId, id))!
   })
 
   /**
@@ -93,21 +95,21 @@ export const boxRoutes = ({ store, controller, sandboxJson, freeSandboxName, lau
    */
   const claimWarm = Effect.fnUntraced(function* (tenantId: string, templateId: string, name: string, at: string) {
     // A few candidates: under PostgreSQL a concurrent claim may take one between the read and the update.
-    const candidates = yield* store.readyPoolSandboxes(tenantId, templateId, 4)
+    const candidates = yield* sandboxStore.readyPoolSandboxes(tenantId, templateId, 4)
     for (const candidate of candidates) {
-      if (!(yield* store.claimSandbox(candidate, name, at))) continue
-      const pool = candidate.pool_name === null ? undefined : yield* store.poolByName(tenantId, candidate.pool_name)
+      if (!(yield* sandboxStore.claimSandbox(candidate, name, at))) continue
+      const pool = candidate.pool_name === null ? undefined : yield* poolStore.poolByName(tenantId, candidate.pool_name)
       const replacements: Array<SandboxRecord> = []
       if (pool) {
-        const members = yield* store.poolSandboxes(pool.id)
+        const members = yield* sandboxStore.poolSandboxes(pool.id)
         const { create } = planPoolScale(members.map((member) => member.name), pool.replicas)
         for (let index = 0; index < create; index++) {
           const replacement = { id: randomUUID(), tenant_id: tenantId, name: yield* freeSandboxName(tenantId, pool.name), template_id: pool.template_id, pool_id: pool.id, status: "provisioning" as const, status_message: null, created_at: at, updated_at: at }
-          yield* store.insertSandbox(replacement)
-          replacements.push((yield* store.sandboxById(tenantId, replacement.id))!)
+          yield* sandboxStore.insertSandbox(replacement)
+          replacements.push((yield* sandboxStore.sandboxById(tenantId, replacement.id))!)
         }
       }
-      return { box: (yield* store.sandboxById(tenantId, candidate.id))!, replacements }
+      return { box: (yield* sandboxStore.sandboxById(tenantId, candidate.id))!, replacements }
     }
     return undefined
   })
@@ -118,32 +120,32 @@ export const boxRoutes = ({ store, controller, sandboxJson, freeSandboxName, lau
       const sources = [body.template_name, body.snapshot_id, body.snapshot_name].filter((value) => value != null)
       if (sources.length > 1) return yield* invalid("send at most one of template_name, snapshot_id and snapshot_name")
       if (body.template_name === undefined) {
-        const created = yield* store.transaction(createImageBox(tenantId, body))
+        const created = yield* transaction(createImageBox(tenantId, body))
         const [launched] = yield* launch(tenantId, [created], body)
-        return sandboxJson((yield* store.sandboxById(tenantId, created.id)) ?? launched!)
+        return sandboxJson((yield* sandboxStore.sandboxById(tenantId, created.id)) ?? launched!)
       }
       if (body.vcpus != null || body.mem_bytes != null || body.fs_capacity_bytes != null) {
         return yield* invalid("vcpus, mem_bytes and fs_capacity_bytes apply to boxes made from a snapshot; a template sets its own resources")
       }
       const templateName = body.template_name
-      const { box, claimed, replacements } = yield* store.transaction(
+      const { box, claimed, replacements } = yield* transaction(
         Effect.gen(function* () {
-          const template = yield* Effect.fromResult(checkBoxTemplate(templateName, yield* store.templateByName(tenantId, templateName)))
+          const template = yield* Effect.fromResult(checkBoxTemplate(templateName, yield* templateStore.templateByName(tenantId, templateName)))
           // The rule pools follow too: a volume attaches to a single sandbox.
-          const attached = template.mounts.length === 0 ? [] : yield* store.volumesAttached(template.mounts.map((mount) => mount.volume_id))
+          const attached = template.mounts.length === 0 ? [] : yield* volumeStore.volumesAttached(template.mounts.map((mount) => mount.volume_id))
           yield* Effect.fromResult(checkVolumeAttachment(template.name, { volume_mounts: template.mounts }, "box", attached))
-          if (body.name !== undefined && (yield* store.sandboxNameTaken(tenantId, body.name))) return yield* taken("sandbox", body.name)
+          if (body.name !== undefined && (yield* sandboxStore.sandboxNameTaken(tenantId, body.name))) return yield* taken("sandbox", body.name)
           const name = body.name ?? (yield* freeSandboxName(tenantId, template.name))
           const at = now()
           const retention = retentionOf(body)
           // Warm claim: a ready box of one of the tenant's pools of this template is handed over.
           const warm = template.mounts.length === 0 ? yield* claimWarm(tenantId, template.id, name, at) : undefined
           if (warm) {
-            if (Object.keys(retention).length > 0) yield* store.updateSandboxRetention(warm.box.id, retention, at)
-            return { box: (yield* store.sandboxById(tenantId, warm.box.id))!, claimed: true, replacements: warm.replacements }
+            if (Object.keys(retention).length > 0) yield* sandboxStore.updateSandboxRetention(warm.box.id, retention, at)
+            return { box: (yield* sandboxStore.sandboxById(tenantId, warm.box.id))!, claimed: true, replacements: warm.replacements }
           }
           const id = randomUUID()
-          yield* store.insertSandbox({
+          yield* sandboxStore.insertSandbox({
             id,
             tenant_id: tenantId,
             name,
@@ -155,7 +157,7 @@ export const boxRoutes = ({ store, controller, sandboxJson, freeSandboxName, lau
             updated_at: at,
             ...retention
           })
-          return { box: (yield* store.sandboxById(tenantId, id))!, claimed: false, replacements: [] as ReadonlyArray<SandboxRecord> }
+          return { box: (yield* sandboxStore.sandboxById(tenantId, id))!, claimed: false, replacements: [] as ReadonlyArray<SandboxRecord> }
         })
       )
       if (claimed) {
@@ -165,7 +167,7 @@ export const boxRoutes = ({ store, controller, sandboxJson, freeSandboxName, lau
       }
       const [launched] = yield* launch(tenantId, [box], body)
       // A driver that provisions at once (simulated) has moved the box already: answer what is stored.
-      return sandboxJson((yield* store.sandboxById(tenantId, box.id)) ?? launched!)
+      return sandboxJson((yield* sandboxStore.sandboxById(tenantId, box.id)) ?? launched!)
     })),
 
     implement(Api.listBoxes, ({ query }, { auth }) => {
@@ -175,14 +177,14 @@ export const boxRoutes = ({ store, controller, sandboxJson, freeSandboxName, lau
         ...(query.status !== undefined ? { status: query.status } : {})
       }
       // Unfiltered pages keep the indexed deep-offset path; filtered ones walk the matches.
-      const boxes = Object.keys(filter).length === 0 ? store.listSandboxes(auth.tenantId, page) : store.listSandboxesMatching(auth.tenantId, { ...page, ...filter })
+      const boxes = Object.keys(filter).length === 0 ? sandboxStore.listSandboxes(auth.tenantId, page) : sandboxStore.listSandboxesMatching(auth.tenantId, { ...page, ...filter })
       return Effect.map(boxes, (found) => Pagination.response("sandboxes", found.map(sandboxJson), page))
     }),
 
     implement(Api.getBox, ({ params }, { auth }) => Effect.map(mustGetBox(auth.tenantId, params.name), sandboxJson)),
 
     implement(Api.updateBox, ({ params, body }, { auth }) =>
-      store.transaction(
+      transaction(
         Effect.gen(function* () {
           const box = yield* mustGetBox(auth.tenantId, params.name)
           const retention = retentionOf(body)
@@ -190,20 +192,20 @@ export const boxRoutes = ({ store, controller, sandboxJson, freeSandboxName, lau
           if (!rename && Object.keys(retention).length === 0) return sandboxJson(box)
           const at = now()
           if (rename) {
-            if (yield* store.sandboxNameTaken(auth.tenantId, body.name!)) return yield* taken("sandbox", body.name!)
-            yield* store.renameSandbox(box, body.name!, at)
+            if (yield* sandboxStore.sandboxNameTaken(auth.tenantId, body.name!)) return yield* taken("sandbox", body.name!)
+            yield* sandboxStore.renameSandbox(box, body.name!, at)
           }
-          if (Object.keys(retention).length > 0) yield* store.updateSandboxRetention(box.id, retention, at)
-          return sandboxJson((yield* store.sandboxById(auth.tenantId, box.id))!)
+          if (Object.keys(retention).length > 0) yield* sandboxStore.updateSandboxRetention(box.id, retention, at)
+          return sandboxJson((yield* sandboxStore.sandboxById(auth.tenantId, box.id))!)
         })
       )
     ),
 
     implement(Api.deleteBox, Effect.fnUntraced(function* ({ params }, { auth }) {
-      const id = yield* store.transaction(
+      const id = yield* transaction(
         Effect.gen(function* () {
           const box = yield* mustGetBox(auth.tenantId, params.name)
-          yield* store.deleteSandbox(box.id)
+          yield* sandboxStore.deleteSandbox(box.id)
           return box.id
         })
       )

@@ -4,17 +4,18 @@ import { Effect } from "effect"
 import { Api, checkPoolTemplate, Pagination, planPoolDeletion, planPoolScale, sandboxPage } from "../../../core/index.ts"
 import { implement, now } from "../../module.ts"
 import type { SandboxRecord } from "../../store/SandboxStore.ts"
-import { found, poolJson, type SandboxShared, taken } from "../shared.ts"
+import { found, poolJson, taken } from "../wire.ts"
+import type { SandboxRouteContext } from "../routeContext.ts"
 
-export const poolRoutes = ({ store, controller, freeSandboxName, launch }: SandboxShared) => {
+export const poolRoutes = ({ transaction, sandboxStore, templateStore, poolStore, controller, freeSandboxName, launch }: SandboxRouteContext) => {
   /** Inside the transaction: `count` new boxes of the pool, in `provisioning`. */
   const addBoxes = Effect.fnUntraced(function* (tenantId: string, prefix: string, templateId: string, poolId: string, count: number, at: string) {
     const created: Array<SandboxRecord> = []
     for (let index = 0; index < count; index++) {
       const name = yield* freeSandboxName(tenantId, prefix)
       const box = { id: randomUUID(), tenant_id: tenantId, name, template_id: templateId, pool_id: poolId, status: "provisioning" as const, status_message: null, created_at: at, updated_at: at }
-      yield* store.insertSandbox(box)
-      created.push((yield* store.sandboxById(tenantId, box.id))!)
+      yield* sandboxStore.insertSandbox(box)
+      created.push((yield* sandboxStore.sandboxById(tenantId, box.id))!)
     }
     return created
   })
@@ -22,18 +23,18 @@ export const poolRoutes = ({ store, controller, freeSandboxName, launch }: Sandb
   return [
     implement(Api.createPool, Effect.fnUntraced(function* ({ body }, { auth }) {
       const tenantId = auth.tenantId
-      const { pool, created } = yield* store.transaction(
+      const { pool, created } = yield* transaction(
         Effect.gen(function* () {
-          const record = yield* store.templateByName(tenantId, body.template_name)
+          const record = yield* templateStore.templateByName(tenantId, body.template_name)
           const template = yield* Effect.fromResult(
             checkPoolTemplate(body.template_name, record && { id: record.id, volume_mounts: record.mounts })
           )
-          if (yield* store.poolByName(tenantId, body.name)) return yield* taken("pool", body.name)
+          if (yield* poolStore.poolByName(tenantId, body.name)) return yield* taken("pool", body.name)
           const at = now()
           const id = randomUUID()
-          yield* store.insertPool({ id, tenant_id: tenantId, name: body.name, template_id: template.id, replicas: body.replicas, created_at: at, updated_at: at })
+          yield* poolStore.insertPool({ id, tenant_id: tenantId, name: body.name, template_id: template.id, replicas: body.replicas, created_at: at, updated_at: at })
           const created = yield* addBoxes(tenantId, body.name, template.id, id, planPoolScale([], body.replicas).create, at)
-          return { pool: (yield* store.poolByName(tenantId, body.name))!, created }
+          return { pool: (yield* poolStore.poolByName(tenantId, body.name))!, created }
         })
       )
       yield* launch(tenantId, created, body)
@@ -42,32 +43,32 @@ export const poolRoutes = ({ store, controller, freeSandboxName, launch }: Sandb
 
     implement(Api.listPools, ({ query }, { auth }) => {
       const page = Pagination.resolve(query, sandboxPage)
-      return Effect.map(store.listPools(auth.tenantId, page), (pools) => Pagination.response("pools", pools.map(poolJson), page))
+      return Effect.map(poolStore.listPools(auth.tenantId, page), (pools) => Pagination.response("pools", pools.map(poolJson), page))
     }),
 
-    implement(Api.getPool, ({ params }, { auth }) => store.poolByName(auth.tenantId, params.name).pipe(Effect.flatMap(found("pool", params.name)), Effect.map(poolJson))),
+    implement(Api.getPool, ({ params }, { auth }) => poolStore.poolByName(auth.tenantId, params.name).pipe(Effect.flatMap(found("pool", params.name)), Effect.map(poolJson))),
 
     implement(Api.updatePool, Effect.fnUntraced(function* ({ params, body }, { auth }) {
       const tenantId = auth.tenantId
-      const { pool, created, removed } = yield* store.transaction(
+      const { pool, created, removed } = yield* transaction(
         Effect.gen(function* () {
-          const pool = yield* store.poolByName(tenantId, params.name).pipe(Effect.flatMap(found("pool", params.name)))
+          const pool = yield* poolStore.poolByName(tenantId, params.name).pipe(Effect.flatMap(found("pool", params.name)))
           const name = body.name ?? pool.name
           const replicas = body.replicas ?? pool.replicas
-          if (name !== pool.name && (yield* store.poolByName(tenantId, name))) return yield* taken("pool", name)
+          if (name !== pool.name && (yield* poolStore.poolByName(tenantId, name))) return yield* taken("pool", name)
           if (name === pool.name && replicas === pool.replicas) return { pool, created: [], removed: [] }
           const at = now()
-          yield* store.updatePool(pool, { name, replicas, updated_at: at })
-          const boxes = yield* store.poolSandboxes(pool.id)
+          yield* poolStore.updatePool(pool, { name, replicas, updated_at: at })
+          const boxes = yield* sandboxStore.poolSandboxes(pool.id)
           const plan = planPoolScale(
             boxes.map((box) => box.name),
             replicas
           )
           const idByName = new Map(boxes.map((box) => [box.name, box.id]))
           const removed = plan.remove.map((boxName) => idByName.get(boxName)!)
-          yield* Effect.forEach(removed, (id) => store.deleteSandbox(id), { discard: true })
+          yield* Effect.forEach(removed, (id) => sandboxStore.deleteSandbox(id), { discard: true })
           const created = yield* addBoxes(tenantId, name, pool.template_id, pool.id, plan.create, at)
-          return { pool: (yield* store.poolByName(tenantId, name))!, created, removed }
+          return { pool: (yield* poolStore.poolByName(tenantId, name))!, created, removed }
         })
       )
       yield* controller.boxesDeleted(removed)
@@ -76,12 +77,12 @@ export const poolRoutes = ({ store, controller, freeSandboxName, launch }: Sandb
     })),
 
     implement(Api.deletePool, Effect.fnUntraced(function* ({ params }, { auth }) {
-      const removed = yield* store.transaction(
+      const removed = yield* transaction(
         Effect.gen(function* () {
-          const pool = yield* store.poolByName(auth.tenantId, params.name).pipe(Effect.flatMap(found("pool", params.name)))
-          const boxes = planPoolDeletion(pool, yield* store.poolSandboxes(pool.id))
-          yield* Effect.forEach(boxes, (box) => store.deleteSandbox(box.id), { discard: true })
-          yield* store.deletePool(pool.id)
+          const pool = yield* poolStore.poolByName(auth.tenantId, params.name).pipe(Effect.flatMap(found("pool", params.name)))
+          const boxes = planPoolDeletion(pool, yield* sandboxStore.poolSandboxes(pool.id))
+          yield* Effect.forEach(boxes, (box) => sandboxStore.deleteSandbox(box.id), { discard: true })
+          yield* poolStore.deletePool(pool.id)
           return boxes.map((box) => box.id)
         })
       )

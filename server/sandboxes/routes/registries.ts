@@ -1,6 +1,6 @@
 /**
  * `/v2/sandboxes/registries`: credentials for private image registries. The password is sealed
- * with the server's secrets key before it is stored (server/deployments/secrets.ts, as deployment
+ * with the server's secrets key before it is stored (server/secrets/secrets.ts, as deployment
  * secrets are) and no answer, log line or error carries it, nor the username. A box whose
  * template image's host matches a registry pulls with it (server/sandboxes/access/registries.ts).
  */
@@ -8,9 +8,9 @@ import { randomUUID } from "node:crypto"
 import { Effect } from "effect"
 import { Api, parseRegistryUrl, registryProvider, type Registry, SandboxValidationError } from "../../../core/index.ts"
 import { implement, now } from "../../module.ts"
-import type { RegistryRecord } from "../../store/SandboxStore.ts"
-import type { AccessShared } from "../access/shared.ts"
-import { found, taken } from "../shared.ts"
+import type { RegistryRecord } from "../../store/RegistryStore.ts"
+import type { AccessContext } from "../access/context.ts"
+import { found, taken } from "../wire.ts"
 
 export const registryJson = (record: RegistryRecord): typeof Registry.Encoded => {
   const location = parseRegistryUrl(record.url)
@@ -42,8 +42,8 @@ const decodeCursor = (cursor: string): number | undefined => {
   }
 }
 
-export const registryRoutes = ({ store, secrets }: AccessShared) => {
-  const mustGet = (tenantId: string, name: string) => store.registryByName(tenantId, name).pipe(Effect.flatMap(found("registry", name)))
+export const registryRoutes = ({ transaction, registryStore, secrets }: AccessContext) => {
+  const mustGet = (tenantId: string, name: string) => registryStore.registryByName(tenantId, name).pipe(Effect.flatMap(found("registry", name)))
 
   return [
     implement(Api.createRegistry, Effect.fnUntraced(function* ({ body }, { auth }) {
@@ -62,10 +62,10 @@ export const registryRoutes = ({ store, secrets }: AccessShared) => {
         created_at: at,
         updated_at: at
       }
-      yield* store.transaction(
+      yield* transaction(
         Effect.gen(function* () {
-          if (yield* store.registryByName(auth.tenantId, body.name)) return yield* taken("registry", body.name)
-          yield* store.insertRegistry(record)
+          if (yield* registryStore.registryByName(auth.tenantId, body.name)) return yield* taken("registry", body.name)
+          yield* registryStore.insertRegistry(record)
         })
       )
       return registryJson(record)
@@ -84,7 +84,7 @@ export const registryRoutes = ({ store, secrets }: AccessShared) => {
         offset = query.offset ?? 0
         limit = query.limit ?? 50
       }
-      const rows = yield* store.listRegistries(auth.tenantId, { limit: limit + 1, offset }, query.name_contains || undefined)
+      const rows = yield* registryStore.listRegistries(auth.tenantId, { limit: limit + 1, offset }, query.name_contains || undefined)
       const more = rows.length > limit
       const items = rows.slice(0, limit).map(registryJson)
       return {
@@ -99,11 +99,11 @@ export const registryRoutes = ({ store, secrets }: AccessShared) => {
 
     implement(Api.updateRegistry, Effect.fnUntraced(function* ({ params, body }, { auth }) {
       yield* refuseAwsRole(body.auth_type)
-      return yield* store.transaction(
+      return yield* transaction(
         Effect.gen(function* () {
           const before = yield* mustGet(auth.tenantId, params.name)
           const name = body.name ?? before.name
-          if (name !== before.name && (yield* store.registryByName(auth.tenantId, name))) return yield* taken("registry", name)
+          if (name !== before.name && (yield* registryStore.registryByName(auth.tenantId, name))) return yield* taken("registry", name)
           const after: RegistryRecord = {
             ...before,
             name,
@@ -112,14 +112,14 @@ export const registryRoutes = ({ store, secrets }: AccessShared) => {
             password_sealed: body.password === undefined ? before.password_sealed : secrets.seal(body.password),
             updated_at: now()
           }
-          yield* store.updateRegistry(after)
+          yield* registryStore.updateRegistry(after)
           return registryJson(after)
         })
       )
     })),
 
     implement(Api.deleteRegistry, ({ params }, { auth }) =>
-      store.transaction(Effect.flatMap(mustGet(auth.tenantId, params.name), (registry) => store.deleteRegistry(registry.id)))
+      transaction(Effect.flatMap(mustGet(auth.tenantId, params.name), (registry) => registryStore.deleteRegistry(registry.id)))
     )
   ]
 }

@@ -19,8 +19,9 @@ import {
   type Snapshot
 } from "../../../core/index.ts"
 import { implement, now } from "../../module.ts"
-import type { SnapshotRecord } from "../../store/SandboxStore.ts"
-import { found, notFound, type SandboxShared, taken } from "../shared.ts"
+import type { SnapshotRecord } from "../../store/SnapshotStore.ts"
+import { found, notFound, taken } from "../wire.ts"
+import type { SandboxRouteContext } from "../routeContext.ts"
 import { defaultFsCapacityBytes } from "./boxes.ts"
 
 export const snapshotJson = (record: SnapshotRecord): typeof Snapshot.Encoded => ({
@@ -36,15 +37,15 @@ export const snapshotJson = (record: SnapshotRecord): typeof Snapshot.Encoded =>
   updated_at: record.updated_at
 })
 
-export const snapshotRoutes = ({ store, controller, driver }: SandboxShared) => {
+export const snapshotRoutes = ({ transaction, sandboxStore, templateStore, snapshotStore, controller, driver }: SandboxRouteContext) => {
   /** By id (a uuid), else by name (a bare name also finds `name:latest`). */
   const snapshotOf = Effect.fnUntraced(function* (tenantId: string, reference: string) {
     if (isUuid(reference)) {
-      const byId = yield* store.snapshotById(tenantId, reference.toLowerCase())
+      const byId = yield* snapshotStore.snapshotById(tenantId, reference.toLowerCase())
       if (byId) return byId
     }
     for (const candidate of snapshotNameCandidates(reference)) {
-      const byName = yield* store.snapshotByName(tenantId, candidate)
+      const byName = yield* snapshotStore.snapshotByName(tenantId, candidate)
       if (byName) return byName
     }
     return yield* notFound("snapshot", reference)
@@ -67,22 +68,22 @@ export const snapshotRoutes = ({ store, controller, driver }: SandboxShared) => 
         created_at: at,
         updated_at: at
       }
-      yield* store.insertSnapshot(record)
+      yield* snapshotStore.insertSnapshot(record)
       return record
     })
 
   /** After the commit: the build starts; a driver that builds nothing (simulated) may have finished already, so answer what is stored. */
   const started = Effect.fnUntraced(function* (snapshot: SnapshotRecord) {
     yield* controller.snapshotCreated(snapshot)
-    return snapshotJson((yield* store.snapshotById(snapshot.tenant_id, snapshot.id)) ?? snapshot)
+    return snapshotJson((yield* snapshotStore.snapshotById(snapshot.tenant_id, snapshot.id)) ?? snapshot)
   })
 
   return [
     implement(Api.createSnapshot, Effect.fnUntraced(function* ({ body }, { auth }) {
       const tenantId = auth.tenantId
-      const snapshot = yield* store.transaction(
+      const snapshot = yield* transaction(
         Effect.gen(function* () {
-          if (yield* store.snapshotByName(tenantId, body.name)) return yield* taken("snapshot", body.name)
+          if (yield* snapshotStore.snapshotByName(tenantId, body.name)) return yield* taken("snapshot", body.name)
           return yield* insertBuilding(tenantId, {
             name: body.name,
             docker_image: body.docker_image,
@@ -101,23 +102,23 @@ export const snapshotRoutes = ({ store, controller, driver }: SandboxShared) => 
         ...(query.name_contains !== undefined && query.name_contains !== "" ? { nameContains: query.name_contains } : {}),
         ...(query.status !== undefined ? { status: query.status } : {})
       }
-      return Effect.map(store.listSnapshots(auth.tenantId, { ...page, ...filter }), (snapshots) => Pagination.response("snapshots", snapshots.map(snapshotJson), page))
+      return Effect.map(snapshotStore.listSnapshots(auth.tenantId, { ...page, ...filter }), (snapshots) => Pagination.response("snapshots", snapshots.map(snapshotJson), page))
     }),
 
     implement(Api.getSnapshot, ({ params }, { auth }) => Effect.map(snapshotOf(auth.tenantId, params.snapshot_id), snapshotJson)),
 
     implement(Api.deleteSnapshot, Effect.fnUntraced(function* ({ params }, { auth }) {
-      const deleted = yield* store.transaction(
+      const deleted = yield* transaction(
         Effect.gen(function* () {
           const snapshot = yield* snapshotOf(auth.tenantId, params.snapshot_id)
-          const used = yield* store.snapshotUsage(snapshot.id)
+          const used = yield* snapshotStore.snapshotUsage(snapshot.id)
           if (used > 0) {
             return yield* new ResourceInUse({
               message: `snapshot ${snapshot.name} is used by ${used} sandbox${used === 1 ? "" : "es"}; delete ${used === 1 ? "it" : "them"} first`
             })
           }
           // A pulled image stays in the image store (templates and other snapshots may use it); a captured one is the snapshot's alone.
-          yield* store.deleteSnapshot(snapshot.id)
+          yield* snapshotStore.deleteSnapshot(snapshot.id)
           return snapshot
         })
       )
@@ -126,9 +127,9 @@ export const snapshotRoutes = ({ store, controller, driver }: SandboxShared) => 
 
     implement(Api.captureSnapshot, Effect.fnUntraced(function* ({ params, body }, { auth }) {
       const tenantId = auth.tenantId
-      const snapshot = yield* store.transaction(
+      const snapshot = yield* transaction(
         Effect.gen(function* () {
-          const box = yield* store.sandboxByName(tenantId, params.name).pipe(Effect.flatMap(found("sandbox", params.name)))
+          const box = yield* sandboxStore.sandboxByName(tenantId, params.name).pipe(Effect.flatMap(found("sandbox", params.name)))
           if (body.docker_image != null) {
             return yield* new SandboxUnsupported({
               message: "capturing docker_image (an image built by a Docker daemon inside the sandbox) is not supported by Slipway: its boxes run no Docker daemon. Omit docker_image to capture the sandbox's own filesystem"
@@ -137,8 +138,8 @@ export const snapshotRoutes = ({ store, controller, driver }: SandboxShared) => 
           if (box.status !== "ready") {
             return yield* new SandboxValidationError({ message: `sandbox ${box.name} is ${box.status}; only a ready (running) sandbox can be captured` })
           }
-          if (yield* store.snapshotByName(tenantId, body.name)) return yield* taken("snapshot", body.name)
-          const template = box.template_id === null ? undefined : yield* store.templateById(box.template_id)
+          if (yield* snapshotStore.snapshotByName(tenantId, body.name)) return yield* taken("snapshot", body.name)
+          const template = box.template_id === null ? undefined : yield* templateStore.templateById(box.template_id)
           return yield* insertBuilding(tenantId, {
             name: body.name,
             docker_image: box.image ?? template?.image ?? "",

@@ -3,24 +3,25 @@ import { randomUUID } from "node:crypto"
 import { Effect, Result } from "effect"
 import { Api, checkTemplateDeletable, checkTemplateVolumes, formatQuantity, Pagination, sandboxPage, toMillis } from "../../../core/index.ts"
 import { implement, now } from "../../module.ts"
-import { exactBytes, found, type SandboxShared, taken, templateJson } from "../shared.ts"
+import { exactBytes, found, taken, templateJson } from "../wire.ts"
+import type { SandboxRouteContext } from "../routeContext.ts"
 
-export const templateRoutes = ({ store }: SandboxShared) => [
+export const templateRoutes = ({ transaction, templateStore, volumeStore }: SandboxRouteContext) => [
   implement(Api.createTemplate, ({ body }, { auth }) =>
-    store.transaction(
+    transaction(
       Effect.gen(function* () {
         const tenantId = auth.tenantId
-        const volumes = yield* Effect.forEach(body.volume_mounts, (mount) => store.volumeByName(tenantId, mount.volume_name))
+        const volumes = yield* Effect.forEach(body.volume_mounts, (mount) => volumeStore.volumeByName(tenantId, mount.volume_name))
         yield* Effect.fromResult(
           checkTemplateVolumes(
             body.volume_mounts,
             volumes.flatMap((volume) => (volume ? [volume.name] : []))
           )
         )
-        if (yield* store.templateByName(tenantId, body.name)) return yield* taken("template", body.name)
+        if (yield* templateStore.templateByName(tenantId, body.name)) return yield* taken("template", body.name)
         const at = now()
         const { cpu, memory, storage } = body.resources
-        yield* store.insertTemplate({
+        yield* templateStore.insertTemplate({
           id: randomUUID(),
           tenant_id: tenantId,
           name: body.name,
@@ -36,40 +37,40 @@ export const templateRoutes = ({ store }: SandboxShared) => [
           updated_at: at,
           mounts: body.volume_mounts.map((mount, index) => ({ volume_id: volumes[index]!.id, mount_path: mount.mount_path }))
         })
-        return templateJson((yield* store.templateByName(tenantId, body.name))!)
+        return templateJson((yield* templateStore.templateByName(tenantId, body.name))!)
       })
     )
   ),
 
   implement(Api.listTemplates, ({ query }, { auth }) => {
     const page = Pagination.resolve(query, sandboxPage)
-    return Effect.map(store.listTemplates(auth.tenantId, page), (templates) => Pagination.response("templates", templates.map(templateJson), page))
+    return Effect.map(templateStore.listTemplates(auth.tenantId, page), (templates) => Pagination.response("templates", templates.map(templateJson), page))
   }),
 
   implement(Api.getTemplate, ({ params }, { auth }) =>
-    store.templateByName(auth.tenantId, params.name).pipe(Effect.flatMap(found("template", params.name)), Effect.map(templateJson))
+    templateStore.templateByName(auth.tenantId, params.name).pipe(Effect.flatMap(found("template", params.name)), Effect.map(templateJson))
   ),
 
   implement(Api.updateTemplate, ({ params, body }, { auth }) =>
-    store.transaction(
+    transaction(
       Effect.gen(function* () {
-        const template = yield* store.templateByName(auth.tenantId, params.name).pipe(Effect.flatMap(found("template", params.name)))
+        const template = yield* templateStore.templateByName(auth.tenantId, params.name).pipe(Effect.flatMap(found("template", params.name)))
         if (body.name !== template.name) {
-          if (yield* store.templateByName(auth.tenantId, body.name)) return yield* taken("template", body.name)
-          yield* store.renameTemplate(template, body.name, now())
+          if (yield* templateStore.templateByName(auth.tenantId, body.name)) return yield* taken("template", body.name)
+          yield* templateStore.renameTemplate(template, body.name, now())
         }
-        return templateJson((yield* store.templateByName(auth.tenantId, body.name))!)
+        return templateJson((yield* templateStore.templateByName(auth.tenantId, body.name))!)
       })
     )
   ),
 
   implement(Api.deleteTemplate, ({ params }, { auth }) =>
-    store.transaction(
+    transaction(
       Effect.gen(function* () {
-        const template = yield* store.templateByName(auth.tenantId, params.name).pipe(Effect.flatMap(found("template", params.name)))
-        const usage = yield* store.templateUsage(template.id)
+        const template = yield* templateStore.templateByName(auth.tenantId, params.name).pipe(Effect.flatMap(found("template", params.name)))
+        const usage = yield* templateStore.templateUsage(template.id)
         yield* Effect.fromResult(checkTemplateDeletable(template.name, usage.sandboxes, usage.pools))
-        yield* store.deleteTemplate(template.id)
+        yield* templateStore.deleteTemplate(template.id)
       })
     )
   )

@@ -4,17 +4,18 @@ import { Effect } from "effect"
 import { Api, checkVolumeCreate, type PatchVolume, ServerError, checkVolumeDeletable, formatQuantity, Pagination, planVolumeResize, resolveStorageClass, sandboxPage } from "../../../core/index.ts"
 import { implement, now } from "../../module.ts"
 import type { AuthContext } from "../../store/KeyStore.ts"
-import type { VolumeRecord } from "../../store/SandboxStore.ts"
+import type { VolumeRecord } from "../../store/SandboxVolumeStore.ts"
 import type { VolumeError } from "../Driver.ts"
-import { exactBytes, found, type SandboxShared, storedQuantity, taken, volumeJson } from "../shared.ts"
+import { exactBytes, found, storedQuantity, taken, volumeJson } from "../wire.ts"
+import type { SandboxRouteContext } from "../routeContext.ts"
 
 /** The runtime could not make or grow the storage: the row is put back and the caller told why. */
 const storageFailed = (error: VolumeError) => new ServerError({ status: 503, message: `Volume storage unavailable: ${error.message}` })
 
-export const volumeRoutes = ({ store, driver, config, storage }: SandboxShared) => {
+export const volumeRoutes = ({ transaction, volumeStore, driver, config, storage }: SandboxRouteContext) => {
   /** PATCH, inside its transaction: the volume before and after (the same record when nothing changes). */
   const updateInTransaction = Effect.fnUntraced(function* (auth: AuthContext, name: string, body: PatchVolume) {
-    const volume = yield* store.volumeByName(auth.tenantId, name).pipe(Effect.flatMap(found("volume", name)))
+    const volume = yield* volumeStore.volumeByName(auth.tenantId, name).pipe(Effect.flatMap(found("volume", name)))
     let next: VolumeRecord = volume
     if (body.size !== undefined) {
       const { usage, quota } = yield* storage(auth.organizationId)
@@ -23,21 +24,21 @@ export const volumeRoutes = ({ store, driver, config, storage }: SandboxShared) 
       if (bytes !== volume.size_bytes) next = { ...next, size_bytes: bytes, size: formatQuantity(plan.size) }
     }
     if (body.name !== undefined && body.name !== volume.name) {
-      if (yield* store.volumeByName(auth.tenantId, body.name)) return yield* taken("volume", body.name)
+      if (yield* volumeStore.volumeByName(auth.tenantId, body.name)) return yield* taken("volume", body.name)
       next = { ...next, name: body.name }
     }
     if (next === volume) return { before: volume, after: volume }
     next = { ...next, updated_at: now() }
-    yield* store.updateVolume(volume, next)
+    yield* volumeStore.updateVolume(volume, next)
     return { before: volume, after: next }
   })
 
   return [
     implement(Api.createVolume, Effect.fnUntraced(function* ({ body }, { auth }) {
-      const volume = yield* store.transaction(
+      const volume = yield* transaction(
       Effect.gen(function* () {
         const storageClass = yield* Effect.fromResult(resolveStorageClass(body.storage_class, config.storageClasses))
-        if (yield* store.volumeByName(auth.tenantId, body.name)) return yield* taken("volume", body.name)
+        if (yield* volumeStore.volumeByName(auth.tenantId, body.name)) return yield* taken("volume", body.name)
         const { usage, quota } = yield* storage(auth.organizationId)
         yield* Effect.fromResult(checkVolumeCreate(body.size, usage, quota))
         const at = now()
@@ -52,33 +53,33 @@ export const volumeRoutes = ({ store, driver, config, storage }: SandboxShared) 
           created_at: at,
           updated_at: at
         }
-        yield* store.insertVolume(volume)
+        yield* volumeStore.insertVolume(volume)
         return volume
       })
       )
       // The real storage is made after the commit (a transaction holds no slow I/O); if it cannot be, the row goes.
       yield* driver.createVolume(volume.id, volume.size_bytes).pipe(
-        Effect.catch((error) => Effect.andThen(store.deleteVolume(volume.id), Effect.fail(storageFailed(error))))
+        Effect.catch((error) => Effect.andThen(volumeStore.deleteVolume(volume.id), Effect.fail(storageFailed(error))))
       )
       return volumeJson(volume)
     })),
 
     implement(Api.listVolumes, ({ query }, { auth }) => {
       const page = Pagination.resolve(query, sandboxPage)
-      return Effect.map(store.listVolumes(auth.tenantId, page), (volumes) => Pagination.response("volumes", volumes.map(volumeJson), page))
+      return Effect.map(volumeStore.listVolumes(auth.tenantId, page), (volumes) => Pagination.response("volumes", volumes.map(volumeJson), page))
     }),
 
     implement(Api.getVolume, ({ params }, { auth }) =>
-      store.volumeByName(auth.tenantId, params.name).pipe(Effect.flatMap(found("volume", params.name)), Effect.map(volumeJson))
+      volumeStore.volumeByName(auth.tenantId, params.name).pipe(Effect.flatMap(found("volume", params.name)), Effect.map(volumeJson))
     ),
 
     implement(Api.updateVolume, Effect.fnUntraced(function* ({ params, body }, { auth }) {
-      const { before, after } = yield* store.transaction(updateInTransaction(auth, params.name, body))
+      const { before, after } = yield* transaction(updateInTransaction(auth, params.name, body))
       if (after.size_bytes !== before.size_bytes) {
         // Grown after the commit; if the storage cannot grow, the size goes back.
         yield* driver.resizeVolume(after.id, after.size_bytes).pipe(
           Effect.catch((error) =>
-            Effect.andThen(store.updateVolume(after, { ...after, size_bytes: before.size_bytes, size: before.size }), Effect.fail(storageFailed(error)))
+            Effect.andThen(volumeStore.updateVolume(after, { ...after, size_bytes: before.size_bytes, size: before.size }), Effect.fail(storageFailed(error)))
           )
         )
       }
@@ -86,11 +87,11 @@ export const volumeRoutes = ({ store, driver, config, storage }: SandboxShared) 
     })),
 
     implement(Api.deleteVolume, ({ params }, { auth }) =>
-      store.transaction(
+      transaction(
         Effect.gen(function* () {
-          const volume = yield* store.volumeByName(auth.tenantId, params.name).pipe(Effect.flatMap(found("volume", params.name)))
-          yield* Effect.fromResult(checkVolumeDeletable(volume.name, yield* store.templatesMounting(volume.id)))
-          yield* store.deleteVolume(volume.id)
+          const volume = yield* volumeStore.volumeByName(auth.tenantId, params.name).pipe(Effect.flatMap(found("volume", params.name)))
+          yield* Effect.fromResult(checkVolumeDeletable(volume.name, yield* volumeStore.templatesMounting(volume.id)))
+          yield* volumeStore.deleteVolume(volume.id)
           return volume.id
         })
       ).pipe(Effect.flatMap((id) => Effect.ignore(driver.deleteVolume(id))))

@@ -12,7 +12,8 @@
  * database (announcing a revision to a driver) happens after the transaction.
  */
 import { Context, Effect, Layer } from "effect"
-import { StoreError, type Transactional } from "../StoreError.ts"
+import { StoreError } from "../StoreError.ts"
+import { type Transactional, Transactions } from "../Transactions.ts"
 import type { QueryResult } from "pg"
 import { isPgError, makeClient, makePool, type PgClientShape, type PgError, type PoolOptions, request, results, retryableFailure, type Sql } from "./client.ts"
 import { migrate } from "./migrations.ts"
@@ -89,7 +90,38 @@ export const makeKit = (client: PgClientShape): PgStoreKit => {
 /** A store error whose cause was a retryable failure, after the retries ran out. */
 const busy = (error: unknown) => new StoreError({ message: "Database busy, retry shortly", busy: true, cause: error })
 
+/** `host:port` (or the socket directory) a connection URL points at; never its credentials. */
+const serverOf = (url: string): string => {
+  if (!URL.canParse(url)) return "DATABASE_URL"
+  const parsed = new URL(url)
+  const host = parsed.searchParams.get("host") ?? (parsed.hostname || "localhost")
+  return host.startsWith("/") ? host : `${host}:${parsed.port || 5432}`
+}
+
+const connectFailures: Record<string, string> = {
+  ECONNREFUSED: "connection refused (is PostgreSQL running there?)",
+  ENOTFOUND: "host not found",
+  ETIMEDOUT: "no answer (timed out)",
+  ECONNRESET: "connection reset"
+}
+
+/** The first connection at start failed: say why and to which server, instead of "busy, retry" (nothing would retry). */
+const connectError = (url: string, error: PgError): StoreError =>
+  error._tag === "StoreUnavailable"
+    ? new StoreError({
+        message: `cannot connect to PostgreSQL at ${serverOf(url)}: ${connectFailures[error.code] ?? error.message}`,
+        busy: false,
+        cause: error
+      })
+    : toStoreError(error)
+
 export class PostgresDatabase extends Context.Service<PostgresDatabase, PgStoreKit>()("slipway/PostgresDatabase") {}
+
+/** A store of the PostgreSQL backend, made from the server's database. */
+export const onPostgres = <A>(make: (kit: PgStoreKit) => A): Effect.Effect<A, never, PostgresDatabase> => Effect.map(PostgresDatabase, make)
+
+/** The transactions of the server's database (SERIALIZABLE, run again on conflict), shared by every store. */
+export const PostgresTransactions = Layer.effect(Transactions, onPostgres((kit) => Transactions.of({ transaction: kit.transaction })))
 
 export interface PostgresOptions extends PoolOptions {
   readonly url: string
@@ -104,7 +136,7 @@ export const PostgresDatabaseLive = ({ url, ...options }: PostgresOptions) =>
         Effect.sync(() => makeClient(makePool(url, options))),
         (client) => Effect.promise(() => client.pool.end())
       )
-      yield* Effect.mapError(client.execute("SELECT 1"), toStoreError)
+      yield* Effect.mapError(client.execute("SELECT 1"), (error) => connectError(url, error))
       yield* Effect.mapError(migrate(client), toStoreError)
       return makeKit(client)
     })

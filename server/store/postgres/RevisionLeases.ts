@@ -4,9 +4,7 @@ import { hostname } from "node:os"
 import { Effect, Layer } from "effect"
 import { RevisionLeases } from "../RevisionLeases.ts"
 import { PostgresDatabase, type PgStoreKit } from "./PostgresDatabase.ts"
-import { type RevisionView, toRevisionRecord } from "../rows.ts"
-
-const FINAL = "'DEPLOYED', 'CREATE_FAILED', 'BUILD_FAILED', 'DEPLOY_FAILED', 'SKIPPED', 'INTERRUPTED', 'UNKNOWN'"
+import { finalRevisionStatusList as FINAL, type RevisionView, toRevisionRecord } from "../rows.ts"
 const columns = "r.id, r.tenant_id, r.deployment_id, r.seq, r.source, r.status, r.status_message, r.source_revision_config, r.deployed_at, r.created_at, r.updated_at"
 const leaseFor = "now() + make_interval(secs => $2::double precision / 1000)"
 

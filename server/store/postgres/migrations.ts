@@ -29,7 +29,7 @@ export interface PgMigration {
   readonly sql: string
 }
 
-/** Final revision statuses (server/deployments/repository.ts FINAL_REVISION_STATUSES). */
+/** Final revision statuses as the migrations were applied with (the queries derive theirs from the core: `finalRevisionStatusList` in rows.ts). */
 const finalList = "'DEPLOYED', 'CREATE_FAILED', 'BUILD_FAILED', 'DEPLOY_FAILED', 'SKIPPED', 'INTERRUPTED', 'UNKNOWN'"
 
 export const postgresMigrations: ReadonlyArray<PgMigration> = [

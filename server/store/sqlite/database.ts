@@ -1,11 +1,11 @@
 /** Opens the SQLite file with the pragmas the server relies on and applies pending migrations. */
 import Database from "better-sqlite3"
-import { mkdirSync } from "node:fs"
 import { dirname } from "node:path"
 import { Effect, Exit } from "effect"
-import type { StoreError, Transactional } from "../StoreError.ts"
+import { makeDirectory } from "../../directories.ts"
+import type { StoreError } from "../StoreError.ts"
+import type { Transactional } from "../Transactions.ts"
 import { toStoreError } from "./errors.ts"
-import type { Migration } from "./migrations.ts"
 
 export type Db = Database.Database
 
@@ -13,11 +13,17 @@ export type Db = Database.Database
  * WAL with synchronous=NORMAL: every committed transaction is in the WAL before the call
  * returns, so a killed process (SIGKILL, crash) loses nothing it acknowledged; only a power loss
  * of the host can drop the last commits. FULL would fsync on every commit, which on this class of
- * disk costs an order of magnitude in write throughput (see bench/). SLIPWAY_SYNCHRONOUS=FULL
- * trades that speed for power-loss durability.
+ * disk costs an order of magnitude in write throughput (see bench/). `synchronous: "FULL"` (for
+ * an embedder; no setting of `npm start` sets it) trades that speed for power-loss durability.
  */
+/** A schema change, applied once (by id) in its own transaction. */
+export interface Migration {
+  readonly id: string
+  readonly sql: string
+}
+
 export const openDatabase = (path: string, migrations: ReadonlyArray<Migration>, synchronous: "NORMAL" | "FULL" = "NORMAL"): Db => {
-  if (path !== ":memory:" && !path.startsWith("file:")) mkdirSync(dirname(path), { recursive: true })
+  if (path !== ":memory:" && !path.startsWith("file:")) makeDirectory(dirname(path))
   const db = new Database(path)
   applyPragmas(db, synchronous)
   migrate(db, migrations)
@@ -35,15 +41,15 @@ export const applyPragmas = (db: Db, synchronous: "NORMAL" | "FULL" = "NORMAL"):
 /** Runs a callback in one transaction (a savepoint when already inside one); a throw rolls back. */
 export type Transaction = <A>(work: () => A) => A
 
-interface Transactions {
+interface Modes {
   readonly deferred: Transaction
   readonly immediate: Transaction
 }
 
-const transactions = new WeakMap<Db, Transactions>()
+const transactions = new WeakMap<Db, Modes>()
 
 /** One wrapper per connection: `db.transaction(fn)` builds four wrappers per call, a cost on every request. */
-const transactionsOf = (db: Db): Transactions => {
+const transactionsOf = (db: Db): Modes => {
   let found = transactions.get(db)
   if (!found) {
     const run = db.transaction((work: () => unknown) => work())
@@ -87,6 +93,22 @@ export const migrate = (db: Db, migrations: ReadonlyArray<Migration>): ReadonlyA
 }
 
 /** Flushes the WAL into the main file and closes; used on graceful shutdown. */
+/**
+ * `make(db)` once per connection: a repository's statements are prepared once however many
+ * stores use them.
+ */
+export const perDatabase = <A>(make: (db: Db) => A): ((db: Db) => A) => {
+  const made = new WeakMap<Db, A>()
+  return (db) => {
+    let found = made.get(db)
+    if (found === undefined) {
+      found = make(db)
+      made.set(db, found)
+    }
+    return found
+  }
+}
+
 export const closeDatabase = (db: Db): void => {
   if (!db.open) return
   db.pragma("wal_checkpoint(TRUNCATE)")
@@ -99,7 +121,7 @@ export const closeDatabase = (db: Db): void => {
  * transaction joins it. SQLite work is synchronous, so the effect runs to its end within the
  * same turn of the event loop and no other request's statements interleave with it.
  */
-export const sqliteTransactional = (db: Db): Transactional => {
+export const sqliteTransactional = perDatabase((db: Db): Transactional => {
   const begin = db.prepare("BEGIN IMMEDIATE")
   const commit = db.prepare("COMMIT")
   const rollback = db.prepare("ROLLBACK")
@@ -128,4 +150,4 @@ export const sqliteTransactional = (db: Db): Transactional => {
         return exit
       })
     })
-}
+})

@@ -6,7 +6,7 @@
  * the read path is one row without a join. Spec objects are stored as JSON text; the columns the
  * list filters and the push webhook match on are generated from that JSON.
  */
-import type { Migration } from "./migrations.ts"
+import type { Migration } from "./database.ts"
 
 export const deploymentMigrations: ReadonlyArray<Migration> = [
   {

@@ -6,29 +6,16 @@
  * `pendingDeletes`) and the webhook's lookup of integrations by repository owner (the
  * signature, checked afterwards, decides which tenant it is).
  */
-import type { DeploymentRow, ListenerRow, RevisionRow, RevisionView } from "../rows.ts"
-import { type Db, immediate } from "./database.ts"
+import { columns, type DeploymentRow, finalRevisionStatusList as finalList, type ListenerRow, type RevisionRow, type RevisionView } from "../rows.ts"
+import type { TracingProjectRecord } from "../DeploymentStore.ts"
+import type { IntegrationRecord } from "../IntegrationStore.ts"
+import { type Db, immediate, perDatabase } from "./database.ts"
 
 export type { DeploymentRow, ListenerRow, RevisionRow, RevisionView }
 
-export interface IntegrationRow {
-  readonly id: string
-  readonly tenant_id: string
-  readonly provider: string
-  readonly owner: string
-  readonly owner_key: string
-  /** Sealed (see secrets.ts). */
-  readonly webhook_secret: string
-  readonly installed_at: string
-}
-
-export interface TracingProjectRow {
-  readonly id: string
-  readonly tenant_id: string
-  readonly name: string
-  readonly deployment_id: string | null
-  readonly created_at: string
-}
+/** Integrations and tracing projects are stored as their records (no JSON columns). */
+type IntegrationRow = IntegrationRecord
+type TracingProjectRow = TracingProjectRecord
 
 export interface DeploymentFilter {
   readonly nameContains: string | null
@@ -40,20 +27,13 @@ export interface DeploymentFilter {
   readonly ids: string | null
 }
 
-/** Revision statuses the runtime still has to move (anything not final). */
-export const FINAL_REVISION_STATUSES = ["DEPLOYED", "CREATE_FAILED", "BUILD_FAILED", "DEPLOY_FAILED", "SKIPPED", "INTERRUPTED", "UNKNOWN"] as const
-const finalList = FINAL_REVISION_STATUSES.map((status) => `'${status}'`).join(", ")
-
-const deploymentColumns =
-  "id, tenant_id, name, source, source_config, source_revision_config, secrets, image_version, status, latest_revision_id, active_revision_id, revision_seq, created_at, updated_at"
-const revisionColumns = "id, tenant_id, deployment_id, seq, source, status, status_message, source_revision_config, secrets, deployed_at, created_at, updated_at"
-/** What reads of a revision need: everything but its (sealed) secrets, which only a rollout would use. */
-const revisionViewColumns = "id, tenant_id, deployment_id, seq, source, status, status_message, source_revision_config, deployed_at, created_at, updated_at"
+const deploymentColumns = columns.deployment
+const revisionColumns = columns.revision
+const revisionViewColumns = columns.revisionView
 
 export const makeDeploymentRepository = (db: Db) => {
   // Deployments
   const deploymentById = db.prepare(`SELECT ${deploymentColumns} FROM deployments WHERE tenant_id = ? AND id = ?`)
-  const deploymentIdByName = db.prepare("SELECT id FROM deployments WHERE tenant_id = ? AND name = ?").pluck()
   const insertDeployment = db.prepare(
     `INSERT INTO deployments (${deploymentColumns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
   )
@@ -134,12 +114,12 @@ export const makeDeploymentRepository = (db: Db) => {
   )
   const deleteTracingProjects = db.prepare("DELETE FROM tracing_projects WHERE tenant_id = ? AND deployment_id = ?")
   const listTracingProjects = db.prepare(
-    `SELECT id, tenant_id, name, deployment_id, created_at FROM tracing_projects
+    `SELECT ${columns.tracingProject} FROM tracing_projects
      WHERE tenant_id = @tenant_id AND (@name IS NULL OR name = @name) ORDER BY created_at DESC, id DESC LIMIT @limit OFFSET @offset`
   )
 
   // Listeners
-  const listenerColumns = "id, tenant_id, compute_type, compute_id, version, compute_config, created_at, updated_at"
+  const listenerColumns = columns.listener
   const listenerById = db.prepare(`SELECT ${listenerColumns} FROM listeners WHERE tenant_id = ? AND id = ?`)
   const insertListener = db.prepare(
     `INSERT INTO listeners (${listenerColumns}) VALUES (@id, @tenant_id, @compute_type, @compute_id, @version, @compute_config, @created_at, @updated_at)`
@@ -155,7 +135,7 @@ export const makeDeploymentRepository = (db: Db) => {
   )
 
   // Integrations
-  const integrationColumns = "id, tenant_id, provider, owner, owner_key, webhook_secret, installed_at"
+  const integrationColumns = columns.integration
   const insertIntegration = db.prepare(
     `INSERT INTO integrations (${integrationColumns}) VALUES (@id, @tenant_id, @provider, @owner, @owner_key, @webhook_secret, @installed_at)`
   )
@@ -176,7 +156,6 @@ export const makeDeploymentRepository = (db: Db) => {
     transaction: immediate(db),
 
     deployment: (tenantId: string, id: string) => deploymentById.get(tenantId, id) as DeploymentRow | undefined,
-    deploymentIdByName: (tenantId: string, name: string) => deploymentIdByName.get(tenantId, name) as string | undefined,
     // The writes of every create and PATCH bind by position: better-sqlite3 looks each named
     // parameter up on the object, about 5 us more per statement of this size.
     insertDeployment: (row: DeploymentRow) =>
@@ -216,25 +195,26 @@ export const makeDeploymentRepository = (db: Db) => {
       pruneDeliveries.run(receivedAt)
       return rememberDelivery.run(integrationId, deliveryId, receivedAt, expiresAt).changes === 1
     },
-    pruneDeliveries: (now: string) => pruneDeliveries.run(now).changes,
     deleteIntegration: (tenantId: string, id: string) => deleteIntegration.run(tenantId, id).changes > 0,
-    /** Every sealed value through `reseal`, in one IMMEDIATE transaction (a throw rolls back). */
+    /** Every sealed secret value of deployments and revisions through `reseal`, in one IMMEDIATE transaction (a throw rolls back). */
     resealSecrets: (reseal: (stored: string) => string) =>
       immediate(db)(() => {
-        let secretValues = 0
+        let values = 0
         const resealList = (text: string) => {
           const secrets = JSON.parse(text) as Array<{ name: string; value: string }>
-          secretValues += secrets.length
+          values += secrets.length
           return JSON.stringify(secrets.map(({ name, value }) => ({ name, value: reseal(value) })))
         }
         for (const row of allDeploymentSecrets.all() as Array<{ id: string; secrets: string }>) setDeploymentSecrets.run(resealList(row.secrets), row.id)
         for (const row of allRevisionSecrets.all() as Array<{ id: string; secrets: string }>) setRevisionSecrets.run(resealList(row.secrets), row.id)
-        let webhookSecrets = 0
-        for (const row of allWebhookSecrets.all() as Array<{ id: string; webhook_secret: string }>) {
-          setWebhookSecret.run(reseal(row.webhook_secret), row.id)
-          webhookSecrets++
-        }
-        return { secretValues, webhookSecrets }
+        return values
+      }),
+    /** Every webhook secret through `reseal`, in one IMMEDIATE transaction. */
+    resealWebhookSecrets: (reseal: (stored: string) => string) =>
+      immediate(db)(() => {
+        const rows = allWebhookSecrets.all() as Array<{ id: string; webhook_secret: string }>
+        for (const row of rows) setWebhookSecret.run(reseal(row.webhook_secret), row.id)
+        return rows.length
       }),
     pendingDeletes: () => pendingDeletes.all() as Array<{ tenant_id: string; id: string; updated_at: string }>,
 
@@ -284,3 +264,6 @@ export const makeDeploymentRepository = (db: Db) => {
 }
 
 export type DeploymentRepository = ReturnType<typeof makeDeploymentRepository>
+
+/** The repository of a connection, its statements prepared once for every store that uses them. */
+export const deploymentRepositoryOf = perDatabase(makeDeploymentRepository)

@@ -28,3 +28,16 @@ export const toStoreError = (error: unknown): StoreError =>
 
 /** Runs synchronous SQLite work as an Effect that completes within its first poll (no promise hop). */
 export const op = <A>(work: () => A): Effect.Effect<A, StoreError> => Effect.try({ try: work, catch: toStoreError })
+
+/**
+ * Synchronous work that may take a name already taken (a lost race the UNIQUE index still
+ * guards): the index's refusal (of `index`, or of any UNIQUE index) fails with `conflict()`.
+ */
+export const opNaming = <A, C>(conflict: () => C, work: () => A, index?: string): Effect.Effect<A, C | StoreError> =>
+  Effect.suspend((): Effect.Effect<A, C | StoreError> => {
+    try {
+      return Effect.succeed(work())
+    } catch (error) {
+      return Effect.fail(isUniqueViolation(error, index) ? conflict() : toStoreError(error))
+    }
+  })

@@ -4,12 +4,8 @@
  * sandbox area. Never edit a migration that has shipped: add a new one.
  */
 import { deploymentMigrations } from "./deploymentMigrations.ts"
+import type { Migration } from "./database.ts"
 import { sandboxMigrations } from "./sandboxMigrations.ts"
-
-export interface Migration {
-  readonly id: string
-  readonly sql: string
-}
 
 export const coreMigrations: ReadonlyArray<Migration> = [
   {

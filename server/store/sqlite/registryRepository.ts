@@ -1,10 +1,12 @@
 /** SQL of the sandbox area's registries and service URL grants (migration 240), prepared once. */
-import type { Page } from "../DeploymentStore.ts"
-import type { RegistryRecord, ServiceGrantRecord } from "../SandboxStore.ts"
-import { type Db, immediate } from "./database.ts"
+import type { Page } from "../../../core/index.ts"
+import type { RegistryRecord } from "../RegistryStore.ts"
+import { columns } from "../rows.ts"
+import type { ServiceGrantRecord } from "../ServiceGrantStore.ts"
+import { type Db, immediate, perDatabase } from "./database.ts"
 
-const registryColumns = "id, tenant_id, name, url, username, password_sealed, created_at, updated_at"
-const grantColumns = "id, tenant_id, sandbox_id, port, created_at, expires_at"
+const registryColumns = columns.registry
+const grantColumns = columns.serviceGrant
 
 /** `%`, `_` and `\\` of a LIKE pattern taken literally. */
 const likeLiteral = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`)
@@ -66,3 +68,6 @@ export const makeRegistryRepository = (db: Db) => {
       (port === undefined ? dropGrants.run(sandboxId) : dropGrant.run(sandboxId, port)).changes
   }
 }
+
+/** The repository of a connection, its statements prepared once for every store that uses them. */
+export const registryRepositoryOf = perDatabase(makeRegistryRepository)

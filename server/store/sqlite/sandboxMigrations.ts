@@ -12,7 +12,7 @@
  * Quantities are stored twice: the exact integer (bytes, millicores) for arithmetic and the
  * canonical text for answers.
  */
-import type { Migration } from "./migrations.ts"
+import type { Migration } from "./database.ts"
 
 export const sandboxMigrations: ReadonlyArray<Migration> = [
   {

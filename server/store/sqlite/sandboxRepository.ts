@@ -6,11 +6,15 @@
  * `immediate` when the decision must hold until the write (quota, name uniqueness).
  */
 import type Database from "better-sqlite3"
-import { type Db, deferred, immediate } from "./database.ts"
+import type { BoxLifecycle, Page } from "../../../core/index.ts"
+import type { PoolRecord } from "../PoolStore.ts"
+import { columns, poolFrom, type SandboxRow, sandboxFrom, type SnapshotRow, type TemplateRow, type TemplateViewRow } from "../rows.ts"
+import type { BoxRetention, SandboxAccess, SandboxFilter } from "../SandboxStore.ts"
+import type { SnapshotPage, SnapshotStatus } from "../SnapshotStore.ts"
+import type { TemplateMount } from "../TemplateStore.ts"
+import type { VolumeRecord } from "../SandboxVolumeStore.ts"
+import { type Db, deferred, immediate, perDatabase } from "./database.ts"
 import { isShallow, makeOffsetIndex } from "./offsets.ts"
-
-import type { BoxLifecycle } from "../../../core/index.ts"
-import type { BoxRetention, PoolRecord, SandboxAccess, SandboxFilter, SandboxRecord, SnapshotPage, SnapshotRecord, SnapshotStatus, TemplateMount, VolumeRecord } from "../SandboxStore.ts"
 
 export type SandboxStatus = BoxLifecycle
 
@@ -19,39 +23,17 @@ export type VolumeRow = VolumeRecord
 
 export type MountRow = TemplateMount
 
-export interface TemplateRow {
-  readonly id: string
-  readonly tenant_id: string
-  readonly name: string
-  readonly image: string
-  readonly cpu_millicores: bigint
-  readonly cpu: string
-  readonly memory_bytes: bigint
-  readonly memory: string
-  readonly storage_bytes: bigint | null
-  readonly storage: string | null
-  /** JSON text of the validated proxy config, or null. */
-  readonly proxy_config: string | null
-  /** JSON text: `[{volume_id, volume_name, mount_path}]` in mount order. */
-  readonly mounts: string
-  readonly created_at: string
-  readonly updated_at: string
-}
-
 export type PoolRow = PoolRecord
-
-export type SandboxRow = SandboxRecord
 
 export type NewVolume = Omit<VolumeRow, never>
 /** The columns a template answer needs (see `templateViewColumns`). */
-export type TemplateView = Omit<TemplateRow, "cpu_millicores" | "memory_bytes" | "storage_bytes">
+export type TemplateView = TemplateViewRow
 
 export type NewTemplate = Omit<TemplateRow, "mounts"> & {
   readonly mounts: ReadonlyArray<{ readonly volume_id: string; readonly mount_path: string }>
 }
 export type NewPool = Omit<PoolRow, "template_name">
 export type NewSandbox = Omit<SandboxRow, "template_name" | "pool_name" | "stopped_at">
-export type SnapshotRow = SnapshotRecord
 
 export const parseMounts = (json: string): ReadonlyArray<MountRow> => JSON.parse(json) as ReadonlyArray<MountRow>
 
@@ -64,7 +46,7 @@ const pageWhere = (table: string, alias: string) =>
   `${alias}.tenant_id = @tenant AND ${alias}.seq >= (SELECT seq FROM ${table} WHERE tenant_id = @tenant AND seq >= @from ORDER BY seq LIMIT 1 OFFSET @offset)
    ORDER BY ${alias}.seq LIMIT @limit`
 
-const volumeColumns = "v.id, v.tenant_id, v.organization_id, v.name, v.size_bytes, v.size, v.storage_class, v.created_at, v.updated_at"
+const volumeColumns = columns.volume
 
 /** What a template answer shows: lists read only these (no exact-integer columns, no bigints). */
 const templateViewColumns = `t.id, t.tenant_id, t.name, t.image, t.cpu, t.memory, t.storage, t.proxy_config, t.created_at, t.updated_at,
@@ -73,27 +55,16 @@ const templateViewColumns = `t.id, t.tenant_id, t.name, t.image, t.cpu, t.memory
 
 const templateColumns = `t.cpu_millicores, t.memory_bytes, t.storage_bytes, ${templateViewColumns}`
 
-const poolColumns = "p.id, p.tenant_id, p.name, p.template_id, pt.name AS template_name, p.replicas, p.created_at, p.updated_at"
-
-const sandboxColumns =
-  `s.id, s.tenant_id, s.name, s.template_id, st.name AS template_name, s.pool_id, sp.name AS pool_name, s.status, s.status_message, s.created_at, s.updated_at,
-  s.snapshot_id, s.image, s.vcpus, s.mem_bytes, s.fs_capacity_bytes, s.ttl_seconds, s.idle_ttl_seconds, s.delete_after_stop_seconds, s.stopped_at`
-
-const snapshotColumns =
-  "n.id, n.tenant_id, n.name, n.docker_image, n.image_digest, n.fs_capacity_bytes, n.status, n.status_message, n.source_sandbox_id, n.created_at, n.updated_at"
+const poolColumns = columns.pool
+const sandboxColumns = columns.sandbox
+const snapshotColumns = columns.snapshot
 
 /** The list queries, exported so tests can check their query plans. */
 export const listSql = {
   volumes: `SELECT ${volumeColumns} FROM sandbox_volumes v WHERE ${pageWhere("sandbox_volumes", "v")}`,
   templates: `SELECT ${templateViewColumns} FROM sandbox_templates t WHERE ${pageWhere("sandbox_templates", "t")}`,
-  pools: `SELECT ${poolColumns} FROM sandbox_pools p JOIN sandbox_templates pt ON pt.id = p.template_id WHERE ${pageWhere("sandbox_pools", "p")}`,
-  sandboxes: `SELECT ${sandboxColumns} FROM sandboxes s LEFT JOIN sandbox_templates st ON st.id = s.template_id
-    LEFT JOIN sandbox_pools sp ON sp.id = s.pool_id WHERE ${pageWhere("sandboxes", "s")}`
-}
-
-export interface Page {
-  readonly limit: number
-  readonly offset: number
+  pools: `SELECT ${poolColumns} ${poolFrom} WHERE ${pageWhere("sandbox_pools", "p")}`,
+  sandboxes: `SELECT ${sandboxColumns} ${sandboxFrom} WHERE ${pageWhere("sandboxes", "s")}`
 }
 
 export const makeSandboxRepository = (db: Db) => {
@@ -152,7 +123,6 @@ export const makeSandboxRepository = (db: Db) => {
   const templatePoolCount = prepareNumbers<{ n: number }>("SELECT count(*) AS n FROM sandbox_pools WHERE template_id = ?")
 
   // Pools
-  const poolFrom = "FROM sandbox_pools p JOIN sandbox_templates pt ON pt.id = p.template_id"
   const poolByName = prepareNumbers<PoolRow>(`SELECT ${poolColumns} ${poolFrom} WHERE p.tenant_id = ? AND p.name = ?`)
   const poolPage = prepareNumbers<PoolRow>(listSql.pools)
   const insertPool = prepareNumbers(
@@ -165,7 +135,6 @@ export const makeSandboxRepository = (db: Db) => {
   const deletePoolSandboxes = prepareNumbers("DELETE FROM sandboxes WHERE pool_id = ?")
 
   // Sandboxes
-  const sandboxFrom = "FROM sandboxes s LEFT JOIN sandbox_templates st ON st.id = s.template_id LEFT JOIN sandbox_pools sp ON sp.id = s.pool_id"
   const sandboxByName = prepareNumbers<SandboxRow>(`SELECT ${sandboxColumns} ${sandboxFrom} WHERE s.tenant_id = ? AND s.name = ?`)
   const sandboxPage = prepareNumbers<SandboxRow>(listSql.sandboxes)
   const poolSandboxes = prepareNumbers<SandboxRow>(`SELECT ${sandboxColumns} ${sandboxFrom} WHERE s.pool_id = ? ORDER BY s.seq`)
@@ -347,3 +316,6 @@ export const makeSandboxRepository = (db: Db) => {
 }
 
 export type SandboxRepository = ReturnType<typeof makeSandboxRepository>
+
+/** The repository of a connection, its statements prepared once for every store that uses them. */
+export const sandboxRepositoryOf = perDatabase(makeSandboxRepository)

@@ -60,6 +60,27 @@ const storedImage: StoredDeployment = {
   image_version: "1"
 }
 
+describe("planCreate: plain-http repositories only from the listed insecure git hosts", () => {
+  const httpBody = { ...gitBody, source_config: { repo_url: "http://127.0.0.1:8418/acme/agent.git" } }
+
+  it("refuses an http repo_url by default, at the field", () => {
+    expect(ruleIssues(create(httpBody))).toStrictEqual([
+      {
+        loc: ["body", "source_config", "repo_url"],
+        msg: "repo_url uses the transport 'http' to 127.0.0.1:8418, which this server does not allow (plain-http git hosts must be listed in SLIPWAY_INSECURE_GIT_HOSTS); use https:// or ssh://",
+        type: "value_error"
+      }
+    ])
+  })
+
+  it("accepts it when the server lists the host, and refuses other hosts", () => {
+    const withHosts = (body: unknown, insecureGitHosts: ReadonlyArray<string>) => planCreate(decodeBody(CreateDeployment, body), { publicUrl, insecureGitHosts })
+    expect(ruleValue(withHosts(httpBody, ["127.0.0.1:8418"])).source_config.repo_url).toBe("http://127.0.0.1:8418/acme/agent.git")
+    expect(ruleIssues(withHosts(httpBody, ["127.0.0.1:9999"])).map((issue) => issue.loc)).toStrictEqual([["body", "source_config", "repo_url"]])
+    expect(ruleValue(withHosts(gitBody, [])).source_config.repo_url).toBe("https://github.com/acme/agent")
+  })
+})
+
 describe("planCreate: per-source rules", () => {
   it("stores complete configs and generates the gitrepo custom_url", () => {
     const planned = ruleValue(create(gitBody))

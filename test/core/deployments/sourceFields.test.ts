@@ -4,6 +4,7 @@ import {
   branchOf,
   gitRefProblem,
   imageReferenceProblem,
+  insecureGitHostProblem,
   maxImageNameLength,
   maxRepoPathLength,
   maxRepoRefLength,
@@ -101,6 +102,60 @@ describe("repo_url: https and ssh git URLs only", () => {
 
   it("refuses the empty string", () => {
     refused(repoUrlProblem(""), "repo_url", /empty/)
+  })
+})
+
+describe("repo_url: plain http:// only to the listed insecure git hosts (SLIPWAY_INSECURE_GIT_HOSTS)", () => {
+  const listed = { insecureHosts: ["127.0.0.1:8418", "git.lan", "[::1]:9000"] }
+
+  it.each([
+    "http://127.0.0.1:8418/acme/agent.git",
+    "HTTP://127.0.0.1:8418/acme/agent",
+    "http://git.lan/acme/agent",
+    "http://GIT.LAN:80/acme/agent",
+    "http://[::1]:9000/acme/agent"
+  ])("accepts %s when its host:port is listed", (url) => {
+    expect(repoUrlProblem(url, listed)).toBeUndefined()
+  })
+
+  it.each([
+    ["http://127.0.0.1:8418/acme/agent", {}],
+    ["http://127.0.0.1:8418/acme/agent", { insecureHosts: [] }],
+    ["http://127.0.0.1:8419/acme/agent", listed],
+    ["http://127.0.0.1/acme/agent", listed],
+    ["http://git.lan:8080/acme/agent", listed],
+    ["http://10.0.0.1:8418/acme/agent", listed]
+  ])("refuses %s when its host:port is not listed", (url, options) => {
+    const problem = refused(repoUrlProblem(url, options), "repo_url", /transport 'http'/)
+    expect(problem).toMatch(/SLIPWAY_INSECURE_GIT_HOSTS/)
+  })
+
+  it("holds a listed host's URL to the same grammar as https, credentials included (never quoted back)", () => {
+    refused(repoUrlProblem("http://127.0.0.1:8418/acme/../agent", listed), "repo_url", /'\.' or '\.\.' segments/)
+    refused(repoUrlProblem("http://127.0.0.1:8418", listed), "repo_url", /repository path/)
+    const problem = refused(repoUrlProblem("http://tok3n@127.0.0.1:8418/acme/agent", listed), "repo_url", /credentials/)
+    expect(problem).not.toContain("tok3n")
+    // Unlisted, the answer names only the host, never what stands before '@'.
+    expect(repoUrlProblem("http://tok3n@10.9.9.9:1/acme/agent", listed)).not.toContain("tok3n")
+  })
+
+  it('"any" checks the grammar of any http URL and leaves the host to a later check', () => {
+    expect(repoUrlProblem("http://example.com/acme/agent", { insecureHosts: "any" })).toBeUndefined()
+    refused(repoUrlProblem("http://example.com/", { insecureHosts: "any" }), "repo_url", /repository path/)
+    refused(repoUrlProblem("git://example.com/acme/agent", { insecureHosts: "any" }), "repo_url", /transport 'git'/)
+  })
+
+  it("checks the entries of the setting", () => {
+    for (const entry of ["127.0.0.1:8418", "git.lan", "[::1]:9000", " gitea:3000 "]) expect(insecureGitHostProblem(entry)).toBeUndefined()
+    expect(insecureGitHostProblem("http://git.lan")).toMatch(/must be host or host:port/)
+    expect(insecureGitHostProblem("git.lan:0")).toMatch(/port/)
+    expect(insecureGitHostProblem("git.lan:x")).toMatch(/port/)
+    expect(insecureGitHostProblem("")).toMatch(/must be host or host:port/)
+  })
+
+  it("the request schema takes any grammatical http URL (planCreate checks the host)", () => {
+    expect(decodeBody(SourceConfig, { repo_url: "http://127.0.0.1:8418/acme/agent.git" })).toStrictEqual({ repo_url: "http://127.0.0.1:8418/acme/agent.git" })
+    expect(bodyIssues(SourceConfig, { repo_url: "http://127.0.0.1:8418/" })[0]!.msg).toMatch(/repository path/)
   })
 })
 

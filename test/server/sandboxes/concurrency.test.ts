@@ -4,7 +4,7 @@
  * of name uniqueness really interleave across processes.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type ApiResponse, type ChildServer, spawnServer, tempDatabasePath } from "../../support/server.ts"
+import { type ApiResponse, type ChildServer, faultyServerEntry, spawnServer, tempDatabasePath } from "../../support/server.ts"
 import { runKeys, sandboxApi } from "./helpers.ts"
 
 const database = tempDatabasePath("slipway-race")
@@ -14,12 +14,12 @@ let apiA: ReturnType<typeof sandboxApi>
 let apiB: ReturnType<typeof sandboxApi>
 
 beforeAll(async () => {
-  // The delay widens the window between the quota check and the write to 25ms, so without
-  // the BEGIN IMMEDIATE transaction the two processes would both pass the check and overshoot.
-  const env = { SLIPWAY_STORAGE_QUOTA: "40Gi", SLIPWAY_TEST_QUOTA_DELAY_MS: "25" }
+  // The held quota decisions widen the window between the quota check and the write to 25ms,
+  // so without the BEGIN IMMEDIATE transaction the two processes would both pass the check and overshoot.
+  const env = { SLIPWAY_STORAGE_QUOTA: "40Gi", FAULT_QUOTA_HOLD_MS: "25" }
   // One after the other: the first applies the migrations, the second finds them applied.
-  a = await spawnServer({ databasePath: database.path, env })
-  b = await spawnServer({ databasePath: database.path, env })
+  a = await spawnServer({ entry: faultyServerEntry, databasePath: database.path, env })
+  b = await spawnServer({ entry: faultyServerEntry, databasePath: database.path, env })
   apiA = sandboxApi(a.request)
   apiB = sandboxApi(b.request)
 })
