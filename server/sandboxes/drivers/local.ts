@@ -105,9 +105,12 @@ export const makeLocalSandboxDriver = Effect.gen(function* () {
         const box = yield* bringUp(work)
         yield* registry.register(id, box)
         // The box's exec helper starts with its first command: run one now, so a ready box (a warm
-        // pool box above all) answers its first command without that start.
+        // pool box above all) answers its first command without that start. A gVisor box's helper
+        // came up with it (its pid 1): it is ready at once, and the first command only primes
+        // gVisor's address spaces, after the ready.
+        if (box.isolation === "gvisor") yield* report(id, { _tag: "Provisioned" })
         yield* warmUp(box)
-        yield* report(id, { _tag: "Provisioned" })
+        if (box.isolation !== "gvisor") yield* report(id, { _tag: "Provisioned" })
         const exit = yield* box.exited
         if (!exit.expected) yield* report(id, { _tag: "Failed", message: `box exited unexpectedly (${exit.signal ?? `code ${exit.code}`})` })
       })
