@@ -16,15 +16,14 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, w
 import { createHash } from "node:crypto"
 import path from "node:path"
 import type { Duplex } from "node:stream"
-import { Deferred, Effect, type Scope } from "effect"
+import { Effect, type Scope } from "effect"
 import { BOX_HOME, BOX_TOOLS } from "../../BoxProcess.ts"
 import type { ProcessRunner } from "../../ProcessRunner.ts"
 import type { LimitsMode, Resources } from "../cgroups.ts"
 import { EXEC_HELPER, type HelperChannel } from "../execHelper.ts"
-import { processStartTicks } from "../host.ts"
 import { helperChannelOver } from "./exec.ts"
-import { type BoxInit, killPid } from "./init.ts"
-import { BoxError, type BoxExit, type BoxSpec } from "./model.ts"
+import { type BoxInit, watchInit } from "./init.ts"
+import { BoxError, type BoxSpec } from "./model.ts"
 import { DEFAULT_PATH, HOST_PATH, tmpBytesOf } from "./spec.ts"
 
 /** runsc's settings: `SLIPWAY_GVISOR_PLATFORM`, `SLIPWAY_GVISOR_FILE_ACCESS` (docs/runtime-isolation.md). */
@@ -192,9 +191,7 @@ export const startSandbox = (options: {
         killSignal: "SIGKILL"
       })
       .pipe(Effect.mapError((error) => new BoxError({ message: `box ${id} failed to start: ${error.message}` })))
-    const exit = Deferred.makeUnsafe<BoxExit>()
-    const isRunning = () => !Deferred.isDoneUnsafe(exit)
-    const helper = yield* helperChannelOver({ socket: child.stdio[3] as Duplex, id, isRunning, log: options.log, stderr: () => logTail(log), stop: () => undefined })
+    const helper = yield* helperChannelOver({ socket: child.stdio[3] as Duplex, id, isRunning: child.isRunning, log: options.log, stderr: () => logTail(log), stop: () => undefined })
     // Up once its pid 1 (the helper) says hello; a sandbox that could not start ends runsc first.
     yield* Effect.raceFirst(
       helper.hello,
@@ -202,18 +199,9 @@ export const startSandbox = (options: {
     ).pipe(Effect.mapError((error) => new BoxError({ message: error.message.includes("failed to start") ? error.message : `box ${id} failed to start: ${logTail(log) || error.message}` })))
     const pid = Number(readFileSync(pidFile, "utf8").trim())
     if (!Number.isInteger(pid) || pid <= 1) return yield* new BoxError({ message: `box ${id}: runsc wrote no sandbox pid` })
-    const startTicks = processStartTicks(pid) ?? ""
-    // The box's end: its sentry killed (runsc run, our child, then cleans up and exits), expected.
-    yield* Effect.addFinalizer(() =>
-      Effect.gen(function* () {
-        yield* killPid(pid, startTicks)
-        const status = yield* Effect.timeoutOption(child.exited, "5 seconds")
-        yield* Deferred.succeed(exit, { code: status._tag === "Some" ? status.value.code : null, signal: "SIGKILL", expected: true })
-      })
-    )
-    // A sandbox that ends on its own (out of memory, out of tasks, killed from the host): unexpected.
-    yield* Effect.forkScoped(Effect.flatMap(child.exited, (status) => Deferred.succeed(exit, { ...status, expected: false })))
-    return { init: { pid, startTicks, exited: Deferred.await(exit), isRunning }, helper }
+    // Its end: the sentry killed (runsc run, our child, then cleans up and exits); one that ends on
+    // its own (out of memory, out of tasks, killed from the host) is unexpected.
+    return { init: yield* watchInit(child, pid), helper }
   })
 
 /**

@@ -41,11 +41,11 @@ export const joinLimits = (procs: ReadonlyArray<string>, mode: LimitsMode, recor
   return ["/bin/sh", "-c", script, "sh", ...limitsPrefix]
 }
 
-export const waitDead = (pid: number, startTicks: string) =>
+const waitDead = (pid: number, startTicks: string) =>
   Effect.sync(() => processAlive(pid, startTicks)).pipe(Effect.repeat({ schedule: Schedule.spaced("5 millis").pipe(Schedule.upTo({ duration: "5 seconds" })), while: (alive) => alive }))
 
 /** SIGKILL to `pid` if it is still the process that started at `startTicks`. */
-export const killPid = (pid: number, startTicks: string) =>
+const killPid = (pid: number, startTicks: string) =>
   Effect.sync(() => {
     if (!processAlive(pid, startTicks)) return
     try {
@@ -100,9 +100,18 @@ export const startInit = (options: {
         Effect.andThen(Effect.sleep("10 millis"), Effect.fail(new BoxError({ message: `box ${id} failed to start (exit ${exit.code ?? exit.signal}): ${stderr.trim()}` })))
       )
     )
+    return yield* watchInit(child, pid)
+  })
+
+/**
+ * The init `pid` of a box whose host side is `child` (bwrap, or `runsc run`, which exits with its
+ * sandbox): closing the scope kills the init (the child then exits), expected; an init that dies
+ * on its own (OOM, killed from the host) ends the box unexpectedly.
+ */
+export const watchInit = (child: ChildHandle, pid: number): Effect.Effect<BoxInit, never, Scope.Scope> =>
+  Effect.gen(function* () {
     const startTicks = processStartTicks(pid) ?? ""
     const exit = Deferred.makeUnsafe<BoxExit>()
-    // The box's end: its init killed (then bwrap, our child, exits), expected.
     yield* Effect.addFinalizer(() =>
       Effect.gen(function* () {
         yield* killPid(pid, startTicks)
@@ -110,7 +119,6 @@ export const startInit = (options: {
         yield* Deferred.succeed(exit, { code: status._tag === "Some" ? status.value.code : null, signal: "SIGKILL", expected: true })
       })
     )
-    // An init that dies on its own: unexpected.
     yield* Effect.forkScoped(Effect.flatMap(child.exited, (status) => Deferred.succeed(exit, { ...status, expected: false })))
     return { pid, startTicks, exited: Deferred.await(exit), isRunning: () => !Deferred.isDoneUnsafe(exit) }
   })
