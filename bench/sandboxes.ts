@@ -191,10 +191,11 @@ const spawnWait = (argv: ReadonlyArray<string>, options: { env?: Record<string, 
     const child = spawn(argv[0]!, argv.slice(1), { stdio: ["pipe", "pipe", "pipe"], detached: options.detached ?? true, env: options.env ?? { PATH: "/usr/sbin:/usr/bin:/sbin:/bin" } })
     child.stdin.end()
     let open = 3
+    let stderr = ""
     const done = () => --open === 0 && resolve()
     child.stdout.on("data", () => undefined).on("close", done)
-    child.stderr.on("data", () => undefined).on("close", done)
-    child.on("exit", (code) => (code === 0 ? done() : reject(new Error(`${argv.join(" ")} exited ${code}`))))
+    child.stderr.on("data", (d: Buffer) => (stderr = (stderr + d.toString()).slice(-500))).on("close", done)
+    child.on("exit", (code) => (code === 0 ? done() : reject(new Error(`${argv.join(" ")} exited ${code}: ${stderr.trim()}`))))
     child.on("error", reject)
   })
 

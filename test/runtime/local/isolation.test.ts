@@ -12,7 +12,7 @@ import { randomBytes } from "node:crypto"
 import { makeTestRunner, type TestBox, type TestRunner } from "./harness.ts"
 import { execFileSync } from "node:child_process"
 import { networkInterfaces } from "node:os"
-import { GVISOR_BASE_TASKS, GVISOR_TASKS_PER_PROCESS } from "../../../server/runtime/local/boxes/gvisor.ts"
+import { GVISOR_BASE_TASKS, GVISOR_MEMORY_OVERHEAD, GVISOR_TASKS_PER_PROCESS } from "../../../server/runtime/local/boxes/gvisor.ts"
 import type { BoxSpec, Isolation } from "../../../server/runtime/local/BoxRunner.ts"
 import { requireIsolation, testIsolations } from "../../support/isolation.ts"
 import { expectNothingLeft, leftovers, makeRootfs, requireHostTools, runIn, sh, tempDir } from "./support.ts"
@@ -267,10 +267,13 @@ describe.each(testIsolations)("a box under %s cannot", (isolation: Isolation) =>
 
   it("eat the host's memory: a hog is killed under the memory limit (under gVisor, the sandbox)", async () => {
     const oomKills = () => Number(/oom_kill (\d+)/.exec(readFileSync(cgroupFile("memory", "memory.oom_control"), "utf8"))?.[1])
-    const hog = await runIn(box, ["dd", "if=/dev/zero", "of=/dev/null", "bs=200M", "count=1"]).catch(() => ({ code: null, signal: "SIGKILL" }))
+    // The cgroup's limit: the box's 64 MiB (under gVisor, plus what its kernel may use).
+    const limit = Number(readFileSync(cgroupFile("memory", "memory.limit_in_bytes"), "utf8"))
+    expect(limit).toBe((64 << 20) + (isolation === "gvisor" ? GVISOR_MEMORY_OVERHEAD : 0))
+    const hog = await runIn(box, ["dd", "if=/dev/zero", "of=/dev/null", `bs=${Math.ceil(limit / (1 << 20)) + 100}M`, "count=1"]).catch(() => ({ code: null, signal: "SIGKILL" }))
     expect(hog.code === 0 && hog.signal === null).toBe(false)
     expect(oomKills()).toBeGreaterThan(0)
-    expect(Number(readFileSync(cgroupFile("memory", "memory.max_usage_in_bytes"), "utf8"))).toBeLessThanOrEqual(64 << 20)
+    expect(Number(readFileSync(cgroupFile("memory", "memory.max_usage_in_bytes"), "utf8"))).toBeLessThanOrEqual(limit)
     if (isolation === "bwrap") {
       // The box's init survived the OOM killer.
       expect((await runIn(box, ["echo", "alive"])).stdout).toBe("alive\n")
