@@ -153,6 +153,9 @@ export const gvisorToolsDir = (dir: string, busybox: string, execHelper: string)
   return dir
 }
 
+/** How long runsc may take to bring a sandbox up (100 at once on 2 cores take tens of seconds). */
+const START_TIMEOUT = "120 seconds"
+
 /** The tail of runsc's log for a message (runsc writes its errors there, the helper its own). */
 const logTail = (file: string) => {
   try {
@@ -199,11 +202,18 @@ export const startSandbox = (options: {
       })
       .pipe(Effect.mapError((error) => new BoxError({ message: `box ${id} failed to start: ${error.message}` })))
     const helper = yield* helperChannelOver({ socket: child.stdio[3] as Duplex, id, isRunning: child.isRunning, log: options.log, stderr: () => logTail(log), stop: () => undefined })
-    // Up once its pid 1 (the helper) says hello; a sandbox that could not start ends runsc first.
+    // Up once its pid 1 (the helper) says hello; a sandbox that could not start ends runsc first,
+    // one that never comes up (the kvm platform hangs on some hosts) is given up.
     yield* Effect.raceFirst(
       helper.hello,
       Effect.flatMap(child.exited, (status) => Effect.fail(new BoxError({ message: `box ${id} failed to start (runsc exit ${status.code ?? status.signal}): ${logTail(log)}` })))
-    ).pipe(Effect.mapError((error) => new BoxError({ message: error.message.includes("failed to start") ? error.message : `box ${id} failed to start: ${logTail(log) || error.message}` })))
+    ).pipe(
+      Effect.timeoutOrElse({
+        duration: START_TIMEOUT,
+        orElse: () => Effect.fail(new BoxError({ message: `box ${id} failed to start: runsc did not start its sandbox within ${START_TIMEOUT} (platform ${options.gvisor.platform}: SLIPWAY_GVISOR_PLATFORM)` }))
+      }),
+      Effect.mapError((error) => new BoxError({ message: error.message.includes("failed to start") ? error.message : `box ${id} failed to start: ${logTail(log) || error.message}` }))
+    )
     const pid = Number(readFileSync(pidFile, "utf8").trim())
     if (!Number.isInteger(pid) || pid <= 1) return yield* new BoxError({ message: `box ${id}: runsc wrote no sandbox pid` })
     // Its end: the sentry killed (runsc run, our child, then cleans up and exits); one that ends on
