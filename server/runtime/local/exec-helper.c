@@ -277,7 +277,9 @@ static void start(uint32_t id, char *p, uint32_t len, int launch) {
     dup2(err[1], 2);
     /* Only 0, 1 and 2: nothing the helper holds (or inherited) reaches the command. */
     close_range(3, ~0U, 0);
-    int adj = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+    /* Not under gVisor (--init): it has no OOM killer of its own (the whole sandbox is the unit the
+       host's kills), and each system call there is a costly trap. */
+    int adj = init_mode ? -1 : open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
     if (adj >= 0) {
       (void)!write(adj, "500", 3);
       close(adj);
