@@ -8,14 +8,15 @@
  *   `fail-deploy` fails at that step: CREATING becomes CREATE_FAILED; BUILDING becomes
  *   BUILD_FAILED (external_container has no build state: there QUEUED does); DEPLOYING becomes
  *   DEPLOY_FAILED.
- * - `markedSandboxFailures`: a box whose template image contains `fail-start` fails to start; a
- *   snapshot whose image contains `fail-pull` fails to pull.
+ * - `markedSandboxFailures`: a box whose template image contains `fail-start` fails to start (its
+ *   image cannot be pulled: the kind `ImagePull`), one whose image contains `never-ready` stays
+ *   provisioning; a snapshot whose image contains `fail-pull` fails to pull.
  * - `heldQuotaDecisions(ms)`: every quota decision (reading the organization's usage, inside the
  *   create or resize transaction) is held open `ms` before it goes on, so a race test shows that
  *   the transaction, not luck, keeps the quota.
  */
 import { Context, Deferred, Effect, Layer, Queue } from "effect"
-import type { RevisionStatus, Source, SourceRevisionConfig } from "../../core/index.ts"
+import { boxFailure, type RevisionStatus, type Source, type SourceRevisionConfig } from "../../core/index.ts"
 import { type DatabaseObservation, DeploymentDriver, DeploymentObservations, type Observation } from "../../server/deployments/Driver.ts"
 import { ImageError, SandboxDriver, SandboxObservations } from "../../server/sandboxes/Driver.ts"
 import { QuotaStore } from "../../server/store/QuotaStore.ts"
@@ -104,11 +105,15 @@ export const markedSandboxFailures = Layer.effect(
       start: (work) =>
         work.template.image.includes("fail-start")
           ? Effect.flatMap(Deferred.make<void>(), (applied) =>
-              Queue.offer(observations, { sandboxId: work.sandboxId, event: { _tag: "Failed", message: "Box could not be started (fail-start marker)" }, applied }).pipe(
-                Effect.andThen(Deferred.await(applied))
-              )
+              Queue.offer(observations, {
+                sandboxId: work.sandboxId,
+                event: { _tag: "Failed", message: boxFailure("ImagePull", `pull ${work.template.image}: manifest unknown (fail-start marker)`) },
+                applied
+              }).pipe(Effect.andThen(Deferred.await(applied)))
             )
-          : driver.start(work),
+          : work.template.image.includes("never-ready")
+            ? Effect.void
+            : driver.start(work),
       prepareImage: (image, registryAuth) =>
         image.includes("fail-pull")
           ? Effect.fail(new ImageError({ message: `image ${image} could not be pulled (fail-pull marker)` }))

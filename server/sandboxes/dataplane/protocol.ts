@@ -14,7 +14,7 @@ import { commandSpec, decodeOrThrow, HttpExecuteBody } from "./requests.ts"
 import { rejectUpgrade, serveExecuteSocket, type WsLimits } from "./ws.ts"
 
 export { BOX_HOME, BOX_TOOLS, type BoxExec, type BoxCommand, type ExecOptions } from "./box.ts"
-export { DataplaneError, errorBody, sendError } from "./errors.ts"
+export { DataplaneError, errorBody, failedBox, sendError } from "./errors.ts"
 export { rejectUpgrade } from "./ws.ts"
 
 export interface DataplaneLimits extends CommandLimits, FileLimits, WsLimits {

@@ -24,8 +24,8 @@ export interface WsLimits {
 }
 
 /** Refuses an upgrade with a status and the dataplane's JSON error body (which the clients surface). */
-export const rejectUpgrade = (socket: Duplex, status: number, type: string, message: string): void => {
-  const body = errorBody(type, message)
+export const rejectUpgrade = (socket: Duplex, status: number, type: string, message: string, fields: Readonly<Record<string, unknown>> = {}): void => {
+  const body = errorBody(type, message, fields)
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? "Error"}\r\nContent-Type: application/json\r\n` +
       `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
