@@ -15,7 +15,7 @@ import { SandboxStore } from "../../store/SandboxStore.ts"
 import { SandboxController } from "../controller.ts"
 import { Dataplane, type DataplaneRequest } from "./Dataplane.ts"
 import { DataplaneError, failedBox, sendError } from "./errors.ts"
-import { rejectUpgrade } from "./ws.ts"
+import { refuseInFrame, rejectUpgrade } from "./ws.ts"
 
 const PREFIX = "/sandboxes/"
 const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/
@@ -97,7 +97,9 @@ export const dataplaneHttp = Effect.gen(function* () {
         else {
           const error = exit.cause.reasons.find((reason) => reason._tag === "Fail")?.error
           const known = error instanceof DataplaneError ? error : new DataplaneError(500, "InternalError", "The dataplane failed")
-          rejectUpgrade(socket, known.status, known.type, known.message, known.fields)
+          // A failed box's reason reaches a command socket's client only in a frame.
+          if (known.type === "NotReady" && /^\/execute\/ws\/?(\?|$)/.test(target.subpath)) refuseInFrame(request, socket, head, known)
+          else rejectUpgrade(socket, known.status, known.type, known.message, known.fields)
         }
       })
       return true
