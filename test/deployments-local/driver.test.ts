@@ -211,6 +211,8 @@ describe("a revision runs, serves and logs", () => {
     expect(seen.last.status_message).toMatch(/exited \(exit code 1\) before it was healthy: crash: exiting at once/)
     const answer = await get("crasher", "/ok")
     expect(answer.status).toBe(503)
+    // Its database was provisioned, but nothing deployed: the deployment is not READY (design.md §5).
+    expect((await request("GET", `/v2/deployments/${d.id}`)).body).toMatchObject({ status: "AWAITING_DATABASE", active_revision_id: null })
     expect(await replicaBoxes(d.latest_revision_id)).toHaveLength(0)
   }, 120_000)
 
