@@ -269,7 +269,7 @@ export const makeOpenApiDocument = (endpoints: ReadonlyArray<Endpoint>, info: Op
       responses
     }
     if (endpoint.body) {
-      operation.requestBody = { required: true, content: { "application/json": { schema: toJsonSchema(endpoint.body, components) } } }
+      operation.requestBody = { required: endpoint.bodyOptional !== true, content: { "application/json": { schema: toJsonSchema(endpoint.body, components) } } }
     }
     // X-Tenant-Id goes with either key scheme (optional: a key's own tenant is the default).
     if (endpoint.auth) operation.security = [{ ApiKey: [], TenantId: [] }, { BearerAuth: [], TenantId: [] }, { ApiKey: [] }, { BearerAuth: [] }]
