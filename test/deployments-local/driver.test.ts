@@ -3,7 +3,8 @@
  * (Debian's docker-registry) serving test images built here, real boxes, Slipway's own
  * PostgreSQL and a Redis per deployment. Asserts the states and their messages, the deployment
  * URL (also during a rollout between two healthy revisions), DEPLOY_FAILED for a crash and a
- * health timeout, the CLI's log endpoints, a server restart and delete.
+ * health timeout, the CLI's log endpoints, a server restart and delete, from a data directory
+ * deeper than a unix socket path may be long.
  */
 import { join } from "node:path"
 import { existsSync, readdirSync } from "node:fs"
@@ -15,7 +16,8 @@ import { replicaBoxPrefix } from "../../server/deployments/drivers/local.ts"
 import { startServer } from "../../server/index.ts"
 import { makeLogger } from "../../server/log.ts"
 import { cgroupParentFor } from "../../server/runtime/local/RuntimeRoot.ts"
-import { makeTestRunner, type TestRunner } from "../runtime/local/harness.ts"
+import { removeCgroupParent } from "../../server/runtime/local/cgroups.ts"
+import { cgroupDirsNamed, makeTestRunner, type TestRunner } from "../runtime/local/harness.ts"
 import { runCommand } from "../support/run.ts"
 import { buildTestImages, pushTestImages, removeTestImages, type TestImageRefs } from "../support/images.ts"
 import { startRegistry, type TestRegistry } from "../support/registry.ts"
@@ -26,7 +28,9 @@ let registry: TestRegistry
 let refs: TestImageRefs
 /** busybox serving /tmp/www: `ok`, `version` (the VERSION secret) and `env` (its environment). */
 let versioned: string
-const database = tempDatabasePath("deploylocal")
+// Deep on purpose: every unix socket of the runtime (port bridges, egress, PostgreSQL) must work
+// whatever the data directory's length (a socket path has at most 107 bytes).
+const database = tempDatabasePath("deploylocal", { deep: true })
 type Server = Awaited<ReturnType<typeof startServer>>
 let server: Server
 let request: ReturnType<typeof makeRequester>
@@ -68,8 +72,11 @@ const within = <A>(ms: number, what: string, promise: Promise<A>) =>
 afterAll(async () => {
   let closed: unknown
   await within(90_000, "server.close()", server?.close() ?? Promise.resolve()).catch((error) => (closed = error))
+  // A stopped server leaves no cgroup of its own behind (its boxes' nor their empty parent).
+  const cgroupParent = cgroupParentFor(join(database.dir, "runtime"))
+  const leftCgroups = cgroupDirsNamed(cgroupParent)
   // Whatever a failure left: boxes, then the database servers.
-  const cleaner = existsSync(boxesRoot()) ? await makeTestRunner({ root: boxesRoot(), cgroupParent: cgroupParentFor(join(database.dir, "runtime")) }) : undefined
+  const cleaner = existsSync(boxesRoot()) ? await makeTestRunner({ root: boxesRoot(), cgroupParent }) : undefined
   const leftover = cleaner ? await cleaner.recover() : { running: [], stopped: [] }
   for (const box of leftover.running) await cleaner!.destroy(box.id).catch(() => undefined)
   await openDatabases({ dataDir: join(database.dir, "runtime", "deployment-data") })
@@ -82,9 +89,12 @@ afterAll(async () => {
     else process.env[key] = saved[key]
   }
   database.remove()
+  // The test's own runners made the parent again: theirs to remove.
+  if (cleaner) removeCgroupParent(cleaner.service.limitsMode, cgroupParent)
   if (closed) throw closed
   // Nothing of the server's is left running.
   expect(leftover.running.map((box) => box.id)).toEqual([])
+  expect(leftCgroups).toEqual([])
 }, 180_000)
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))

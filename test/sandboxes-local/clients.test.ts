@@ -4,11 +4,14 @@
  * busybox image the tests build), and the published npm `langsmith` sandbox clients, unmodified,
  * doing their main job: create a template and a sandbox, run commands, write and read files.
  */
+import { dirname, join } from "node:path"
 import * as Current from "langsmith/sandbox"
 import { handleSandboxCreationError } from "langsmith/lib/sandbox/helpers.mjs"
 import * as Legacy from "langsmith-05/experimental/sandbox"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { makeLogger } from "../../server/log.ts"
+import { cgroupParentFor } from "../../server/runtime/local/RuntimeRoot.ts"
+import { cgroupDirsNamed } from "../runtime/local/harness.ts"
 import { type ImageMirror, startImageMirror } from "../support/mirror.ts"
 import { startTestServer, type TestServer } from "../support/server.ts"
 
@@ -22,8 +25,11 @@ beforeAll(async () => {
 }, 180_000)
 
 afterAll(async () => {
+  const cgroupParent = t && cgroupParentFor(join(dirname(t.databasePath), "runtime"))
   await t?.close()
   await mirror?.stop()
+  // A stopped server leaves no cgroup of its own behind (its boxes' nor their empty parent).
+  if (cgroupParent) expect(cgroupDirsNamed(cgroupParent)).toEqual([])
 }, 60_000)
 
 const legacy = () => new Legacy.SandboxClient({ apiKey: t.key, apiEndpoint: `${t.url}/v2/sandboxes` })

@@ -148,8 +148,7 @@ const describeExit = (exit: ExitStatus) => exit.signal ?? `exit code ${exit.code
 /**
  * A replica's box id: its revision, its index and a suffix of its own run, so a revision started
  * again (a redeploy) never shares an id with the boxes of its previous run, which may still be
- * draining. Short, because the box runner's unix sockets live under its state directory and a
- * socket path must fit in 108 bytes.
+ * draining. Short: it names the box's state directory and cgroup.
  */
 export const replicaBoxId = (revisionId: string, index: number, run: string = randomBytes(3).toString("hex")): string =>
   `${replicaBoxPrefix(revisionId)}${index}-${run}`
@@ -203,7 +202,7 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
     const boxes = yield* BoxRunner
     const images = yield* ImageStore
     const egress = yield* Egress
-    const { root } = yield* RuntimeRoot
+    const { root, sockets } = yield* RuntimeRoot
     const databases = yield* DeploymentDatabases
     const logs = yield* LogStore
     const proxy = yield* DeploymentProxy
@@ -351,7 +350,7 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
               { boxPort: BOX_POSTGRES_PORT, host: pg.host, port: pg.port },
               { boxPort: BOX_REDIS_PORT, host: redis.host, port: redis.port }
             ],
-            join(root, "egress")
+            sockets
           ),
           (error) => failed(error.message)
         )
