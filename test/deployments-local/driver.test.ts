@@ -22,6 +22,7 @@ import { runCommand } from "../support/run.ts"
 import { buildTestImages, pushTestImages, removeTestImages, type TestImageRefs } from "../support/images.ts"
 import { startRegistry, type TestRegistry } from "../support/registry.ts"
 import { makeRequester, TEST_KEY, tempDatabasePath } from "../support/server.ts"
+import { slipway } from "../cli/run.ts"
 import { openDatabases } from "./openDatabases.ts"
 
 let registry: TestRegistry
@@ -328,15 +329,20 @@ describe("rollout", () => {
     expect(await replicaBoxes(app.v1)).toHaveLength(0)
   }, 180_000)
 
-  it("redeploy of the older revision starts it again and switches to it", async () => {
+  it("redeploy of the older revision starts it again and answers once the URL serves it; so does slipway rollback", async () => {
+    // The older revision's replicas are gone: the redeploy starts them, and answers only once they serve.
+    expect(await replicaBoxes(app.v1)).toHaveLength(0)
     const r = await request("POST", `/v2/deployments/${app.id}/revisions/${app.v1}/redeploy`)
-    expect(r.status).toBe(200)
-    const deadline = Date.now() + 30_000
-    while ((await get("agent", "/version")).text !== "v1" && Date.now() < deadline) await sleep(100)
-    expect(await get("agent", "/version")).toEqual({ status: 200, text: "v1" })
-    const back = await request("POST", `/v2/deployments/${app.id}/revisions/${app.v2}/redeploy`)
-    expect(back.status).toBe(200)
-    while ((await get("agent", "/version")).text !== "v2" && Date.now() < deadline + 30_000) await sleep(100)
+    expect(r.status, JSON.stringify(r.body)).toBe(200)
+    expect(r.body.active_revision_id).toBe(app.v1)
+    for (let i = 0; i < 5; i++) expect(await get("agent", "/version")).toEqual({ status: 200, text: "v1" })
+    // The CLI's rollback (to the newer one here) waits the same way: served when it exits.
+    const rollback = await slipway(["rollback", "agent", "--to", app.v2!], { SLIPWAY_URL: server.url, SLIPWAY_API_KEY: TEST_KEY })
+    expect(rollback.code, rollback.stderr).toBe(0)
+    for (let i = 0; i < 5; i++) expect(await get("agent", "/version")).toEqual({ status: 200, text: "v2" })
+    // Redeploying what already serves answers at once.
+    const again = await request("POST", `/v2/deployments/${app.id}/revisions/${app.v2}/redeploy`)
+    expect(again.status).toBe(200)
     expect(await get("agent", "/version")).toEqual({ status: 200, text: "v2" })
   }, 90_000)
 })
