@@ -39,7 +39,7 @@ import { processRunner } from "../server/runtime/ProcessRunner.ts"
 import { makeTestRunner, type TestBox } from "../test/runtime/local/harness.ts"
 import { pushTestImages, removeTestImages } from "../test/support/images.ts"
 import { startRegistry } from "../test/support/registry.ts"
-import { freePort, num, residentBytes, root, spawnTarget, type Target } from "./procs.ts"
+import { freePort, num, probe, residentBytes, root, spawnTarget, type Target } from "./procs.ts"
 import type { Verdict } from "./sections.ts"
 
 const env = process.env
@@ -601,6 +601,10 @@ const main = async () => {
     probePath: "/health",
     timeoutMs: 60_000
   })
+  // The port answers 503 "Starting" until the local runtime is up (an exec helper to build, a loaded machine): wait for it.
+  for (const deadline = Date.now() + 120_000; (await probe(`${target.url}/health`)) !== 200; await sleep(20)) {
+    if (Date.now() > deadline) throw new Error("the server did not finish starting within 120 s")
+  }
   log(`server up in ${round(target.startupMs, 0)} ms at ${target.url}`)
   const template = await api("POST", "/v2/sandboxes/templates", { name: "small", image: "python:3.12-slim", resources: { cpu: "500m", memory: "64Mi", storage: "64Mi" } })
   if (template.status !== 201) throw new Error(`template: ${template.status} ${JSON.stringify(template.body)}`)

@@ -4,6 +4,7 @@
  * busybox image the tests build), and the published npm `langsmith` sandbox clients, unmodified,
  * doing their main job: create a template and a sandbox, run commands, write and read files.
  */
+import { randomBytes } from "node:crypto"
 import { dirname, join } from "node:path"
 import * as Current from "langsmith/sandbox"
 import { handleSandboxCreationError } from "langsmith/lib/sandbox/helpers.mjs"
@@ -63,6 +64,35 @@ describe("langsmith@0.12.0 langsmith/sandbox against the local runtime", () => {
     await sandbox.write("data/x.bin", new Uint8Array([0, 1, 2, 255]))
     expect(Array.from(await sandbox.read("data/x.bin"))).toEqual([0, 1, 2, 255])
   })
+})
+
+describe("large files", () => {
+  it("a download of 1 MiB or more is relayed from the box to the client (whole, ranged, exact bytes); the langsmith client reads it", async () => {
+    const box = (await t.request("GET", "/v2/sandboxes/boxes/py-one")).body
+    const content = randomBytes(3 * 1024 * 1024 + 17)
+    const form = new FormData()
+    form.append("file", new Blob([content]), "big.bin")
+    const uploaded = await fetch(`${box.dataplane_url}/upload?path=/home/user/big.bin`, { method: "POST", headers: { "x-api-key": t.key }, body: form })
+    expect(uploaded.status).toBe(200)
+    const whole = await fetch(`${box.dataplane_url}/download?path=/home/user/big.bin`, { headers: { "x-api-key": t.key } })
+    expect(whole.status).toBe(200)
+    // The relay wrote the body on the connection, which is then not reused.
+    expect(whole.headers.get("connection")).toBe("close")
+    expect(whole.headers.get("content-length")).toBe(String(content.length))
+    expect(Buffer.from(await whole.arrayBuffer()).equals(content)).toBe(true)
+    const start = 1024 * 1024 + 5
+    const ranged = await fetch(`${box.dataplane_url}/download?path=/home/user/big.bin`, { headers: { "x-api-key": t.key, range: `bytes=${start}-` } })
+    expect(ranged.status).toBe(206)
+    expect(ranged.headers.get("content-range")).toBe(`bytes ${start}-${content.length - 1}/${content.length}`)
+    expect(Buffer.from(await ranged.arrayBuffer()).equals(content.subarray(start))).toBe(true)
+    // A small one goes the ordinary way (keep-alive).
+    const small = await fetch(`${box.dataplane_url}/download?path=/home/user/big.bin`, { headers: { "x-api-key": t.key, range: "bytes=0-99" } })
+    expect(small.headers.get("connection")).not.toBe("close")
+    expect(Buffer.from(await small.arrayBuffer()).equals(content.subarray(0, 100))).toBe(true)
+    const sandbox = await new Current.SandboxClient({ apiKey: t.key, apiEndpoint: `${t.url}/v2/sandboxes`, maxRetries: 0 }).getSandbox("py-one")
+    expect(Buffer.from(await sandbox.read("/home/user/big.bin")).equals(content)).toBe(true)
+    expect(await sandbox.run("rm /home/user/big.bin && echo gone")).toMatchObject({ stdout: "gone\n" })
+  }, 60_000)
 })
 
 describe("a sandbox whose image cannot be pulled", () => {

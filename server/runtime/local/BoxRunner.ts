@@ -155,6 +155,7 @@ export const makeBoxRunner = (options: BoxRunnerOptions): Effect.Effect<BoxRunne
           isRunning: init.isRunning,
           exec: commands.exec,
           execShell: commands.execShell,
+          execInto: commands.execInto,
           forward: (port, forwardOptions) =>
             Effect.suspend(() =>
               init.isRunning()

@@ -81,19 +81,21 @@ export const makeDataplaneProtocol = (options: DataplaneOptions = {}): Dataplane
   /** File operations' processes per box, so closing a box or the dataplane leaves none behind. */
   const tools = new Map<string, Set<BoxCommand>>()
 
+  const track = (boxKey: string, process: BoxCommand): BoxCommand => {
+    let live = tools.get(boxKey)
+    if (!live) tools.set(boxKey, (live = new Set()))
+    const set = live
+    set.add(process)
+    void process.exited.finally(() => {
+      set.delete(process)
+      if (set.size === 0 && tools.get(boxKey) === set) tools.delete(boxKey)
+    })
+    return process
+  }
+
   const trackedBox = (box: BoxExec, boxKey: string): BoxExec => ({
-    exec: (argv, execOptions) => {
-      const process = box.exec(argv, execOptions)
-      let live = tools.get(boxKey)
-      if (!live) tools.set(boxKey, (live = new Set()))
-      const set = live
-      set.add(process)
-      void process.exited.finally(() => {
-        set.delete(process)
-        if (set.size === 0 && tools.get(boxKey) === set) tools.delete(boxKey)
-      })
-      return process
-    }
+    exec: (argv, execOptions) => track(boxKey, box.exec(argv, execOptions)),
+    ...(box.execInto ? { execInto: (argv, sink, execOptions) => track(boxKey, box.execInto!(argv, sink, execOptions)) } : {})
   })
 
   const registryFor = (box: BoxExec, boxKey: string): CommandRegistry => {
