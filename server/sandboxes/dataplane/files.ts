@@ -122,8 +122,19 @@ const relayBody = async (box: BoxExec, request: IncomingMessage, response: Serve
   response.writeHead(status, { ...headers, connection: "close" })
   response.flushHeaders()
   const socket = request.socket
-  // Every byte Node queued (the headers) reaches the kernel before the relay writes.
-  if (socket.writableLength > 0) await new Promise((resolve) => socket.once("drain", resolve))
+  // Every byte Node queued (the headers) reaches the kernel before the relay writes (or the client left).
+  if (socket.writableLength > 0) {
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        socket.off("drain", done)
+        socket.off("close", done)
+        resolve()
+      }
+      socket.once("drain", done)
+      socket.once("close", done)
+    })
+  }
+  if (socket.destroyed) return
   const process = box.execInto!([B, "sh", "-c", `B=${B}\n${READ_COUNTED}`, "slipway", path, String(start), String(length)], socket)
   let stderr = ""
   process.stderr.on("data", (chunk: Buffer) => (stderr = (stderr + chunk.toString("utf8")).slice(-2000)))
