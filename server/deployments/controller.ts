@@ -21,7 +21,7 @@ import { type RevisionRecord, RevisionStore } from "../store/RevisionStore.ts"
 import { RevisionLeases } from "../store/RevisionLeases.ts"
 import type { StoreError } from "../store/StoreError.ts"
 import { Transactions } from "../store/Transactions.ts"
-import { type DatabaseObservation, DeploymentDriver, DeploymentObservations, type Observation, type RevisionWork } from "./Driver.ts"
+import { type DatabaseObservation, DeploymentDriver, DeploymentObservations, type Observation, type RevisionWork, ServeError } from "./Driver.ts"
 import { makeSecretBox } from "../secrets/secrets.ts"
 import { Metrics } from "../metrics.ts"
 
@@ -32,8 +32,11 @@ export class DeploymentController extends Context.Service<
     readonly revisionCreated: (deployment: DeploymentRecord, revision: RevisionRecord, secrets: ReadonlyArray<Secret>) => Effect.Effect<void>
     /** The caller's transaction superseded these revisions (SKIPPED or INTERRUPTED): stop their work. */
     readonly revisionsStopped: (revisionIds: ReadonlyArray<string>) => Effect.Effect<void>
-    /** A redeploy made this (once DEPLOYED) revision the active one: have it serve again. */
-    readonly revisionActivated: (tenantId: string, deploymentId: string, revisionId: string) => Effect.Effect<void>
+    /**
+     * A redeploy made this (once DEPLOYED) revision the active one: have it serve again. Completes
+     * once the deployment's URL routes to it; fails with why it will not.
+     */
+    readonly revisionActivated: (tenantId: string, deploymentId: string, revisionId: string) => Effect.Effect<void, ServeError>
     /** The deployment was marked AWAITING_DELETE: tear it down, then remove it. */
     readonly deleteRequested: (tenantId: string, deploymentId: string, since: string) => Effect.Effect<void>
   }
@@ -280,8 +283,9 @@ export const makeDeploymentController = Effect.gen(function* () {
     revisionsStopped: (revisionIds) => Effect.forEach(revisionIds, (id) => (held.delete(id), driver.stop(id)), { discard: true }),
     revisionActivated: (tenantId, deploymentId, revisionId) =>
       storedWork(tenantId, deploymentId, revisionId).pipe(
-        Effect.flatMap((work) => (work ? driver.serve([work], { restore: false }) : Effect.void)),
-        Effect.catch((error) => Effect.sync(() => log.error("redeploy could not be started", { revision_id: revisionId, error: error.message })))
+        Effect.mapError((error) => new ServeError({ message: `its record could not be read: ${error.message}` })),
+        Effect.flatMap((work) => (work ? Effect.andThen(driver.serve([work], { restore: false }), driver.awaitServing(work)) : Effect.void)),
+        Effect.tapError((error) => Effect.sync(() => log.warn("redeployed revision does not serve", { revision_id: revisionId, error: error.message })))
       ),
     deleteRequested: runDelete
   })

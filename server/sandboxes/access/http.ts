@@ -24,7 +24,7 @@ import type { Duplex } from "node:stream"
 import { Cause, Effect, Exit } from "effect"
 import { clientGone, makeRequestRunner, type RequestRunner } from "../../http/app.ts"
 import type { RawHttp } from "../../module.ts"
-import { DataplaneError, rejectUpgrade, sendError } from "../dataplane/protocol.ts"
+import { DataplaneError, failedBox, rejectUpgrade, sendError } from "../dataplane/protocol.ts"
 import {
   type AccessContext,
   DOWNLOAD_PREFIX,
@@ -117,8 +117,10 @@ export const makeAccessHttp = (context: AccessContext, runRequest: RequestRunner
   const runningBox = Effect.fnUntraced(function* (tenantId: string, sandboxId: string) {
     let box = yield* sandboxStore.sandboxById(tenantId, sandboxId)
     if (!box) return yield* fail(404, "NotFound", "the sandbox of this link no longer exists")
-    if (box.status === "stopped" || box.status === "failed") box = yield* controller.request(box, { _tag: "Start" })
-    if (box.status !== "ready") box = (yield* controller.awaitSettled(tenantId, sandboxId, WAKE_MS)) ?? box
+    if (box.status === "stopped") box = yield* controller.request(box, { _tag: "Start" })
+    if (box.status !== "ready" && box.status !== "failed") box = (yield* controller.awaitSettled(tenantId, sandboxId, WAKE_MS)) ?? box
+    // A box that failed is not started again by a link: it would fail the same way.
+    if (box.status === "failed") return yield* Effect.fail(failedBox(box.name, box.status_message))
     if (box.status !== "ready") return yield* fail(503, "ServiceUnavailable", `the sandbox is ${box.status}; retry shortly`, { "retry-after": "2" })
     return box
   })
@@ -292,7 +294,7 @@ export const makeAccessHttp = (context: AccessContext, runRequest: RequestRunner
       void proxyUpgrade(request, socket, head, { ...target, rest: target.rest ?? "/" }).catch((error) => {
         if (error instanceof ClientGone) return
         const known = asDataplaneError(error)
-        rejectUpgrade(socket, known.status, known.type, known.message)
+        rejectUpgrade(socket, known.status, known.type, known.message, known.fields)
       })
       return true
     }

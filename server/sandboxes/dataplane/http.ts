@@ -2,7 +2,8 @@
  * Where a box's dataplane is reached: `{SLIPWAY_PUBLIC_URL}/sandboxes/{id}/...`, HTTP and
  * WebSocket upgrades. Same credentials as the API (`X-Api-Key` or Bearer, `X-Tenant-Id`), and a
  * tenant only ever reaches its own boxes (another tenant's box is answered as absent). A request
- * to a stopped box wakes it (the clients retry the 503 "Sandbox is starting").
+ * to a stopped box wakes it (the clients retry the 503 "Sandbox is starting"); a box that failed
+ * answers 400 `NotReady` with its `status_message` and is not started (it would fail again).
  */
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type { Duplex } from "node:stream"
@@ -13,8 +14,8 @@ import { KeyStore } from "../../store/KeyStore.ts"
 import { SandboxStore } from "../../store/SandboxStore.ts"
 import { SandboxController } from "../controller.ts"
 import { Dataplane, type DataplaneRequest } from "./Dataplane.ts"
-import { DataplaneError, sendError } from "./errors.ts"
-import { rejectUpgrade } from "./ws.ts"
+import { DataplaneError, failedBox, sendError } from "./errors.ts"
+import { refuseInFrame, rejectUpgrade } from "./ws.ts"
 
 const PREFIX = "/sandboxes/"
 const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/
@@ -49,6 +50,8 @@ export const dataplaneHttp = Effect.gen(function* () {
       if (access.status === "stopped" || access.status === "failed") {
         const box = yield* sandboxStore.sandboxById(auth.tenantId, sandboxId)
         if (!box) return yield* Effect.fail(new DataplaneError(404, "NotFound", `sandbox ${sandboxId} not found`))
+        // A failed box stays failed until someone starts it: retrying would fail the same way.
+        if (box.status === "failed") return yield* Effect.fail(failedBox(box.name, box.status_message))
         yield* controller.request(box, { _tag: "Start" })
         return yield* Effect.fail(new DataplaneError(503, "ServiceUnavailable", `Sandbox is starting: ${box.name} was ${box.status}; retry shortly`))
       }
@@ -94,7 +97,9 @@ export const dataplaneHttp = Effect.gen(function* () {
         else {
           const error = exit.cause.reasons.find((reason) => reason._tag === "Fail")?.error
           const known = error instanceof DataplaneError ? error : new DataplaneError(500, "InternalError", "The dataplane failed")
-          rejectUpgrade(socket, known.status, known.type, known.message)
+          // A failed box's reason reaches a command socket's client only in a frame.
+          if (known.type === "NotReady" && /^\/execute\/ws\/?(\?|$)/.test(target.subpath)) refuseInFrame(request, socket, head, known)
+          else rejectUpgrade(socket, known.status, known.type, known.message, known.fields)
         }
       })
       return true

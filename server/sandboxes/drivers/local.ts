@@ -12,7 +12,8 @@
  * frees its disk. Progress ("pulling image", "starting box") and failures go to the controller on
  * the `SandboxObservations` queue.
  */
-import { Effect, Fiber, FiberMap, FiberSet, Layer, Queue } from "effect"
+import { Data, Effect, Fiber, FiberMap, FiberSet, Layer, Queue } from "effect"
+import { boxFailure, type BoxFailureKind } from "../../../core/index.ts"
 import { ServerEnv } from "../../module.ts"
 import { BoxRunner, type RunningBox } from "../../runtime/local/BoxRunner.ts"
 import { ImageStore, imageEnvironment, type PulledImage } from "../../runtime/local/ImageStore.ts"
@@ -27,6 +28,11 @@ const DEFAULT_PIDS = 512
 const DEFAULT_STORAGE = 1024n * MiB
 
 const messageOf = (error: { readonly message: string }) => error.message.split("\n")[0]!.slice(0, 500)
+
+/** A bring-up step failed: why, in the kinds the clients tell apart (`boxFailure`). */
+class BringUpFailed extends Data.TaggedError("BringUpFailed")<{ readonly kind: BoxFailureKind; readonly message: string }> {}
+
+const because = (kind: BoxFailureKind) => (error: { readonly message: string }) => new BringUpFailed({ kind, message: messageOf(error) })
 
 /** Runs `true` in the box and waits for it, at most 5 s: the box's exec helper starts with its first command (errors are the first real command's to report). */
 const warmUp = (box: RunningBox) =>
@@ -68,13 +74,18 @@ export const makeLocalSandboxDriver = Effect.gen(function* () {
     yield* report(id, { _tag: "Progress", message: `pulling image ${work.template.image}` })
     // A snapshot's box runs the image the snapshot was built with (by digest, from the cache), not whatever its tag points at now.
     const pinned = work.imageDigest ? yield* images.lookup(work.imageDigest) : null
-    if (!pinned && work.digestOnly) return yield* new ImageError({ message: `the captured image ${work.imageDigest ?? "(none)"} of this sandbox's snapshot is not in the image store` })
+    if (!pinned && work.digestOnly) {
+      return yield* new BringUpFailed({ kind: "ImagePull", message: `the captured image ${work.imageDigest ?? "(none)"} of this sandbox's snapshot is not in the image store` })
+    }
     const image =
-      pinned ?? (yield* images.pull(work.template.image, { onProgress: (message) => report(id, { _tag: "Progress", message }), ...pullAuth(work.registryAuth) }))
+      pinned ??
+      (yield* images
+        .pull(work.template.image, { onProgress: (message) => report(id, { _tag: "Progress", message }), ...pullAuth(work.registryAuth) })
+        .pipe(Effect.mapError(because("ImagePull"))))
     runs.set(id, image)
     yield* report(id, { _tag: "Progress", message: "starting box" })
     const mounts = yield* Effect.forEach(work.volumes, (volume) => Effect.map(volumes.path(volume.volumeId), (hostPath) => ({ hostPath, mountPath: volume.mountPath })))
-    return yield* boxes.start({
+    return yield* Effect.mapError(boxes.start({
       id,
       rootfs: image.rootfs,
       env: { ...imageEnvironment(image.config.env), HOME: "/home/user" },
@@ -86,7 +97,7 @@ export const makeLocalSandboxDriver = Effect.gen(function* () {
         pids: DEFAULT_PIDS
       },
       volumes: mounts
-    })
+    }), because("SandboxConfig"))
   })
 
   const failed = (work: BoxWork, message: string) =>
@@ -107,12 +118,12 @@ export const makeLocalSandboxDriver = Effect.gen(function* () {
         yield* warmUp(box)
         yield* report(id, { _tag: "Provisioned" })
         const exit = yield* box.exited
-        if (!exit.expected) yield* report(id, { _tag: "Failed", message: `box exited unexpectedly (${exit.signal ?? `code ${exit.code}`})` })
+        if (!exit.expected) yield* report(id, { _tag: "Failed", message: boxFailure("CrashLoop", exit.signal ?? `code ${exit.code}`) })
       })
     ).pipe(
       // A failure (or a bug) ends the box as Failed with its reason, never as a box stuck provisioning.
-      Effect.catch((error) => failed(work, messageOf(error))),
-      Effect.catchDefect((defect) => failed(work, messageOf({ message: String((defect as Error)?.message ?? defect) })))
+      Effect.catch((error) => failed(work, boxFailure(error._tag === "BringUpFailed" ? error.kind : "SandboxConfig", messageOf(error)))),
+      Effect.catchDefect((defect) => failed(work, boxFailure("SandboxConfig", messageOf({ message: String((defect as Error)?.message ?? defect) }))))
     )
 
   /** Ends the box's fiber (its bring-up, or the box itself) and waits until its scope is closed. */
