@@ -179,3 +179,26 @@ export const makeReplicas = (options: ReplicasOptions) =>
   })
 
 export const layerReplicas = (options: ReplicasOptions) => Layer.effect(Replicas, makeReplicas(options))
+
+/**
+ * This process as the only replica, without joining anything (no secrets check, no record):
+ * for compositions that build a controller on their own stores (tests).
+ */
+export const layerSingleReplica = (id = "this-process") =>
+  Layer.succeed(
+    Replicas,
+    Replicas.of({
+      self: { id, url: "http://127.0.0.1" },
+      shared: false,
+      leaseMs: 15_000,
+      predecessor: undefined,
+      forwarder: undefined,
+      peer: () => Effect.succeed(undefined),
+      nudge: () => Effect.void,
+      nudgeAll: () => Effect.void,
+      listen: () => Effect.void,
+      isForwarded: () => false,
+      markForwarded: () => undefined,
+      nudged: () => undefined
+    })
+  )

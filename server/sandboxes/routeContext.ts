@@ -6,6 +6,8 @@
 import { Effect, Result } from "effect"
 import { fromBytes, generateSandboxName, type Sandbox } from "../../core/index.ts"
 import { ServerEnv } from "../module.ts"
+import { Replicas } from "../replicas/Replicas.ts"
+import { ClusterStore } from "../store/ClusterStore.ts"
 import { PoolStore } from "../store/PoolStore.ts"
 import { QuotaStore } from "../store/QuotaStore.ts"
 import { type SandboxRecord, SandboxStore } from "../store/SandboxStore.ts"
@@ -39,6 +41,8 @@ export const makeSandboxRouteContext = Effect.gen(function* () {
   const dataplane = yield* Dataplane
   const driver = yield* SandboxDriver
   const { config } = yield* ServerEnv
+  const replicas = yield* Replicas
+  const cluster = yield* ClusterStore
 
   // Fail at start, not on the first volume request, when the configured default is not a quantity.
   const configuredQuota = parseQuota(config.storageQuota)
@@ -91,7 +95,7 @@ export const makeSandboxRouteContext = Effect.gen(function* () {
     )
   })
 
-  return { transaction, sandboxStore, volumeStore, templateStore, poolStore, snapshotStore, controller, driver, config, sandboxJson, storage, freeSandboxName, launch, defaultSandboxImage }
+  return { transaction, sandboxStore, volumeStore, templateStore, poolStore, snapshotStore, controller, driver, config, replicas, cluster, sandboxJson, storage, freeSandboxName, launch, defaultSandboxImage }
 })
 
 export type SandboxRouteContext = Effect.Success<typeof makeSandboxRouteContext>

@@ -23,6 +23,7 @@ export const makeSimulatedSandboxDriver = Effect.gen(function* () {
       }),
     stop: () => Effect.void,
     teardown: () => Effect.void,
+    recover: () => Effect.void,
     createVolume: () => Effect.void,
     resizeVolume: () => Effect.void,
     deleteVolume: () => Effect.void,

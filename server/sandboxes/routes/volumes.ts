@@ -12,7 +12,7 @@ import type { SandboxRouteContext } from "../routeContext.ts"
 /** The runtime could not make or grow the storage: the row is put back and the caller told why. */
 const storageFailed = (error: VolumeError) => new ServerError({ status: 503, message: `Volume storage unavailable: ${error.message}` })
 
-export const volumeRoutes = ({ transaction, volumeStore, driver, config, storage }: SandboxRouteContext) => {
+export const volumeRoutes = ({ transaction, volumeStore, driver, config, storage, replicas, cluster }: SandboxRouteContext) => {
   /** PATCH, inside its transaction: the volume before and after (the same record when nothing changes). */
   const updateInTransaction = Effect.fnUntraced(function* (auth: AuthContext, name: string, body: PatchVolume) {
     const volume = yield* volumeStore.volumeByName(auth.tenantId, name).pipe(Effect.flatMap(found("volume", name)))
@@ -61,6 +61,8 @@ export const volumeRoutes = ({ transaction, volumeStore, driver, config, storage
       yield* driver.createVolume(volume.id, volume.size_bytes).pipe(
         Effect.catch((error) => Effect.andThen(volumeStore.deleteVolume(volume.id), Effect.fail(storageFailed(error))))
       )
+      // It lives on this replica's disk: boxes that mount it run here (docs/replicas.md).
+      if (replicas.shared) yield* cluster.holdVolume(volume.id, replicas.self.id)
       return volumeJson(volume)
     })),
 
