@@ -56,7 +56,8 @@ export const makeForwarder = (options: { readonly token: string; readonly selfId
       })
     },
     upgrade: (request, socket, head, peer, onError) => {
-      proxy.ws(request, socket as never, head, settings(peer), (error) => onError(codeOf(error)))
+      // An upgraded connection leaves any pool: no keep-alive agent (as the deployment URL's upgrades).
+      proxy.ws(request, socket as never, head, { target: peer.url, headers }, (error) => onError(codeOf(error)))
     },
     close: () => {
       agent.destroy()
@@ -95,9 +96,15 @@ export const internalHeadersOf = (request: http.IncomingMessage): { readonly tok
   return found ? { token, by } : undefined
 }
 
-/** Removes the shared secret from a request before anything reads it (a box or an agent server must never see it). */
-export const stripToken = (request: http.IncomingMessage): void => {
+/** Removes the internal headers from a request before anything reads it (a box or an agent server never sees the shared secret). */
+export const stripInternalHeaders = (request: http.IncomingMessage): void => {
+  // `headers` first: Node builds it lazily from the raw headers and their original count.
+  const headers = request.headers
+  delete headers[TOKEN_HEADER]
+  delete headers[FORWARDED_BY_HEADER]
   const raw = request.rawHeaders
-  for (let i = raw.length - 2; i >= 0; i -= 2) if (raw[i]!.toLowerCase() === TOKEN_HEADER) raw.splice(i, 2)
-  delete request.headers[TOKEN_HEADER]
+  for (let i = raw.length - 2; i >= 0; i -= 2) {
+    const name = raw[i]!.toLowerCase()
+    if (name === TOKEN_HEADER || name === FORWARDED_BY_HEADER) raw.splice(i, 2)
+  }
 }

@@ -3,7 +3,7 @@
  * headers (`x-slipway-internal-token`, `x-slipway-forwarded-by`) is refused (403) unless the
  * token is this replica's `SLIPWAY_INTERNAL_TOKEN` (compared in constant time), so a client
  * cannot pass for a replica. A forwarded request with the right token is marked (served here,
- * never forwarded again) and the token removed before anything else reads the request; a nudge
+ * never forwarded again) and the internal headers removed before anything else reads it; a nudge
  * (`POST /internal/replicas/nudge?topic=`) runs the controllers' listeners. Requests without
  * these headers (every client's) cost one scan of the raw header names.
  */
@@ -11,7 +11,7 @@ import type { IncomingMessage, ServerResponse } from "node:http"
 import type { Duplex } from "node:stream"
 import { Effect } from "effect"
 import { ServerEnv, type RawHttp, type ServerModule } from "../module.ts"
-import { internalHeadersOf, stripToken, tokenMatches } from "./forward.ts"
+import { internalHeadersOf, stripInternalHeaders, tokenMatches } from "./forward.ts"
 import { NUDGE_PATH, type NudgeTopic, Replicas } from "./Replicas.ts"
 
 const REFUSED = "internal request refused: missing or wrong SLIPWAY_INTERNAL_TOKEN"
@@ -37,7 +37,7 @@ export const replicasHttp = Effect.gen(function* () {
       log.warn("internal request refused", { path: (request.url ?? "").split("?")[0], from: request.socket.remoteAddress, forwarded_by: internal.by })
       return false
     }
-    stripToken(request)
+    stripInternalHeaders(request)
     replicas.markForwarded(request)
     return "internal"
   }
@@ -46,13 +46,14 @@ export const replicasHttp = Effect.gen(function* () {
     request: (request: IncomingMessage, response: ServerResponse) => {
       const admitted = admit(request)
       if (admitted === true) return false
-      request.resume()
       if (admitted === false) {
+        request.resume()
         answer(response, 403, REFUSED)
         return true
       }
       const url = request.url ?? "/"
       if (url === NUDGE_PATH || url.startsWith(`${NUDGE_PATH}?`)) {
+        request.resume()
         const topic = new URLSearchParams(url.slice(NUDGE_PATH.length + 1)).get("topic") as NudgeTopic | null
         if (request.method !== "POST" || topic === null || !topics.includes(topic)) answer(response, 400, `a nudge is POST ${NUDGE_PATH}?topic=boxes|deployments`)
         else {
