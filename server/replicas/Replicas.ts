@@ -14,7 +14,7 @@
  * nudged, only the secrets key is checked.
  */
 import type { IncomingMessage } from "node:http"
-import { Context, Effect, FiberSet, Layer, Schedule, type Scope } from "effect"
+import { Context, Data, Effect, FiberSet, Layer, Schedule, type Scope } from "effect"
 import { sharedRuntimeNeeds } from "../config.ts"
 import { ServerEnv } from "../module.ts"
 import { RuntimeChoice } from "../runtime/select.ts"
@@ -26,8 +26,10 @@ import type { ReplicaIdentity } from "./identity.ts"
 /** What a nudge asks a replica to look at. */
 export type NudgeTopic = "boxes" | "deployments"
 
-/** The path replicas nudge each other on (with the shared secret). */
-export const NUDGE_PATH = "/internal/replicas/nudge"
+/** Where replicas ask each other things (with the shared secret); never open to clients. */
+export const INTERNAL_PREFIX = "/internal/replicas/"
+/** The path replicas nudge each other on. */
+export const NUDGE_PATH = `${INTERNAL_PREFIX}nudge`
 
 export class Replicas extends Context.Service<
   Replicas,
@@ -47,6 +49,17 @@ export class Replicas extends Context.Service<
     readonly nudge: (replicaId: string, topic: NudgeTopic) => Effect.Effect<void>
     /** Every live peer. */
     readonly nudgeAll: (topic: NudgeTopic) => Effect.Effect<void>
+    /**
+     * Asks a live peer to do something only it can (its disk holds a volume): `POST` (or
+     * `DELETE`) of `path` under `/internal/replicas/` with a JSON body, authenticated with the
+     * shared secret; answers its status and JSON body, or fails saying why it could not.
+     */
+    readonly call: (
+      replicaId: string,
+      method: "POST" | "DELETE",
+      path: string,
+      body?: unknown
+    ) => Effect.Effect<{ readonly status: number; readonly body: unknown }, ReplicaCallError>
     /** Runs `effect` (in the background) whenever another replica nudges this one on `topic`, until the scope closes. */
     readonly listen: (topic: NudgeTopic, effect: Effect.Effect<void>) => Effect.Effect<void, never, Scope.Scope>
     /** Whether a request was forwarded by a peer (its shared secret checked): it is served here, never forwarded again. */
@@ -57,6 +70,9 @@ export class Replicas extends Context.Service<
     readonly nudged: (topic: NudgeTopic) => void
   }
 >()("slipway/Replicas") {}
+
+/** A peer could not be asked (gone, not answering, or no shared secret here). */
+export class ReplicaCallError extends Data.TaggedError("ReplicaCallError")<{ readonly message: string }> {}
 
 /** A replica as a peer, for messages: its id and address. */
 export const describeReplica = (replica: Pick<ReplicaRecord, "id" | "internal_url">): string => `${replica.id} (${replica.internal_url})`
@@ -152,6 +168,27 @@ export const makeReplicas = (options: ReplicasOptions) =>
             )
           )
 
+    const call = (replicaId: string, method: "POST" | "DELETE", path: string, body?: unknown) =>
+      Effect.gen(function* () {
+        if (token === undefined) return yield* new ReplicaCallError({ message: "this replica has no SLIPWAY_INTERNAL_TOKEN to ask another one" })
+        const target = yield* peer(replicaId)
+        if (!target) return yield* new ReplicaCallError({ message: `replica ${replicaId} is gone` })
+        if (!target.alive) return yield* new ReplicaCallError({ message: `replica ${describeReplica({ id: target.id, internal_url: target.url })} is not answering (its lease expired)` })
+        return yield* Effect.tryPromise({
+          try: async (signal) => {
+            const response = await fetch(`${target.url}${INTERNAL_PREFIX}${path}`, {
+              method,
+              headers: { [TOKEN_HEADER]: token, [FORWARDED_BY_HEADER]: self.id, "content-type": "application/json" },
+              ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+              signal: AbortSignal.any([signal, AbortSignal.timeout(120_000)])
+            })
+            const text = await response.text()
+            return { status: response.status, body: text === "" ? undefined : (JSON.parse(text) as unknown) }
+          },
+          catch: (error) => new ReplicaCallError({ message: `replica ${describeReplica({ id: target.id, internal_url: target.url })} did not answer: ${String((error as Error)?.cause ?? error)}` })
+        })
+      })
+
     return Replicas.of({
       self,
       shared,
@@ -161,6 +198,7 @@ export const makeReplicas = (options: ReplicasOptions) =>
       peer,
       nudge,
       nudgeAll,
+      call,
       listen: (topic, effect) =>
         Effect.acquireRelease(
           Effect.sync(() => {
@@ -196,6 +234,7 @@ export const layerSingleReplica = (id = "this-process") =>
       peer: () => Effect.succeed(undefined),
       nudge: () => Effect.void,
       nudgeAll: () => Effect.void,
+      call: () => Effect.fail(new ReplicaCallError({ message: "this replica is the only one" })),
       listen: () => Effect.void,
       isForwarded: () => false,
       markForwarded: () => undefined,

@@ -19,6 +19,7 @@ import { SandboxController } from "./controller.ts"
 import { Dataplane } from "./dataplane/Dataplane.ts"
 import { SandboxDriver } from "./Driver.ts"
 import { effectiveQuota, parseQuota } from "./quota.ts"
+import { makeVolumeOperations } from "./volumeCalls.ts"
 
 /**
  * The image of a box created with neither a template nor a snapshot (the real API's "default
@@ -40,9 +41,11 @@ export const makeSandboxRouteContext = Effect.gen(function* () {
   const controller = yield* SandboxController
   const dataplane = yield* Dataplane
   const driver = yield* SandboxDriver
-  const { config } = yield* ServerEnv
+  const { config, log } = yield* ServerEnv
   const replicas = yield* Replicas
   const cluster = yield* ClusterStore
+  /** Grows or deletes a volume on the replica whose disk holds it. */
+  const onVolumeHolder = yield* makeVolumeOperations
 
   // Fail at start, not on the first volume request, when the configured default is not a quantity.
   const configuredQuota = parseQuota(config.storageQuota)
@@ -95,7 +98,7 @@ export const makeSandboxRouteContext = Effect.gen(function* () {
     )
   })
 
-  return { transaction, sandboxStore, volumeStore, templateStore, poolStore, snapshotStore, controller, driver, config, replicas, cluster, sandboxJson, storage, freeSandboxName, launch, defaultSandboxImage }
+  return { transaction, sandboxStore, volumeStore, templateStore, poolStore, snapshotStore, controller, driver, config, log, replicas, cluster, onVolumeHolder, sandboxJson, storage, freeSandboxName, launch, defaultSandboxImage }
 })
 
 export type SandboxRouteContext = Effect.Success<typeof makeSandboxRouteContext>

@@ -14,7 +14,7 @@
  */
 import { execFileSync } from "node:child_process"
 import { randomBytes } from "node:crypto"
-import { readFileSync } from "node:fs"
+import { existsSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import pg from "pg"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
@@ -348,6 +348,24 @@ describe("three replicas with the local runtime on one database", () => {
     expect((await exec(restarted, pinned.body.id, "cat /data/file")).body).toMatchObject({ stdout: "kept\n" })
     // Its predecessor's record is gone (adopted).
     expect(await sql("SELECT count(*)::int AS n FROM replicas")).toEqual([{ n: 3 }])
+  }, 120_000)
+
+  it("grows and deletes a volume through replicas that do not hold it", async () => {
+    const [a, b, c] = replicas as [ChildServer, ChildServer, ChildServer]
+    const grown = await api(a)("PATCH", "/v2/sandboxes/volumes/data-on-c", { body: { size: "512Mi" } })
+    expect(grown.status, JSON.stringify(grown.body)).toBe(200)
+    const pinned = (await api(b)("GET", "/v2/sandboxes/boxes/pinned")).body
+    const df = await exec(b, pinned.id, "df -m /data | tail -1")
+    expect(Number(df.body.stdout.trim().split(/\s+/)[1])).toBeGreaterThan(400)
+    const volume = (await sql<{ id: string }>("SELECT id FROM sandbox_volumes WHERE name = 'data-on-c'"))[0]!.id
+    const onDisk = join(dirs[2]!.dir, "runtime", "volumes", volume)
+    expect(existsSync(onDisk)).toBe(true)
+    expect((await api(b)("DELETE", "/v2/sandboxes/boxes/pinned")).status).toBe(204)
+    expect((await api(b)("DELETE", "/v2/sandboxes/templates/with-volume")).status).toBe(204)
+    // The box's end on C (told by B) and the volume's on C (asked by A).
+    await eventually(async () => ((await api(a)("DELETE", "/v2/sandboxes/volumes/data-on-c")).status === 204 ? true : undefined), 30_000, 250)
+    await eventually(async () => (existsSync(onDisk) ? undefined : true), 20_000, 100)
+    expect(c.process.exitCode).toBeNull()
   }, 120_000)
 
   it("refuses to start a replica whose secrets key cannot open the database's check value", async () => {
