@@ -14,10 +14,11 @@
  */
 import { execFileSync } from "node:child_process"
 import { randomBytes } from "node:crypto"
-import { existsSync, readFileSync } from "node:fs"
+import { existsSync, readdirSync, readFileSync, readlinkSync } from "node:fs"
 import { join } from "node:path"
 import pg from "pg"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import { derivedPassword } from "../../server/deployments/local/databases.ts"
 import { cgroupParentFor } from "../../server/runtime/local/RuntimeRoot.ts"
 import { detectLimitsMode, listCgroups } from "../../server/runtime/local/cgroups.ts"
 import { openFrameSocket, streamText, type Frame } from "../support/dataplane-server.ts"
@@ -72,6 +73,52 @@ const replicaIdOf = async (child: ChildServer): Promise<string> => {
 }
 
 const api = (child: ChildServer) => child.request
+
+/**
+ * What runs of a data directory's runtime: box cgroups (every box init and what it started is
+ * in one), mounts of its boxes, loop devices backed by its files, processes naming the directory
+ * (Redis, bridges).
+ */
+const leftoversOf = (dir: string) => {
+  const root = join(dir, "runtime")
+  const parent = cgroupParentFor(root)
+  const mode = detectLimitsMode(parent)
+  const cgroups = listCgroups(mode, parent)
+  const mounts = readFileSync("/proc/self/mountinfo", "utf8")
+    .split("\n")
+    .map((line) => line.split(" ")[4] ?? "")
+    .filter((point) => point.startsWith(`${root}/boxes`))
+  const loops = execFileSync("losetup", ["-l", "-n", "-O", "BACK-FILE"], { encoding: "utf8" })
+    .split("\n")
+    .map((line) => line.trim())
+    .filter((file) => file.startsWith(root))
+  // Named in its command line, or working in it (Redis retitles itself but runs in its directory).
+  const processes = readdirSync("/proc")
+    .filter((name) => /^\d+$/.test(name))
+    .flatMap((pid) => {
+      try {
+        const args = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ").trim()
+        const cwd = readlinkSync(`/proc/${pid}/cwd`)
+        return args.includes(dir) || cwd.startsWith(dir) ? [`${pid} ${args}`] : []
+      } catch {
+        return []
+      }
+    })
+  return { cgroups, mounts, loops, processes }
+}
+
+/** Connects to a deployment's own database as its replicas do (its role, the password every replica derives). */
+const withDeploymentDatabase = async <A>(deploymentId: string, use: (client: pg.Client) => Promise<A>): Promise<A> => {
+  const admin = new URL(postgres.url)
+  const ident = `slipway_${deploymentId.replace(/-/g, "_")}`
+  const client = new pg.Client({ host: admin.hostname, port: Number(admin.port), user: ident, database: ident, password: derivedPassword(SECRETS_KEY, deploymentId) })
+  await client.connect()
+  try {
+    return await use(client)
+  } finally {
+    await client.end()
+  }
+}
 
 beforeAll(async () => {
   postgres = await startPostgres()
@@ -221,7 +268,7 @@ describe("three replicas with the local runtime on one database", () => {
 
   let deployment: { id: string; name: string; revision: string }
 
-  it("serves a deployment rolled out on A through B and C, HTTP and the revision's database", async () => {
+  it("serves a deployment rolled out on A through B and C; its database is on the shared server", async () => {
     const [a, b, c] = replicas as [ChildServer, ChildServer, ChildServer]
     const created = await api(a)("POST", "/v2/deployments", {
       body: { name: "agent", source: "external_container", source_revision_config: { image_uri: mirror.images.httpOk } }
@@ -249,27 +296,11 @@ describe("three replicas with the local runtime on one database", () => {
     }
     // A URL no deployment has is still Slipway's 404 on every replica.
     expect((await fetch(`${b.url}/d/nothing-here/ok`)).status).toBe(404)
+    // Its database is on the shared server, with credentials every replica derives alike.
+    await withDeploymentDatabase(id, (client) => client.query("CREATE TABLE kept (note text); INSERT INTO kept VALUES ('written while A served')"))
   }, 240_000)
 
-  const leftovers = (dir: string) => {
-    const root = join(dir, "runtime")
-    const parent = cgroupParentFor(root)
-    const mode = detectLimitsMode(parent)
-    const cgroups = listCgroups(mode, parent)
-    const mounts = readFileSync("/proc/self/mountinfo", "utf8")
-      .split("\n")
-      .map((line) => line.split(" ")[4] ?? "")
-      .filter((point) => point.startsWith(`${root}/boxes`))
-    const loops = execFileSync("losetup", ["-l", "-n", "-O", "BACK-FILE"], { encoding: "utf8" })
-      .split("\n")
-      .map((line) => line.trim())
-      .filter((file) => file.startsWith(root))
-    const processes = execFileSync("ps", ["-eo", "pid=,args="], { encoding: "utf8" })
-      .split("\n")
-      .filter((line) => line.includes(dir))
-      .map((line) => line.trim())
-    return { cgroups, mounts, loops, processes }
-  }
+  const leftovers = leftoversOf
 
   it("a replica killed with SIGKILL: its deployment serves again on another within the lease plus the image's start, with no new revision; its boxes are failed with the reason", async () => {
     const [a, b, c] = replicas as [ChildServer, ChildServer, ChildServer]
@@ -294,8 +325,10 @@ describe("three replicas with the local runtime on one database", () => {
     await new Promise((resolve) => setTimeout(resolve, 500))
     const killedAt = Date.now()
     await stopChild(a, "SIGKILL")
-    // What A left running is still there (the restart below must end it).
-    expect(leftovers(dirs[0]!.dir).cgroups.length).toBeGreaterThan(0)
+    // What A left running is still there (the restart below must end it): boxes, and the deployment's Redis.
+    const left = leftovers(dirs[0]!.dir)
+    expect(left.cgroups.length).toBeGreaterThan(0)
+    expect(left.processes.some((line) => line.includes("redis-server")), left.processes.join("\n")).toBe(true)
 
     const servedAgainAt = await eventually(
       async () => {
@@ -324,6 +357,8 @@ describe("three replicas with the local runtime on one database", () => {
     expect(row!.active_revision_id).toBe(deployment.revision)
     expect(await sql("SELECT count(*)::int AS n FROM revisions WHERE deployment_id = $1", [deployment.id])).toEqual(revisionsBefore)
     for (const via of [b, c]) expect((await fetch(`${via.url}/d/agent/ok`)).status).toBe(200)
+    // The same database, the same credentials: what A's replicas wrote is there.
+    expect((await withDeploymentDatabase(deployment.id, (client) => client.query("SELECT note FROM kept"))).rows).toEqual([{ note: "written while A served" }])
 
     // Its box: failed, with the reason; through a survivor, the dataplane says so too.
     const failed = await eventually(async () => {
@@ -390,4 +425,87 @@ describe("three replicas with the local runtime on one database", () => {
       other.remove()
     }
   }, 60_000)
+})
+
+describe("two replicas: a delete through one tears down on the other; a clean stop hands deployments over at once", () => {
+  const pair: Array<ChildServer> = []
+  const pairDirs = [tempDatabasePath("pair-a"), tempDatabasePath("pair-b")]
+  let pairDatabase: string
+
+  beforeAll(async () => {
+    pairDatabase = await postgres.createDatabase()
+    pair.push(...(await Promise.all(pairDirs.map((dir) => spawnServer({ databasePath: dir.path, env: { ...replicaEnv(), DATABASE_URL: pairDatabase } })))))
+  }, 120_000)
+  afterAll(async () => {
+    await Promise.all(pair.map((replica) => stopChild(replica, "SIGTERM")))
+    for (const dir of pairDirs) dir.remove()
+  }, 120_000)
+
+  const pairSql = async <R>(text: string, params: Array<unknown> = []): Promise<Array<R>> => {
+    const client = new pg.Client({ connectionString: pairDatabase })
+    await client.connect()
+    try {
+      return (await client.query(text, params)).rows as Array<R>
+    } finally {
+      await client.end()
+    }
+  }
+
+  const deployOn = async (via: ChildServer, name: string) => {
+    const created = await via.request("POST", "/v2/deployments", { body: { name, source: "external_container", source_revision_config: { image_uri: mirror.images.httpOk } } })
+    expect(created.status, JSON.stringify(created.body)).toBe(201)
+    await eventually(
+      async () => {
+        const latest = (await via.request("GET", `/v2/deployments/${created.body.id}/revisions`)).body.resources[0]
+        if (latest.status === "DEPLOY_FAILED") throw new Error(`rollout failed: ${latest.status_message}`)
+        return latest.status === "DEPLOYED" ? true : undefined
+      },
+      120_000,
+      250
+    )
+    return created.body.id as string
+  }
+
+  it("deleted through the replica that does not serve it: the serving one ends its replicas and Redis, and its database goes", async () => {
+    const [first, second] = pair as [ChildServer, ChildServer]
+    const id = await deployOn(first, "short-lived")
+    expect((await eventually(async () => ((await fetch(`${second.url}/d/short-lived/ok`)).status === 200 ? true : undefined), 10_000))).toBe(true)
+    const running = () => leftoversOf(pairDirs[0]!.dir)
+    expect(running().cgroups.length).toBeGreaterThan(0)
+    expect(running().processes.some((line) => line.includes("redis-server"))).toBe(true)
+    expect((await second.request("DELETE", `/v2/deployments/${id}`)).status).toBeLessThan(300)
+    await eventually(async () => {
+      const left = running()
+      return left.cgroups.length === 0 && left.processes.length === 0 ? true : undefined
+    }, 30_000, 250)
+    const ident = `slipway_${id.replace(/-/g, "_")}`
+    const admin = new pg.Client({ connectionString: postgres.url })
+    await admin.connect()
+    try {
+      expect((await admin.query("SELECT 1 FROM pg_database WHERE datname = $1", [ident])).rowCount).toBe(0)
+    } finally {
+      await admin.end()
+    }
+    expect((await fetch(`${second.url}/d/short-lived/ok`)).status).toBe(404)
+  }, 180_000)
+
+  it("a replica stopped with SIGTERM gives its deployments up: the other serves them before the stopped one's lease would have expired", async () => {
+    const [first, second] = pair as [ChildServer, ChildServer]
+    const id = await deployOn(first, "handed-over")
+    const firstId = (await pairSql<{ id: string }>("SELECT id FROM replicas WHERE id LIKE $1", [`%:${first.process.pid}:%`]))[0]!.id
+    const stoppedAt = Date.now()
+    first.process.kill("SIGTERM")
+    const switched = await eventually(async () => {
+      const [row] = await pairSql<{ serving_replica: string | null; first_lease_current: boolean }>(
+        "SELECT d.serving_replica, (SELECT lease_until > now() FROM replicas WHERE id = $2) AS first_lease_current FROM deployments d WHERE d.id = $1",
+        [id, firstId]
+      )
+      return row!.serving_replica !== null && row!.serving_replica !== firstId ? row : undefined
+    }, 20_000, 50)
+    // Handed over, not taken over: the stopped replica's lease still ran when the other took it.
+    expect(switched.first_lease_current).toBe(true)
+    await eventually(async () => ((await fetch(`${second.url}/d/handed-over/ok`)).status === 200 ? true : undefined), 60_000, 100)
+    console.log(`replicas: after SIGTERM, served by the other replica again ${Date.now() - stoppedAt} ms later`)
+    expect(await first.exited).toBe(0)
+  }, 180_000)
 })
