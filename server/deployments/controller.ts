@@ -288,7 +288,8 @@ export const makeDeploymentController = Effect.gen(function* () {
   const routesLock = yield* Semaphore.make(1)
   const refreshRoutes = routesLock.withPermits(1)(
     Effect.gen(function* () {
-      if (!replicas.shared || proxy === undefined) return
+      // Only where requests can be forwarded (the local runtime requires the shared secret; the simulated one serves no URL).
+      if (!replicas.shared || proxy === undefined || replicas.forwarder === undefined) return
       const remote = yield* cluster.remoteDeployments(me)
       const before = yield* proxy.remotes
       const now = new Set<string>()

@@ -67,7 +67,7 @@ export const deploymentController = DeploymentControllerLive
 const deploymentHttp = Effect.gen(function* () {
   const proxy = yield* DeploymentProxy
   const replicas = yield* Replicas
-  if (!replicas.shared) return { request: proxy.handle, upgrade: proxy.handleUpgrade } satisfies RawHttp
+  if (!replicas.shared || replicas.forwarder === undefined) return { request: proxy.handle, upgrade: proxy.handleUpgrade } satisfies RawHttp
   const { publicUrl } = yield* ServerEnv
   const controller = yield* DeploymentController
   const runFork = Effect.runForkWith(yield* Effect.context<never>())

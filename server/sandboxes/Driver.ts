@@ -44,6 +44,12 @@ export class SandboxDriver extends Context.Service<
   SandboxDriver,
   {
     readonly name: string
+    /**
+     * Its volumes live on this replica's disk (the local runtime): with several replicas, a box
+     * that mounts one runs where it lives. False where volumes are rows only or reachable from
+     * anywhere.
+     */
+    readonly volumesOnThisReplica: boolean
     /** Brings a box up (new, started again, or resumed after a server restart), in the background: what happens is observed. */
     readonly start: (work: BoxWork) => Effect.Effect<void>
     /** Ends the box's processes (its bring-up too, when still under way); its files are kept for a later start. */

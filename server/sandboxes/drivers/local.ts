@@ -120,6 +120,7 @@ export const makeLocalSandboxDriver = Effect.gen(function* () {
 
   return SandboxDriver.of({
     name: "local",
+    volumesOnThisReplica: true,
     start: (work) =>
       Effect.andThen(
         Effect.andThen(

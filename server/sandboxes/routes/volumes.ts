@@ -62,7 +62,7 @@ export const volumeRoutes = ({ transaction, volumeStore, driver, config, storage
         Effect.catch((error) => Effect.andThen(volumeStore.deleteVolume(volume.id), Effect.fail(storageFailed(error))))
       )
       // It lives on this replica's disk: boxes that mount it run here (docs/replicas.md).
-      if (replicas.shared) yield* cluster.holdVolume(volume.id, replicas.self.id)
+      if (replicas.shared && driver.volumesOnThisReplica) yield* cluster.holdVolume(volume.id, replicas.self.id)
       return volumeJson(volume)
     })),
 
