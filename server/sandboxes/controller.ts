@@ -32,7 +32,7 @@ import { Transactions } from "../store/Transactions.ts"
 import { SandboxVolumeStore } from "../store/SandboxVolumeStore.ts"
 import { makeRegistryCredentials } from "./access/registries.ts"
 import { Dataplane } from "./dataplane/Dataplane.ts"
-import { type BoxWork, SandboxDriver, SandboxObservations } from "./Driver.ts"
+import { type BoxWork, ImageError, SandboxDriver, SandboxObservations } from "./Driver.ts"
 
 export class SandboxController extends Context.Service<
   SandboxController,
@@ -191,6 +191,15 @@ export const makeSandboxController = Effect.gen(function* () {
   /** Boxes this replica's driver was asked to run (and not stopped or deleted since). */
   const local = new Set<string>()
 
+  const locate = (sandboxId: string): Effect.Effect<BoxLocation, StoreError> =>
+    !replicas.shared || local.has(sandboxId)
+      ? Effect.succeed(HERE)
+      : Effect.map(cluster.boxOwner(sandboxId), (owner): BoxLocation => {
+          if (!owner?.replica_id || owner.replica_id === me) return HERE
+          if (!owner.replica?.alive) return { _tag: "gone", replica: owner.replica, replicaId: owner.replica_id }
+          return { _tag: "peer", peer: { id: owner.replica_id, url: owner.replica.internal_url } }
+        })
+
   /** Hands the box to this replica's driver. */
   const startHere = Effect.fnUntraced(function* (box: SandboxRecord) {
     const work = yield* workOf(box)
@@ -263,7 +272,11 @@ export const makeSandboxController = Effect.gen(function* () {
   const buildSnapshot = (snapshot: SnapshotRecord) =>
     (snapshot.source_sandbox_id === null
       ? Effect.flatMap(registryAuthFor(snapshot.tenant_id, snapshot.docker_image), (auth) => driver.prepareImage(snapshot.docker_image, auth))
-      : driver.captureBox(snapshot.source_sandbox_id)
+      : Effect.flatMap(Effect.orElseSucceed(locate(snapshot.source_sandbox_id), () => HERE), (location) =>
+          location._tag === "here"
+            ? driver.captureBox(snapshot.source_sandbox_id!)
+            : Effect.fail(new ImageError({ message: `the sandbox runs on another replica (${location._tag === "peer" ? location.peer.id : location.replicaId}): capturing a box another replica runs is not supported yet (docs/replicas.md)` }))
+        )
     ).pipe(
       Effect.matchEffect({
         onSuccess: ({ digest }) => snapshotStore.setSnapshotStatus(snapshot.id, "building", "ready", null, digest, nowIso()),
@@ -407,14 +420,6 @@ export const makeSandboxController = Effect.gen(function* () {
     yield* replicas.listen("boxes", reconcile)
   }
 
-  const locate = (sandboxId: string): Effect.Effect<BoxLocation, StoreError> =>
-    !replicas.shared || local.has(sandboxId)
-      ? Effect.succeed(HERE)
-      : Effect.map(cluster.boxOwner(sandboxId), (owner): BoxLocation => {
-          if (!owner?.replica_id || owner.replica_id === me) return HERE
-          if (!owner.replica?.alive) return { _tag: "gone", replica: owner.replica, replicaId: owner.replica_id }
-          return { _tag: "peer", peer: { id: owner.replica_id, url: owner.replica.internal_url } }
-        })
 
   return SandboxController.of({
     boxesCreated: (created) => Effect.forEach(created, start, { discard: true }),
