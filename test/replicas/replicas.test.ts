@@ -23,7 +23,7 @@ import { cgroupParentFor } from "../../server/runtime/local/RuntimeRoot.ts"
 import { detectLimitsMode, listCgroups } from "../../server/runtime/local/cgroups.ts"
 import { openFrameSocket, streamText, type Frame } from "../support/dataplane-server.ts"
 import { type ImageMirror, startImageMirror } from "../support/mirror.ts"
-import { type PostgresServer, startPostgres } from "../support/postgres.ts"
+import { type PostgresServer, queryDatabase, startPostgres } from "../support/postgres.ts"
 import { stopChild } from "../reliability/support.ts"
 import { type ChildServer, eventually, spawnServer, TEST_KEY, tempDatabasePath } from "../support/server.ts"
 
@@ -55,15 +55,7 @@ const replicaEnv = (): Record<string, string> => ({
 
 const spawnReplica = (index: number, env: Record<string, string> = {}) => spawnServer({ databasePath: dirs[index]!.path, env: { ...replicaEnv(), ...env } })
 
-const sql = async <R>(text: string, params: Array<unknown> = []): Promise<Array<R>> => {
-  const client = new pg.Client({ connectionString: databaseUrl })
-  await client.connect()
-  try {
-    return (await client.query(text, params)).rows as Array<R>
-  } finally {
-    await client.end()
-  }
-}
+const sql = <R>(text: string, params: Array<unknown> = []) => queryDatabase<R>(databaseUrl, text, params)
 
 /** The replica id (`host:pid:random`) a child runs as. */
 const replicaIdOf = async (child: ChildServer): Promise<string> => {
@@ -441,15 +433,7 @@ describe("two replicas: a delete through one tears down on the other; a clean st
     for (const dir of pairDirs) dir.remove()
   }, 120_000)
 
-  const pairSql = async <R>(text: string, params: Array<unknown> = []): Promise<Array<R>> => {
-    const client = new pg.Client({ connectionString: pairDatabase })
-    await client.connect()
-    try {
-      return (await client.query(text, params)).rows as Array<R>
-    } finally {
-      await client.end()
-    }
-  }
+  const pairSql = <R>(text: string, params: Array<unknown> = []) => queryDatabase<R>(pairDatabase, text, params)
 
   const deployOn = async (via: ChildServer, name: string) => {
     const created = await via.request("POST", "/v2/deployments", { body: { name, source: "external_container", source_revision_config: { image_uri: mirror.images.httpOk } } })
@@ -479,13 +463,7 @@ describe("two replicas: a delete through one tears down on the other; a clean st
       return left.cgroups.length === 0 && left.processes.length === 0 ? true : undefined
     }, 30_000, 250)
     const ident = `slipway_${id.replace(/-/g, "_")}`
-    const admin = new pg.Client({ connectionString: postgres.url })
-    await admin.connect()
-    try {
-      expect((await admin.query("SELECT 1 FROM pg_database WHERE datname = $1", [ident])).rowCount).toBe(0)
-    } finally {
-      await admin.end()
-    }
+    expect(await queryDatabase(postgres.url, "SELECT 1 FROM pg_database WHERE datname = $1", [ident])).toEqual([])
     expect((await fetch(`${second.url}/d/short-lived/ok`)).status).toBe(404)
   }, 180_000)
 
