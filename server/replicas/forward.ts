@@ -2,13 +2,16 @@
  * Forwarding a request to the replica that runs its workload: a streaming reverse proxy
  * (`http-proxy-3`, which the deployment URL already uses for WebSocket upgrades) over keep-alive
  * connections. The request goes as the client sent it (method, path, Host, headers, body streamed
- * with back-pressure both ways; WebSocket upgrades piped as raw bytes), plus the replicas' shared
+ * with back-pressure both ways; upgrades, WebSocket or any other, piped as raw bytes on a
+ * connection of their own, as the service URLs pipe them into a box), plus the replicas' shared
  * secret and this replica's id, so the owner serves it as if it had come to it (it authenticates
  * the client again) and never forwards it further. A client that goes away aborts the forwarded
  * request. Nothing is retried: a request may have had effects on the owner.
  */
 import { createHash, timingSafeEqual } from "node:crypto"
 import * as http from "node:http"
+import * as net from "node:net"
+import * as tls from "node:tls"
 import type { Duplex } from "node:stream"
 import { createProxyServer } from "http-proxy-3"
 
@@ -43,7 +46,8 @@ const codeOf = (error: unknown): string => {
 export const makeForwarder = (options: { readonly token: string; readonly selfId: string; readonly connectTimeoutMs?: number }): Forwarder => {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 512 })
   // No response timeout: a command may stream for minutes (the client's side is bounded by the server's own timeouts).
-  const proxy = createProxyServer({ xfwd: true, ws: true, connectTimeout: options.connectTimeoutMs ?? 2000 })
+  const connectTimeoutMs = options.connectTimeoutMs ?? 2000
+  const proxy = createProxyServer({ xfwd: true, connectTimeout: connectTimeoutMs })
   // Errors are answered through each call's callback; this keeps an unexpected one from being uncaught.
   proxy.on("error", () => {})
   const headers = { [TOKEN_HEADER]: options.token, [FORWARDED_BY_HEADER]: options.selfId }
@@ -55,9 +59,42 @@ export const makeForwarder = (options: { readonly token: string; readonly selfId
         else onError(codeOf(error))
       })
     },
+    // Any upgrade (WebSocket or another protocol, as a box's service may speak): the request
+    // line and headers as they came plus ours, then raw bytes both ways. A connection of its own.
     upgrade: (request, socket, head, peer, onError) => {
-      // An upgraded connection leaves any pool: no keep-alive agent (as the deployment URL's upgrades).
-      proxy.ws(request, socket as never, head, { target: peer.url, headers }, (error) => onError(codeOf(error)))
+      const target = new URL(peer.url)
+      const secure = target.protocol === "https:"
+      const port = Number(target.port || (secure ? 443 : 80))
+      const host = target.hostname.replace(/^\[|\]$/g, "")
+      const upstream = secure ? tls.connect({ host, port, servername: net.isIP(host) ? undefined : host }) : net.connect(port, host)
+      let connected = false
+      const timer = setTimeout(() => upstream.destroy(Object.assign(new Error("connect timeout"), { code: "ETIMEDOUT" })), connectTimeoutMs)
+      upstream.once(secure ? "secureConnect" : "connect", () => {
+        connected = true
+        clearTimeout(timer)
+        const lines = [`${request.method ?? "GET"} ${request.url ?? "/"} HTTP/1.1`]
+        const raw = request.rawHeaders
+        let forwardedFor: string | undefined
+        for (let i = 0; i < raw.length; i += 2) {
+          if (/[\r\n]/.test(raw[i + 1]!)) continue
+          if (raw[i]!.toLowerCase() === "x-forwarded-for") forwardedFor = forwardedFor === undefined ? raw[i + 1] : `${forwardedFor},${raw[i + 1]}`
+          else lines.push(`${raw[i]}: ${raw[i + 1]}`)
+        }
+        const client = request.socket.remoteAddress ?? ""
+        lines.push(`x-forwarded-for: ${forwardedFor === undefined ? client : `${forwardedFor},${client}`}`)
+        lines.push(`${TOKEN_HEADER}: ${options.token}`, `${FORWARDED_BY_HEADER}: ${options.selfId}`)
+        upstream.write(`${lines.join("\r\n")}\r\n\r\n`)
+        if (head.length > 0) upstream.write(head)
+        socket.pipe(upstream).pipe(socket)
+      })
+      upstream.on("error", (error) => {
+        clearTimeout(timer)
+        if (connected) socket.destroy()
+        else onError(codeOf(error))
+      })
+      socket.on("error", () => upstream.destroy())
+      socket.on("close", () => upstream.destroy())
+      upstream.on("close", () => connected && socket.destroy())
     },
     close: () => {
       agent.destroy()

@@ -15,6 +15,7 @@
 import { execFileSync } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { existsSync, readdirSync, readFileSync, readlinkSync } from "node:fs"
+import { connect } from "node:net"
 import { join } from "node:path"
 import pg from "pg"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
@@ -22,7 +23,9 @@ import { derivedPassword } from "../../server/deployments/local/databases.ts"
 import { cgroupParentFor } from "../../server/runtime/local/RuntimeRoot.ts"
 import { detectLimitsMode, listCgroups } from "../../server/runtime/local/cgroups.ts"
 import { openFrameSocket, streamText, type Frame } from "../support/dataplane-server.ts"
+import { buildTestImages } from "../support/images.ts"
 import { type ImageMirror, startImageMirror } from "../support/mirror.ts"
+import { runCommand } from "../support/run.ts"
 import { type PostgresServer, queryDatabase, startPostgres } from "../support/postgres.ts"
 import { stopChild } from "../reliability/support.ts"
 import { type ChildServer, eventually, spawnServer, TEST_KEY, tempDatabasePath } from "../support/server.ts"
@@ -32,6 +35,18 @@ const TOKEN = randomBytes(24).toString("hex")
 const SECRETS_KEY = randomBytes(32).toString("hex")
 /** The load balancer's address every replica names in its URLs (nothing listens there: the test asks each replica directly). */
 const PUBLIC_URL = "http://slipway-lb.test"
+
+/** Answers any request: an upgrade with 101 and then every byte back, anything else 200 "ok". */
+const ECHO_SCRIPT = [
+  "#!/bin/sh",
+  "read -r first",
+  'upgrade=""',
+  'while read -r line; do line=$(printf %s "$line" | tr -d "\\r"); [ -z "$line" ] && break; case "$line" in [Uu]pgrade:*) upgrade=1;; esac; done',
+  'if [ -n "$upgrade" ]; then printf "HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\n\\r\\n"; exec cat; fi',
+  'printf "HTTP/1.1 200 OK\\r\\nContent-Length: 2\\r\\nConnection: close\\r\\n\\r\\nok"',
+  ""
+].join("\n")
+let echoImage: string
 
 let postgres: PostgresServer
 let databaseUrl: string
@@ -65,6 +80,34 @@ const replicaIdOf = async (child: ChildServer): Promise<string> => {
 }
 
 const api = (child: ChildServer) => child.request
+
+/** Sends an upgrade request on a raw connection and a line after the 101; answers what came back (the 101 and the echo, or the refusal). */
+const upgradeRoundTrip = async (url: string, path: string, headers: Record<string, string>, upgrade = "websocket"): Promise<{ readonly head: string; readonly echoed: string }> => {
+  const target = new URL(url)
+  const socket = connect(Number(target.port), target.hostname)
+  const received: Array<Buffer> = []
+  socket.on("data", (chunk: Buffer) => received.push(chunk))
+  const text = () => Buffer.concat(received).toString()
+  const until = async (predicate: () => boolean) => {
+    for (let i = 0; i < 200 && !predicate(); i++) await new Promise((resolve) => setTimeout(resolve, 25))
+  }
+  socket.write(
+    `GET ${path} HTTP/1.1\r\nHost: ${target.host}\r\nConnection: Upgrade\r\nUpgrade: ${upgrade}\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n` +
+      Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join("") +
+      "\r\n"
+  )
+  await until(() => text().includes("\r\n\r\n"))
+  const head = text()
+  if (!head.startsWith("HTTP/1.1 101")) {
+    socket.destroy()
+    return { head, echoed: "" }
+  }
+  received.length = 0
+  socket.write("ping through the replicas\n")
+  await until(() => text().includes("ping through the replicas\n"))
+  socket.destroy()
+  return { head, echoed: text() }
+}
 
 /**
  * What runs of a data directory's runtime: box cgroups (every box init and what it started is
@@ -116,6 +159,15 @@ beforeAll(async () => {
   postgres = await startPostgres()
   databaseUrl = await postgres.createDatabase()
   mirror = await startImageMirror({ images: ["busybox", "http-ok"], setProcessEnv: false })
+  // A deployment image answering both plain HTTP (its health check) and upgrades (then echoing bytes back).
+  const layout = await buildTestImages()
+  await runCommand(
+    ["umoci", "config", "--image", `${layout}:busybox`, "--tag", "upgrade-echo", "--config.env", `ECHO_SCRIPT=${ECHO_SCRIPT}`, "--clear=config.cmd",
+      "--config.cmd", "/bin/sh", "--config.cmd", "-c", "--config.cmd", 'printf "%s" "$ECHO_SCRIPT" > /tmp/echo.sh && chmod +x /tmp/echo.sh && exec nc -ll -p $PORT -e /tmp/echo.sh'],
+    { timeoutMs: 60_000 }
+  )
+  echoImage = `${mirror.host}/slipway-test/upgrade-echo:1`
+  await runCommand(["skopeo", "--insecure-policy", "copy", "--quiet", "--dest-tls-verify=false", "--dest-no-creds", `oci:${layout}:upgrade-echo`, `docker://${echoImage}`], { timeoutMs: 120_000 })
   // Started together: they race on the empty database's migrations and its secrets check value.
   replicas.push(...(await Promise.all([0, 1, 2].map((index) => spawnReplica(index)))))
 }, 180_000)
@@ -161,7 +213,7 @@ describe("three replicas with the local runtime on one database", () => {
     expect(await sql("SELECT name FROM cluster_settings")).toEqual([{ name: "secrets_check" }])
   })
 
-  it("serves a box made through replica A through B and C: exec over HTTP and WebSocket, upload, download, a service URL and a download URL", async () => {
+  it("serves a box made through replica A through B and C: exec over HTTP and WebSocket, upload, download, a service URL (HTTP and an upgrade) and a download URL", async () => {
     const [a, b, c] = replicas as [ChildServer, ChildServer, ChildServer]
     box = await createBox(a, "on-a")
     expect((box as any).dataplane_url).toBe(`${PUBLIC_URL}/sandboxes/${box.id}`)
@@ -218,6 +270,16 @@ describe("three replicas with the local runtime on one database", () => {
     expect(environment).not.toContain(TOKEN)
     expect(environment).not.toMatch(/SLIPWAY/i)
 
+    // An upgrade to a service in the box (any protocol: here a line echo), through B.
+    const echo = new FormData()
+    echo.append("file", new Blob([ECHO_SCRIPT]), "echo.sh")
+    expect((await fetch(`${c.url}/sandboxes/${box.id}/upload?path=/tmp/echo.sh`, { method: "POST", headers: { "x-api-key": TEST_KEY }, body: echo })).status).toBe(200)
+    expect((await exec(a, box.id, "chmod +x /tmp/echo.sh && (setsid nc -ll -p 8081 -e /tmp/echo.sh </dev/null >/dev/null 2>&1 &) ; sleep 0.3; echo ok")).body.exit_code).toBe(0)
+    const echoUrl = await api(a)("POST", `/v2/sandboxes/boxes/${box.name}/service-url`, { body: { port: 8081 } })
+    const tunnel = await upgradeRoundTrip(b.url, `${new URL(echoUrl.body.service_url).pathname}socket`, { "x-langsmith-sandbox-service-token": echoUrl.body.token }, "echo")
+    expect(tunnel.head).toMatch(/^HTTP\/1.1 101/)
+    expect(tunnel.echoed).toBe("ping through the replicas\n")
+
     // A download link minted on B, served through C without an API key.
     const link = await api(b)("POST", `/v2/sandboxes/boxes/${box.name}/download-url`, { body: { path: "/tmp/blob.bin" } })
     expect(link.status).toBe(200)
@@ -260,7 +322,7 @@ describe("three replicas with the local runtime on one database", () => {
 
   let deployment: { id: string; name: string; revision: string }
 
-  it("serves a deployment rolled out on A through B and C; its database is on the shared server", async () => {
+  it("serves deployments rolled out on A through B and C, HTTP and WebSocket; the database is on the shared server", async () => {
     const [a, b, c] = replicas as [ChildServer, ChildServer, ChildServer]
     const created = await api(a)("POST", "/v2/deployments", {
       body: { name: "agent", source: "external_container", source_revision_config: { image_uri: mirror.images.httpOk } }
@@ -286,6 +348,17 @@ describe("three replicas with the local runtime on one database", () => {
       }, 10_000)
       expect(await answer.text()).toBe("ok")
     }
+    // WebSocket upgrades through every replica to a deployment A serves.
+    const echoing = await api(a)("POST", "/v2/deployments", { body: { name: "echo", source: "external_container", source_revision_config: { image_uri: echoImage } } })
+    expect(echoing.status, JSON.stringify(echoing.body)).toBe(201)
+    await eventually(async () => ((await fetch(`${a.url}/d/echo/ok`)).status === 200 ? true : undefined), 120_000, 250)
+    for (const via of [a, b, c]) {
+      const upgraded = await eventually(async () => {
+        const result = await upgradeRoundTrip(via.url, "/d/echo/socket", {})
+        return result.head.startsWith("HTTP/1.1 101") ? result : undefined
+      }, 10_000, 100)
+      expect(upgraded.echoed).toBe("ping through the replicas\n")
+    }
     // A URL no deployment has is still Slipway's 404 on every replica.
     expect((await fetch(`${b.url}/d/nothing-here/ok`)).status).toBe(404)
     // Its database is on the shared server, with credentials every replica derives alike.
@@ -298,22 +371,25 @@ describe("three replicas with the local runtime on one database", () => {
     const [a, b, c] = replicas as [ChildServer, ChildServer, ChildServer]
     const victim = await replicaIdOf(a)
     const revisionsBefore = await sql<{ n: number }>("SELECT count(*)::int AS n FROM revisions WHERE deployment_id = $1", [deployment.id])
-    // A client polls the deployment URL through B the whole time.
+    // Clients poll the deployment URL through B and C the whole time.
     const answers: Array<{ at: number; status: number; detail: string }> = []
     let polling = true
-    const poller = (async () => {
-      while (polling) {
-        const at = Date.now()
-        try {
-          const response = await fetch(`${b.url}/d/agent/ok`, { signal: AbortSignal.timeout(5000) })
-          const text = await response.text()
-          answers.push({ at, status: response.status, detail: response.status === 200 ? "" : text })
-        } catch (error) {
-          answers.push({ at, status: 0, detail: String(error) })
+    // Four clients, two through B and two through C, each polling every 100 ms.
+    const poller = Promise.all(
+      [b, b, c, c].map(async (via) => {
+        while (polling) {
+          const at = Date.now()
+          try {
+            const response = await fetch(`${via.url}/d/agent/ok`, { signal: AbortSignal.timeout(5000) })
+            const text = await response.text()
+            answers.push({ at, status: response.status, detail: response.status === 200 ? "" : text })
+          } catch (error) {
+            answers.push({ at, status: 0, detail: String(error) })
+          }
+          await new Promise((resolve) => setTimeout(resolve, 100))
         }
-        await new Promise((resolve) => setTimeout(resolve, 100))
-      }
-    })()
+      })
+    )
     await new Promise((resolve) => setTimeout(resolve, 500))
     const killedAt = Date.now()
     await stopChild(a, "SIGKILL")
@@ -324,11 +400,13 @@ describe("three replicas with the local runtime on one database", () => {
 
     const servedAgainAt = await eventually(
       async () => {
-        const after = answers.filter((answer) => answer.at > killedAt)
+        const after = answers.filter((answer) => answer.at > killedAt).sort((x, y) => x.at - y.at)
         const failedOnce = after.findIndex((answer) => answer.status !== 200)
         if (failedOnce === -1) return undefined
-        const back = after.slice(failedOnce).find((answer) => answer.status === 200)
-        return back?.at
+        // Served again: every client's answers are 200 from some time on.
+        const lastFailure = after.filter((answer) => answer.status !== 200).at(-1)!
+        const back = after.find((answer) => answer.at > lastFailure.at && answer.status === 200)
+        return back !== undefined && after.filter((answer) => answer.at > back.at).length >= 8 ? back.at : undefined
       },
       90_000,
       100
