@@ -12,6 +12,13 @@
  * revisions this process drives is `RevisionLeases`' business (PostgreSQL: leases shared between
  * replicas; SQLite: one replica that holds everything). Background work (the channel, the lease
  * rounds, deletes) runs in the controller's `FiberSet`, interrupted when its layer closes.
+ *
+ * With several replicas (docs/replicas.md) each deployment's active revision is served by one
+ * replica (`ClusterStore`): this controller serves those its replica owns (at start, those a
+ * previous process on its data directory served and those nobody serves), becomes the owner of
+ * what its driver deploys or redeploys, gives up (`driver.release`) what another replica took,
+ * takes over the deployments of replicas whose lease expired, and routes the URLs of the
+ * deployments others serve to them (`DeploymentProxy.setRemote`).
  */
 import { Clock, Context, Deferred, Effect, FiberMap, FiberSet, Layer, Option, Schedule, Semaphore } from "effect"
 import { activate, canAdvance, databaseReadyOf, deploymentStatus, isTerminal, type Secret } from "../../core/index.ts"

@@ -14,6 +14,12 @@
  * creation is deleted, a ready box with no dataplane request for `idle_ttl_seconds` is stopped,
  * a box stopped for `delete_after_stop_seconds` is deleted. Its time is Effect's `Clock` (tests
  * drive it with `TestClock`).
+ *
+ * With several replicas (docs/replicas.md) each box runs on one replica (`ClusterStore`): a box
+ * starts where its volume lives, else where it ran before (if that replica lives), else here;
+ * every third of the lease the controller runs what its replica owns (and ends what it no longer
+ * owns), and fails the boxes of replicas that stopped answering with the reason. `locate` tells
+ * the dataplane and the links where to forward a box's requests.
  */
 import { Clock, Context, Deferred, Effect, Layer, Queue, Schedule, Semaphore } from "effect"
 import { type BoxEvent, type BoxLifecycle, formatQuantity, fromBytes, nextBoxState, wantsRunning } from "../../core/index.ts"
