@@ -118,6 +118,10 @@ export const makeReplicas = (options: ReplicasOptions) =>
         log.info("replica took over from the previous process on its data directory", { replica: self.id, previous: identity.predecessor })
       }
       log.info("replica", { id: self.id, internal_url: self.url, lease_ms: leaseMs })
+      const host = new URL(self.url).hostname
+      if (host === "127.0.0.1" || host === "localhost" || host === "[::1]" || host === "0.0.0.0" || host === "[::]") {
+        log.info("this replica's internal URL reaches this machine only: replicas on other machines need SLIPWAY_INTERNAL_URL (docs/replicas.md)", { internal_url: self.url })
+      }
       // The lease: renewed every third of it; a replica that stops renewing is dead to the others.
       const every = Math.max(50, Math.floor(leaseMs / 3))
       const renew = Effect.gen(function* () {
