@@ -15,6 +15,8 @@ import { type Logger, makeLogger } from "./log.ts"
 import { makeServerMetrics, Metrics } from "./metrics.ts"
 import { ServerEnv, type ServerModule } from "./module.ts"
 import { controllers, modules as defaultModules, runtimes, type ServerServices, type Substitution } from "./modules.ts"
+import { resolveReplicaIdentity } from "./replicas/identity.ts"
+import { layerReplicas } from "./replicas/Replicas.ts"
 import { RuntimeChoiceLive } from "./runtime/select.ts"
 import { resolveSecretsKeys, type SecretsKeys, secretsKeyProblem } from "./secrets/secretsKey.ts"
 import { KeyStore } from "./store/KeyStore.ts"
@@ -118,9 +120,19 @@ export const startServer = async (options: StartOptions = {}): Promise<SlipwaySe
   const config: ServerConfig = { ...requested, secretsKey: secrets.key, previousSecretsKeys: secrets.previous }
   const publicUrl = config.publicUrl ?? `http://${hostForUrl(address.address)}:${address.port}`
 
+  // This replica among those sharing the database (docs/replicas.md): its id, the address others reach it at.
+  const identity = resolveReplicaIdentity(config.databasePath)
+  const internalUrl = config.internalUrl ?? `http://${hostForUrl(address.address)}:${address.port}`
+
   const scope = Effect.runSync(Scope.make())
   const metrics = makeServerMetrics()
-  const base = RuntimeChoiceLive.pipe(Layer.provideMerge(Layer.mergeAll(storesFor(config), Layer.succeed(ServerEnv, { config, log, publicUrl }), Layer.succeed(Metrics, metrics))))
+  const base = layerReplicas({ identity, internalUrl }).pipe(
+    Layer.provideMerge(
+      RuntimeChoiceLive.pipe(
+        Layer.provideMerge(Layer.mergeAll(storesFor(config, identity.id), Layer.succeed(ServerEnv, { config, log, publicUrl }), Layer.succeed(Metrics, metrics)))
+      )
+    )
+  )
   // The order of server/modules.ts: base, runtimes, substitutions, controllers.
   const all = controllers.pipe(Layer.provideMerge(substitute.pipe(Layer.provideMerge(runtimes.pipe(Layer.provideMerge(base))))))
   let context

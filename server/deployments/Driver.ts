@@ -109,6 +109,12 @@ export class DeploymentDriver extends Context.Service<
     readonly awaitServing: (work: RevisionWork) => Effect.Effect<void, ServeError>
     /** Removes everything a deployment runs; completes once it is gone. */
     readonly teardown: (tenantId: string, deploymentId: string, since: string) => Effect.Effect<void>
+    /**
+     * Another replica serves the deployment now (several replicas): what this one runs of its
+     * active revision finishes its requests and stops, in the background; its data (the
+     * database, the logs) stays. Unfinished revisions are not touched (their leases decide).
+     */
+    readonly release: (deploymentId: string) => Effect.Effect<void>
   }
 >()("slipway/DeploymentDriver") {}
 

@@ -17,6 +17,7 @@ import { DeploymentObservations, DeploymentObservationsLive } from "../../server
 import { SimulatedDeploymentDriver } from "../../server/deployments/drivers/simulated.ts"
 import { makeLogger } from "../../server/log.ts"
 import { ServerEnv } from "../../server/module.ts"
+import { layerSingleReplica } from "../../server/replicas/Replicas.ts"
 import { DeploymentStore } from "../../server/store/DeploymentStore.ts"
 import type { Stores } from "../../server/store/index.ts"
 import { KeyStore } from "../../server/store/KeyStore.ts"
@@ -34,7 +35,11 @@ const env = Layer.succeed(ServerEnv, { config: defaultConfig, log: makeLogger("s
 const withController = <A, E>(seed: Effect.Effect<unknown, unknown, Stores>, test: Effect.Effect<A, E, Stores | DeploymentController | DeploymentObservations>) => {
   const stores = Layer.fresh(SqliteStores({ path: join(dir, `${randomUUID()}.db`) }))
   const seeded = Layer.effectDiscard(Effect.orDie(seed)).pipe(Layer.provideMerge(stores))
-  const controller = DeploymentControllerLive.pipe(Layer.provide(SimulatedDeploymentDriver({ stepMs })), Layer.provideMerge(DeploymentObservationsLive), Layer.provide(env))
+  const controller = DeploymentControllerLive.pipe(
+    Layer.provide(SimulatedDeploymentDriver({ stepMs })),
+    Layer.provideMerge(DeploymentObservationsLive),
+    Layer.provide(Layer.mergeAll(env, layerSingleReplica()))
+  )
   return Effect.provide(test, controller.pipe(Layer.provideMerge(seeded)))
 }
 

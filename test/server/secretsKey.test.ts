@@ -1,7 +1,8 @@
 /**
  * The key that seals secrets at rest: generated once beside the database (0600), shared by
  * processes starting together, opened with the key of an unfinished rotation too; and
- * `secrets rotate` with SLIPWAY_SECRETS_KEY set re-seals with SLIPWAY_NEW_SECRETS_KEY.
+ * `secrets rotate` with SLIPWAY_SECRETS_KEY set re-seals with SLIPWAY_NEW_SECRETS_KEY, the
+ * database's check value of the key included (a server with another key is refused at start).
  */
 import { execFile } from "node:child_process"
 import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs"
@@ -102,6 +103,8 @@ describe("npm run keys -- secrets rotate with SLIPWAY_SECRETS_KEY", () => {
         })
       ).body
       await server.close()
+      // Another key on the same database is refused before anything runs.
+      await expect(startServer({ port: 0, databasePath: database.path, apiKey: TEST_KEY, secretsKey: newKey, logLevel: "silent" })).rejects.toThrow(/secrets check value/)
       const run = (env: Record<string, string>) =>
         promisify(execFile)(process.execPath, ["server/keys.ts", "secrets", "rotate"], {
           cwd: join(import.meta.dirname, "../.."),
@@ -118,6 +121,10 @@ describe("npm run keys -- secrets rotate with SLIPWAY_SECRETS_KEY", () => {
       expect(makeSecretBox(newKey).open(stored)).toBe("the-value")
       expect(() => makeSecretBox(oldKey).open(stored)).toThrow()
 
+      // The database's check value was re-sealed with the rest: the old key is refused at start now.
+      await expect(startServer({ port: 0, databasePath: database.path, apiKey: TEST_KEY, secretsKey: oldKey, logLevel: "silent" })).rejects.toThrow(
+        /cannot open the database's secrets check value[^]*Set the same SLIPWAY_SECRETS_KEY on every replica/
+      )
       server = await startServer({ port: 0, databasePath: database.path, apiKey: TEST_KEY, secretsKey: newKey, logLevel: "silent" })
       const patched = await makeRequester(server.url, TEST_KEY)("PATCH", `/v2/deployments/${created.id}`, { body: { secrets: [{ name: "S", value: "********" }, { name: "T", value: "t" }] } })
       expect(patched.status, JSON.stringify(patched.body)).toBe(200)

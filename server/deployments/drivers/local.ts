@@ -676,7 +676,10 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
           if (restore) {
             // Boxes of replicas a previous process left (running or not) are removed first: the
             // active revisions start again on fresh boxes, unfinished ones when resumed.
-            yield* databases.recover.pipe(Effect.catch((error) => Effect.sync(() => log.error("deployment databases could not be recovered", { error: error.message }))))
+            // Only the deployments served here keep their Redis running (another replica may serve the rest).
+            yield* databases
+              .recover(new Set(active.map((work) => work.deploymentId)))
+              .pipe(Effect.catch((error) => Effect.sync(() => log.error("deployment databases could not be recovered", { error: error.message }))))
             const stale = (yield* boxes.list).filter((spec) => spec.id.startsWith("d-"))
             yield* Effect.forEach(stale, (spec) => Effect.ignore(boxes.destroy(spec.id)), { concurrency: "unbounded", discard: true })
             rmSync(volumesRoot, { recursive: true, force: true })
@@ -700,6 +703,25 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
           if (current && current.work.revisionId === work.revisionId && current.live && !current.closing) return Effect.void
           const run = runs.get(work.revisionId)
           return run && !run.closing ? Deferred.await(run.switched) : Effect.fail(new ServeError({ message: "nothing runs it on this server" }))
+        }),
+      release: (deploymentId) =>
+        Effect.gen(function* () {
+          const run = serving.get(deploymentId)
+          if (run === undefined) return
+          // Not serving any more: its release drains what is in flight (the proxy sends new
+          // requests to the replica that serves the deployment now), then its replicas stop.
+          serving.delete(deploymentId)
+          yield* FiberSet.run(
+            retiring,
+            Effect.gen(function* () {
+              if (run.fiber) yield* Fiber.interrupt(run.fiber)
+              // Its Redis here too, unless a rollout of the deployment still runs here.
+              if ([...runs.values()].every((other) => other.work.deploymentId !== deploymentId)) {
+                yield* databases.detach(deploymentId).pipe(Effect.catch((error) => Effect.sync(() => log.warn("deployment cache not stopped", { deployment_id: deploymentId, error: error.message }))))
+              }
+            })
+          )
+          log.info("deployment released: another replica serves it", { deployment_id: deploymentId, revision_id: run.work.revisionId })
         }),
       teardown: (_tenantId, deploymentId) =>
         Effect.gen(function* () {

@@ -125,7 +125,8 @@ export const makeSimulatedDriver = ({ stepMs, batch = DEFAULT_BATCH }: Simulated
       serve: () => Effect.void,
       awaitServing: () => Effect.void,
       teardown: (_tenantId, _deploymentId, since) =>
-        Effect.flatMap(Clock.currentTimeMillis, (nowMs) => Effect.sleep(Math.max(0, Date.parse(since) + stepMs - nowMs)))
+        Effect.flatMap(Clock.currentTimeMillis, (nowMs) => Effect.sleep(Math.max(0, Date.parse(since) + stepMs - nowMs))),
+      release: () => Effect.void
     })
   })
 

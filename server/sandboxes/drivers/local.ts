@@ -131,6 +131,7 @@ export const makeLocalSandboxDriver = Effect.gen(function* () {
 
   return SandboxDriver.of({
     name: "local",
+    volumesOnThisReplica: true,
     start: (work) =>
       Effect.andThen(
         Effect.andThen(
@@ -150,6 +151,32 @@ export const makeLocalSandboxDriver = Effect.gen(function* () {
           yield* boxes.destroy(sandboxId).pipe(Effect.catch((error) => Effect.sync(() => log.warn("sandbox teardown failed", { sandbox_id: sandboxId, error: messageOf(error) }))))
         }).pipe(Effect.uninterruptible)
       ).pipe(Effect.flatMap(Fiber.await), Effect.asVoid),
+    recover: (owned) =>
+      Effect.gen(function* () {
+        // Mounts, loop devices and cgroups of boxes whose init is gone are undone here.
+        const { running } = yield* boxes.recover
+        const alive = new Set(running.map((spec) => spec.id))
+        let ended = 0
+        let freed = 0
+        for (const spec of yield* boxes.list) {
+          // Deployment replicas are the deployment driver's (it removes what it left at start).
+          if (spec.id.startsWith("d-")) continue
+          const wanted = owned.get(spec.id)
+          if (wanted === "run") continue
+          if (wanted === "keep") {
+            // Stopped here (or failed) while a previous process was killed: end it, keep its files.
+            if (alive.has(spec.id)) {
+              yield* Effect.scoped(boxes.attach(spec.id))
+              ended++
+            }
+            continue
+          }
+          // Deleted, or run by another replica now: nothing of it stays here.
+          yield* boxes.destroy(spec.id)
+          freed++
+        }
+        if (ended + freed > 0) log.info("sandbox boxes left by a previous process", { ended, freed })
+      }).pipe(Effect.catch((error) => Effect.sync(() => log.warn("sandbox boxes could not be recovered", { error: messageOf(error) })))),
     createVolume: (volumeId, sizeBytes) => volumes.create(volumeId, Number(sizeBytes)).pipe(Effect.mapError((error) => new VolumeError({ message: messageOf(error) })), Effect.asVoid),
     resizeVolume: (volumeId, sizeBytes) => volumes.grow(volumeId, Number(sizeBytes)).pipe(Effect.mapError((error) => new VolumeError({ message: messageOf(error) })), Effect.asVoid),
     deleteVolume: (volumeId) => volumes.destroy(volumeId).pipe(Effect.mapError((error) => new VolumeError({ message: messageOf(error) }))),
