@@ -15,6 +15,7 @@ import { LogStoreLive } from "../../server/deployments/local/logs.ts"
 import { DeploymentProxyLive } from "../../server/deployments/local/proxy.ts"
 import { makeLogger } from "../../server/log.ts"
 import { ServerEnv } from "../../server/module.ts"
+import { layerSingleReplica } from "../../server/replicas/Replicas.ts"
 import { LocalRuntimeLive } from "../../server/runtime/local/LocalRuntime.ts"
 import { deploymentDriverSuite, type SuiteServices } from "../runtime/deploymentDriver.suite.ts"
 import { pushTestImages, removeTestImages, type TestImageRefs } from "../support/images.ts"
@@ -54,7 +55,7 @@ const driver = () =>
     Layer.provideMerge(DeploymentObservationsLive),
     Layer.provide(Layer.mergeAll(DeploymentDatabasesLive, LogStoreLive, DeploymentProxyLive)),
     Layer.provide(LocalRuntimeLive),
-    Layer.provide(env),
+    Layer.provide(Layer.mergeAll(env, layerSingleReplica())),
     Layer.fresh
   )
 

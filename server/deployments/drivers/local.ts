@@ -46,7 +46,7 @@ import { BoxRunner, type BoxSpec, type BoxVolume, type Forward, type RunningBox 
 import { Egress } from "../../runtime/local/egress.ts"
 import { imageEnvironment, ImageStore, type PulledImage } from "../../runtime/local/ImageStore.ts"
 import { RuntimeRoot } from "../../runtime/local/RuntimeRoot.ts"
-import { type DatabaseObservation, DeploymentDriver, DeploymentObservations, type Observation, type RevisionWork } from "../Driver.ts"
+import { type DatabaseObservation, DeploymentDriver, DeploymentObservations, type Observation, type RevisionWork, ServeError } from "../Driver.ts"
 import { DeploymentDatabases, type ProvisionedDatabases } from "../local/databases.ts"
 import { checkHealth, type HealthMode, type HealthResult, pollHealth } from "../local/health.ts"
 import { type LogKind, LogStore } from "../local/logs.ts"
@@ -130,8 +130,7 @@ const describeExit = (exit: ExitStatus) => exit.signal ?? `exit code ${exit.code
 /**
  * A replica's box id: its revision, its index and a suffix of its own run, so a revision started
  * again (a redeploy) never shares an id with the boxes of its previous run, which may still be
- * draining. Short, because the box runner's unix sockets live under its state directory and a
- * socket path must fit in 108 bytes.
+ * draining. Short: it names the box's state directory and cgroup.
  */
 export const replicaBoxId = (revisionId: string, index: number, run: string = randomBytes(3).toString("hex")): string =>
   `${replicaBoxPrefix(revisionId)}${index}-${run}`
@@ -154,6 +153,8 @@ interface Run {
   closing: boolean
   /** Completed by a teardown: its release stops at once, without (more) draining. */
   readonly cut: Deferred.Deferred<void>
+  /** Completed when the URL switches to it; failed with why when it ends first (`awaitServing`). */
+  readonly switched: Deferred.Deferred<void, ServeError>
 }
 
 /** A started replica: its box, the forward the proxy and health checks use, its main process's first exit. */
@@ -578,6 +579,7 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
         }
         return yield* Effect.interrupt
       }
+      yield* Deferred.succeed(run.switched, undefined)
       yield* append(work, "deploy", `serving: ${count} replica${count === 1 ? "" : "s"} at ${route.url}`)
       // The previous run drains and stops in its own fiber's release.
       if (previous && previous !== run && previous.fiber) yield* FiberSet.run(retiring, Fiber.interrupt(previous.fiber))
@@ -595,6 +597,7 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
       ).pipe(
         Effect.catchTag("RolloutFailed", ({ message }) =>
           Effect.gen(function* () {
+            yield* Deferred.fail(run.switched, new ServeError({ message }))
             yield* append(work, "deploy", message, "ERROR")
             log.warn("deployment revision failed", { deployment_id: work.deploymentId, revision_id: work.revisionId, error: message })
             if (mode === "rollout") {
@@ -606,16 +609,29 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
         Effect.onInterrupt(() => (run.live ? Effect.void : append(work, "deploy", "stopped: superseded"))),
         Effect.catchDefect((defect) => Effect.sync(() => log.error("deployment revision crashed", { revision_id: work.revisionId, error: messageOf(defect) }))),
         Effect.ensuring(
-          Effect.sync(() => {
-            if (runs.get(work.revisionId) === run) runs.delete(work.revisionId)
-          })
+          Effect.andThen(
+            // Ended before it served (stopped, superseded, torn down): whoever waits is told.
+            Deferred.fail(run.switched, new ServeError({ message: "it was stopped before it served (superseded, deleted, or the server stopped)" })),
+            Effect.sync(() => {
+              if (runs.get(work.revisionId) === run) runs.delete(work.revisionId)
+            })
+          )
         )
       )
     }
 
     const launch = (work: RevisionWork, mode: "rollout" | "serve") =>
       Effect.gen(function* () {
-        const run: Run = { work, status: work.status, fiber: undefined, targets: [], live: false, closing: false, cut: yield* Deferred.make<void>() }
+        const run: Run = {
+          work,
+          status: work.status,
+          fiber: undefined,
+          targets: [],
+          live: false,
+          closing: false,
+          cut: yield* Deferred.make<void>(),
+          switched: yield* Deferred.make<void, ServeError>()
+        }
         runs.set(work.revisionId, run)
         run.fiber = yield* FiberMap.run(revisions, work.revisionId, runRevision(run, mode))
       })
@@ -643,7 +659,10 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
           if (restore) {
             // Boxes of replicas a previous process left (running or not) are removed first: the
             // active revisions start again on fresh boxes, unfinished ones when resumed.
-            yield* databases.recover.pipe(Effect.catch((error) => Effect.sync(() => log.error("deployment databases could not be recovered", { error: error.message }))))
+            // Only the deployments served here keep their Redis running (another replica may serve the rest).
+            yield* databases
+              .recover(new Set(active.map((work) => work.deploymentId)))
+              .pipe(Effect.catch((error) => Effect.sync(() => log.error("deployment databases could not be recovered", { error: error.message }))))
             const stale = (yield* boxes.list).filter((spec) => spec.id.startsWith("d-"))
             yield* Effect.forEach(stale, (spec) => Effect.ignore(boxes.destroy(spec.id)), { concurrency: "unbounded", discard: true })
             rmSync(volumesRoot, { recursive: true, force: true })
@@ -653,8 +672,39 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
             if (imageSourceOf(work) === undefined) continue
             const current = serving.get(work.deploymentId)
             if (current && current.work.revisionId === work.revisionId && !current.closing) continue
+            // Already on its way (a redeploy asked again while it starts): that run goes on.
+            const started = runs.get(work.revisionId)
+            if (started && !started.closing) continue
             yield* launch(work, "serve")
           }
+        }),
+      awaitServing: (work) =>
+        Effect.suspend(() => {
+          // What this driver does not run (gitrepo, walked by the simulated driver) serves nothing to wait for.
+          if (imageSourceOf(work) === undefined) return Effect.void
+          const current = serving.get(work.deploymentId)
+          if (current && current.work.revisionId === work.revisionId && current.live && !current.closing) return Effect.void
+          const run = runs.get(work.revisionId)
+          return run && !run.closing ? Deferred.await(run.switched) : Effect.fail(new ServeError({ message: "nothing runs it on this server" }))
+        }),
+      release: (deploymentId) =>
+        Effect.gen(function* () {
+          const run = serving.get(deploymentId)
+          if (run === undefined) return
+          // Not serving any more: its release drains what is in flight (the proxy sends new
+          // requests to the replica that serves the deployment now), then its replicas stop.
+          serving.delete(deploymentId)
+          yield* FiberSet.run(
+            retiring,
+            Effect.gen(function* () {
+              if (run.fiber) yield* Fiber.interrupt(run.fiber)
+              // Its Redis here too, unless a rollout of the deployment still runs here.
+              if ([...runs.values()].every((other) => other.work.deploymentId !== deploymentId)) {
+                yield* databases.detach(deploymentId).pipe(Effect.catch((error) => Effect.sync(() => log.warn("deployment cache not stopped", { deployment_id: deploymentId, error: error.message }))))
+              }
+            })
+          )
+          log.info("deployment released: another replica serves it", { deployment_id: deploymentId, revision_id: run.work.revisionId })
         }),
       teardown: (_tenantId, deploymentId) =>
         Effect.gen(function* () {

@@ -34,7 +34,7 @@ import { helperChannelOver, makeBoxCommands, spawnInBox } from "./boxes/exec.ts"
 import { BoxError, type BoxSpec, type Isolation, type LimitsMode, type RunningBox } from "./boxes/model.ts"
 import { bwrapArgs, ID, validateSpec } from "./boxes/spec.ts"
 import { type BoxRecord, makeBoxState } from "./boxes/state.ts"
-import { cgroupDirs, detectLimitsMode, listCgroups, pruneForeignParents, removeCgroup } from "./cgroups.ts"
+import { cgroupDirs, detectLimitsMode, listCgroups, removeCgroup, removeCgroupParent } from "./cgroups.ts"
 import { EXEC_HELPER, buildExecHelper, type HelperChannel } from "./execHelper.ts"
 import { listensOn, missingTools, processAlive, unsearchableAncestor } from "./host.ts"
 import { type IsolationSetting, isolationSettingsFromEnv, type ResolvedIsolation, resolveIsolation } from "./isolation.ts"
@@ -94,6 +94,11 @@ export interface BoxRunnerOptions {
   readonly gvisor?: (Partial<GvisorSettings> & { readonly runsc?: string }) | false
   /** Each area's isolation setting (default bwrap for both); `gvisor` fails here when gVisor cannot run. */
   readonly isolation?: { readonly sandboxes?: IsolationSetting; readonly deployments?: IsolationSetting }
+  /**
+   * Where the host ends of its port bridges' unix sockets go (default `<root>/.sockets`): a
+   * short directory, since a socket path has at most 107 bytes (the runtime's `sockets`).
+   */
+  readonly socketDir?: string
 }
 
 const failure = (message: string) => new BoxError({ message })
@@ -108,6 +113,7 @@ export const makeBoxRunner = (options: BoxRunnerOptions): Effect.Effect<BoxRunne
     if (/[,:\\\s]/.test(root)) return yield* failure(`box state dir ${root} must not contain ',', ':', '\\' or spaces (overlayfs options)`)
     const log = options.log ?? (() => undefined)
     const cgroupParent = options.cgroupParent ?? "slipway-boxes"
+    const socketDir = options.socketDir ?? path.join(root, ".sockets")
     if (!ID.test(cgroupParent)) return yield* failure(`invalid cgroupParent ${JSON.stringify(cgroupParent)}`)
     if (process.getuid?.() !== 0) return yield* failure("the box runner needs root (mounts, cgroups, uid mapping)")
     mkdirSync(root, { recursive: true })
@@ -205,9 +211,10 @@ export const makeBoxRunner = (options: BoxRunnerOptions): Effect.Effect<BoxRunne
                 })
         const commands = makeBoxCommands({
           ...inBox,
+          enterable: isolation === "bwrap",
           startHelper,
           initialHelper: helper.initial,
-          portsDir: path.join(dir, "ports"),
+          socketDir,
           isRunning: init.isRunning,
           scope,
           log
@@ -223,12 +230,13 @@ export const makeBoxRunner = (options: BoxRunnerOptions): Effect.Effect<BoxRunne
           isRunning: init.isRunning,
           exec: commands.exec,
           execShell: commands.execShell,
+          ...(commands.execInto ? { execInto: commands.execInto } : {}),
           connect: commands.connect,
           listen: commands.listen,
           forward: (port, forwardOptions) =>
             Effect.suspend(() =>
               init.isRunning()
-                ? forwardPort({ connect: commands.connect, id, portsDir: path.join(dir, "ports"), port, host: forwardOptions?.host, hostPort: forwardOptions?.hostPort })
+                ? forwardPort({ connect: commands.connect, id, socketDir, port, host: forwardOptions?.host, hostPort: forwardOptions?.hostPort })
                 : Effect.fail(failure(`box ${id} is not running`))
             ),
           // The box's own TCP table: bwrap's network namespace seen through its init, gVisor's network stack read inside.
@@ -333,7 +341,6 @@ export const makeBoxRunner = (options: BoxRunnerOptions): Effect.Effect<BoxRunne
       }
       // Cgroups of boxes whose state dir is gone.
       for (const id of listCgroups(mode, cgroupParent)) if (!claimed.has(id) && !existsSync(state.dirOf(id))) yield* removeCgroup(mode, cgroupParent, id)
-      if (claimed.size === 0) pruneForeignParents(mode, cgroupParent)
       log("boxes.recovered", { running: runningSpecs.length, stopped: stopped.length })
       return { running: runningSpecs, stopped }
     })
@@ -372,17 +379,19 @@ export const makeBoxRunner = (options: BoxRunnerOptions): Effect.Effect<BoxRunne
 /**
  * The box runner of the runtime: `<runtime root>/boxes`, its boxes under the runtime's cgroup
  * parent. `SLIPWAY_EXEC_HELPER=off`: every exec spawns nsenter from the server. When the layer
- * stops, what boxes left behind (mounts, cgroups) is cleaned; their files stay.
+ * stops, what boxes left behind (mounts, cgroups) is cleaned, their files stay, and the
+ * runtime's parent cgroups go once empty. Port bridges' sockets are in the runtime's `sockets`.
  */
 export const BoxRunnerLive = Layer.effect(
   BoxRunner,
   Effect.gen(function* () {
-    const { root, cgroupParent } = yield* RuntimeRoot
+    const { root, cgroupParent, sockets } = yield* RuntimeRoot
     const { log } = yield* ServerEnv
     const settings = isolationSettingsFromEnv(process.env)
     const boxes = yield* makeBoxRunner({
       root: path.join(root, "boxes"),
       cgroupParent,
+      socketDir: sockets,
       log: (event, detail) => log.debug(event, detail),
       ...(process.env.SLIPWAY_EXEC_HELPER === "off" ? { execHelper: false as const } : {}),
       gvisor: settings.gvisor,
@@ -400,7 +409,11 @@ export const BoxRunnerLive = Layer.effect(
       ...(boxes.isolations.includes("gvisor") ? { gvisor: `--platform=${settings.gvisor.platform} --file-access=${settings.gvisor.fileAccess}` } : {})
     })
     yield* Effect.addFinalizer(() =>
-      boxes.recover.pipe(Effect.catch((error) => Effect.sync(() => log.warn("local runtime cleanup failed", { error: error.message }))))
+      boxes.recover.pipe(
+        // Then the runtime's parent cgroups, once empty (a box still running keeps them).
+        Effect.andThen(Effect.sync(() => removeCgroupParent(boxes.limitsMode, cgroupParent))),
+        Effect.catch((error) => Effect.sync(() => log.warn("local runtime cleanup failed", { error: error.message })))
+      )
     )
     return boxes
   }).pipe(Effect.orDie)

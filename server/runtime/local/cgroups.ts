@@ -162,15 +162,23 @@ export const removeCgroup = (mode: LimitsMode, parent: string, id: string): Effe
     { discard: true }
   )
 
-/** Removes the parent directories runsc made in the other v1 hierarchies, once they are empty (no box uses them). */
-export const pruneForeignParents = (mode: LimitsMode, parent: string): void => {
-  for (const dir of foreignDirs(mode, parent)) {
+/**
+ * Removes the parent cgroup(s) `detectLimitsMode` made, and those runsc made in the other v1
+ * hierarchies for gVisor boxes, when nothing is left in them (a box still running keeps its
+ * parent): a stopped server leaves no empty `slipway-*` directory behind. Answers whether they are gone.
+ */
+export const removeCgroupParent = (mode: LimitsMode, parent: string): boolean => {
+  const dirs = mode === "cgroup-v2" ? [path.join(CGROUP_ROOT, parent)] : mode === "cgroup-v1" ? V1_CONTROLLERS.map((c) => path.join(CGROUP_ROOT, c, parent)) : []
+  let gone = true
+  for (const dir of [...dirs, ...foreignDirs(mode, parent)]) {
     try {
-      rmdirSync(dir)
+      // rmdir of a cgroup succeeds only when it has no child cgroup and no process.
+      if (existsSync(dir)) rmdirSync(dir)
     } catch {
-      /* a box still uses it */
+      gone = false
     }
   }
+  return gone
 }
 
 /** Box ids that have a cgroup under `parent` (for recovery after a restart). */

@@ -7,10 +7,10 @@
  * scope closes. The helper lives in the box's scope.
  */
 import path from "node:path"
-import type { Duplex } from "node:stream"
+import { type Duplex, Readable, type Stream, Writable } from "node:stream"
 import { Effect, Scope } from "effect"
 import { BOX_HOME, BOX_TOOLS, type BoxProcess, type ExecOptions, type ShellCommand, shellLaunchArgv } from "../../BoxProcess.ts"
-import type { ChildHandle, ProcessRunner } from "../../ProcessRunner.ts"
+import type { ChildHandle, ProcessRunner, SpawnOptions } from "../../ProcessRunner.ts"
 import type { LimitsMode } from "../cgroups.ts"
 import { type HelperChannel, makeHelperChannel } from "../execHelper.ts"
 import { makeBridges } from "./forward.ts"
@@ -22,37 +22,51 @@ import type { BoxRecord } from "./state.ts"
 export interface BoxCommands {
   readonly exec: (argv: ReadonlyArray<string>, options?: ExecOptions) => Effect.Effect<BoxProcess, BoxError, Scope.Scope>
   readonly execShell: (command: ShellCommand, options?: ExecOptions) => Effect.Effect<BoxProcess, BoxError, Scope.Scope>
+  /** Only where the host can enter the box (bwrap): a gVisor sandbox has no namespaces of the host's to join. */
+  readonly execInto?: (argv: ReadonlyArray<string>, sink: Stream, options?: ExecOptions) => Effect.Effect<BoxProcess, BoxError, Scope.Scope>
   readonly connect: (port: number) => Effect.Effect<Duplex, BoxError>
   readonly listen: (port: number, onConnection: (connection: Duplex) => void) => Effect.Effect<void, BoxError, Scope.Scope>
 }
 
+/** A relay's stdin that takes nothing, and a stdout that has nothing: what an `execInto` command offers instead of its stdout. */
+const noInput = () => new Writable({ write: (_chunk, _encoding, done) => done() })
+const noOutput = () => Readable.from([])
+
 const envName = /^[^=\0]+$/
 
-/** Spawns `command` inside a bwrap box from the host: cgroups joined, then nsenter into every namespace and the root. */
-export const spawnInBox = (
-  options: { readonly runner: ProcessRunner["Service"]; readonly record: BoxRecord; readonly pid: number; readonly mode: LimitsMode; readonly procs: ReadonlyArray<string> },
-  command: ReadonlyArray<string>,
-  stdio: ReadonlyArray<"pipe" | "ignore">,
-  oomScoreAdj: boolean,
-  unref: boolean
-): Effect.Effect<ChildHandle, BoxError, Scope.Scope> =>
+/** What the host needs to enter a bwrap box: its init, its cgroups (or rlimits). */
+interface HostEntry {
+  readonly runner: ProcessRunner["Service"]
+  readonly record: BoxRecord
+  /** Host pid of the box's init. */
+  readonly pid: number
+  readonly mode: LimitsMode
+  /** The `cgroup.procs` files a command joins. */
+  readonly procs: ReadonlyArray<string>
+}
+
+/** The host argv that runs `command` inside a bwrap box: cgroups joined, then nsenter into every namespace and the root. */
+const inBox = (options: HostEntry, command: ReadonlyArray<string>, oomScoreAdj: boolean): ReadonlyArray<string> => [
+  // oom_score_adj 500: under the memory limit the kernel kills commands before the box's init.
+  ...joinLimits(options.procs, options.mode, options.record, oomScoreAdj ? "echo 500 > /proc/self/oom_score_adj" : ""),
+  "/usr/bin/nsenter",
+  "-t",
+  String(options.pid),
+  "--all",
+  "--root",
+  "--wd",
+  "--",
+  ...command
+]
+
+const hostSpawn = (options: HostEntry, argv: ReadonlyArray<string>, stdio: SpawnOptions["stdio"], unref: boolean): Effect.Effect<ChildHandle, BoxError, Scope.Scope> =>
   options.runner
-    .spawn(
-      [
-        // oom_score_adj 500: under the memory limit the kernel kills commands before the box's init.
-        ...joinLimits(options.procs, options.mode, options.record, oomScoreAdj ? "echo 500 > /proc/self/oom_score_adj" : ""),
-        "/usr/bin/nsenter",
-        "-t",
-        String(options.pid),
-        "--all",
-        "--root",
-        "--wd",
-        "--",
-        ...command
-      ],
-      { cleanEnv: true, env: { PATH: HOST_PATH }, stdio, killSignal: "SIGKILL", unref }
-    )
+    .spawn(argv, { cleanEnv: true, env: { PATH: HOST_PATH }, stdio, killSignal: "SIGKILL", unref })
     .pipe(Effect.mapError((error) => new BoxError({ message: `box ${options.record.spec.id}: ${error.message}` })))
+
+/** Spawns `command` inside a bwrap box from the host. */
+export const spawnInBox = (options: HostEntry, command: ReadonlyArray<string>, stdio: ReadonlyArray<"pipe" | "ignore">, oomScoreAdj: boolean, unref: boolean) =>
+  hostSpawn(options, inBox(options, command, oomScoreAdj), stdio, unref)
 
 /**
  * The helper's channel over `socket` (its end of a socketpair): closed when the scope closes; when
@@ -78,20 +92,15 @@ export const helperChannelOver = (options: {
     return channel
   })
 
-export const makeBoxCommands = (options: {
-  readonly runner: ProcessRunner["Service"]
-  readonly record: BoxRecord
-  /** Host pid of the box's init. */
-  readonly pid: number
-  readonly mode: LimitsMode
-  /** The `cgroup.procs` files a command joins (nsenter path). */
-  readonly procs: ReadonlyArray<string>
+export const makeBoxCommands = (options: HostEntry & {
+  /** The host can enter the box (bwrap): without the helper, commands and ports go through nsenter; downloads may (`execInto`). */
+  readonly enterable: boolean
   /** Starts a helper in the box (in the scope given), or undefined: no helper (bwrap only: nsenter and bridges). */
   readonly startHelper: Effect.Effect<HelperChannel, BoxError, Scope.Scope> | undefined
   /** The helper already running (gVisor's pid 1, started with the box). */
   readonly initialHelper?: HelperChannel | undefined
-  /** The box's `ports/` directory (root only): the bridges' sockets. */
-  readonly portsDir: string
+  /** Where the bridges' unix sockets go (root only, short). */
+  readonly socketDir: string
   readonly isRunning: () => boolean
   /** The box's own scope: the helper lives in it. */
   readonly scope: Scope.Scope
@@ -128,7 +137,7 @@ export const makeBoxCommands = (options: {
             options.scope
           )
   )
-  const bridges = startHelper ? undefined : makeBridges({ runner: options.runner, id, pid: options.pid, portsDir: options.portsDir, scope: options.scope })
+  const bridges = startHelper ? undefined : makeBridges({ runner: options.runner, id, pid: options.pid, socketDir: options.socketDir, scope: options.scope })
 
   /** The command's whole environment: the box's defaults, the spec's, the request's; checked. */
   const envFor = (execOptions: ExecOptions | undefined, extra?: Readonly<Record<string, string>>): Record<string, string> | BoxError => {
@@ -147,25 +156,36 @@ export const makeBoxCommands = (options: {
       (process) => Effect.sync(() => process.kill("SIGKILL"))
     )
 
+  /** A command's checked argv, environment and directory (the init's own: `cwd` undefined). */
+  const checked = (argv: ReadonlyArray<string>, execOptions: ExecOptions | undefined) => {
+    if (!Array.isArray(argv) || argv.length === 0 || argv.some((a) => typeof a !== "string" || a.includes("\0")))
+      return new BoxError({ message: "argv must be a non-empty list of strings" })
+    if (argv[0]!.includes("=")) return new BoxError({ message: "argv[0] must not contain '='" })
+    const env = envFor(execOptions)
+    if (env instanceof BoxError) return env
+    const defaultCwd = record.spec.workingDir ?? BOX_HOME
+    const cwd = execOptions?.cwd === undefined ? defaultCwd : path.posix.resolve(BOX_HOME, execOptions.cwd)
+    return { argv, env, cwd: cwd === defaultCwd ? undefined : cwd }
+  }
+
+  /**
+   * The box-side argv of a host spawn: a clean environment (`env -i`), and `cd` when not the
+   * init's directory. The host-side tools (sh, nsenter) never see the box's variables (no LD_PRELOAD games).
+   */
+  const boxArgv = ({ argv, env, cwd }: { readonly argv: ReadonlyArray<string>; readonly env: Record<string, string>; readonly cwd: string | undefined }) => {
+    const inner = [BOX_TOOLS, "env", "-i", ...Object.entries(env).map(([k, v]) => `${k}=${v}`)]
+    return cwd === undefined ? [...inner, ...argv] : [BOX_TOOLS, "sh", "-c", 'cd -- "$1" || exit 126; shift; exec "$@"', "sh", cwd, ...inner, ...argv]
+  }
+
   // Made once (not a generator per call): an exec is on the dataplane's hot path.
   const exec: BoxCommands["exec"] = Effect.fnUntraced(function* (argv: ReadonlyArray<string>, execOptions?: ExecOptions) {
     if (!isRunning()) return yield* notRunning()
-    if (!Array.isArray(argv) || argv.length === 0 || argv.some((a) => typeof a !== "string" || a.includes("\0")))
-      return yield* new BoxError({ message: "argv must be a non-empty list of strings" })
-    if (argv[0]!.includes("=")) return yield* new BoxError({ message: "argv[0] must not contain '='" })
-    const env = envFor(execOptions)
-    if (env instanceof BoxError) return yield* env
-    const defaultCwd = record.spec.workingDir ?? BOX_HOME
-    const cwd = execOptions?.cwd === undefined ? defaultCwd : path.posix.resolve(BOX_HOME, execOptions.cwd)
+    const command = checked(argv, execOptions)
+    if (command instanceof BoxError) return yield* command
     const viaHelper = yield* helperChannel
     // The helper starts in the init's directory: "" = stay there (as nsenter --wd does).
-    if (viaHelper) return yield* scoped(() => viaHelper.exec(argv, env, cwd === defaultCwd ? "" : cwd))
-    // Inside the box: a clean environment (`env -i`), and `cd` when not the init's directory.
-    // The host-side tools (sh, nsenter) never see the box's variables (no LD_PRELOAD games).
-    const inner = [BOX_TOOLS, "env", "-i", ...Object.entries(env).map(([k, v]) => `${k}=${v}`)]
-    const command =
-      cwd === defaultCwd ? [...inner, ...argv] : [BOX_TOOLS, "sh", "-c", 'cd -- "$1" || exit 126; shift; exec "$@"', "sh", cwd, ...inner, ...argv]
-    const child = yield* spawnInBox(options, command, ["pipe", "pipe", "pipe"], true, false)
+    if (viaHelper) return yield* scoped(() => viaHelper.exec(argv, command.env, command.cwd ?? ""))
+    const child = yield* spawnInBox(options, boxArgv(command), ["pipe", "pipe", "pipe"], true, false)
     child.stdin!.on("error", () => undefined)
     return {
       pid: child.pid,
@@ -214,5 +234,24 @@ export const makeBoxCommands = (options: {
       )
     })
 
-  return { exec, execShell, connect, listen }
+  // The relay is the host's `cat` on the other end of the command's stdout pipe, its own stdout
+  // the sink: the box's process never holds the sink's descriptor (the shell gives the pipeline's
+  // left side the pipe as fd 1, and nothing else refers to the sink there).
+  const execInto: NonNullable<BoxCommands["execInto"]> = Effect.fnUntraced(function* (argv: ReadonlyArray<string>, sink: Stream, execOptions?: ExecOptions) {
+    if (!isRunning()) return yield* notRunning()
+    const command = checked(argv, execOptions)
+    if (command instanceof BoxError) return yield* command
+    const child = yield* hostSpawn(options, ["/bin/sh", "-c", '"$@" | /bin/cat', "relay", ...inBox(options, boxArgv(command), true)], ["ignore", sink, "pipe"], false)
+    return {
+      pid: child.pid,
+      started: Effect.void,
+      stdin: noInput(),
+      stdout: noOutput(),
+      stderr: child.stderr!,
+      kill: child.kill,
+      exited: child.exited
+    } satisfies BoxProcess
+  })
+
+  return { exec, execShell, ...(options.enterable ? { execInto } : {}), connect, listen }
 }

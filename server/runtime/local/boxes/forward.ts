@@ -8,8 +8,8 @@
  *
  * A bwrap runner without the exec helper (`SLIPWAY_EXEC_HELPER=off`, no gcc) uses bridges instead:
  * the host's node joined to the box's network namespace only (host files, no box privileges),
- * listening on a unix socket (a path: reachable across network namespaces) under the box's
- * `ports/` directory (root only). They end, and their sockets go, when their scope closes.
+ * listening on a unix socket (a path: reachable across network namespaces) in the runtime's
+ * short socket directory (root only). They end, and their sockets go, when their scope closes.
  */
 import { randomBytes } from "node:crypto"
 import { mkdirSync, rmSync } from "node:fs"
@@ -110,19 +110,19 @@ export const makeBridges = (options: {
   readonly id: string
   /** Host pid of the box's init (its network namespace). */
   readonly pid: number
-  /** The box's `ports/` directory (root only). */
-  readonly portsDir: string
+  /** Where the bridges' unix sockets go (root only; short: a socket path has at most 107 bytes). */
+  readonly socketDir: string
   /** The box's own scope: the dial bridge lives in it. */
   readonly scope: Scope.Scope
 }) => {
   const socketPath = (what: string) => {
-    mkdirSync(options.portsDir, { recursive: true, mode: 0o700 })
-    return path.join(options.portsDir, `${what}-${randomBytes(4).toString("hex")}.sock`)
+    mkdirSync(options.socketDir, { recursive: true, mode: 0o700 })
+    return path.join(options.socketDir, `${what}-${randomBytes(4).toString("hex")}.sock`)
   }
   let dial: Promise<string> | undefined
   const dialSocket = Effect.suspend(() => {
     if (!dial) {
-      const sock = socketPath("dial")
+      const sock = socketPath("d")
       dial = Effect.runPromise(
         Effect.gen(function* () {
           yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(sock, { force: true })))
@@ -151,7 +151,7 @@ export const makeBridges = (options: {
       ),
     listen: (port: number, onConnection: (connection: Duplex) => void): Effect.Effect<void, BoxError, Scope.Scope> =>
       Effect.gen(function* () {
-        const sock = socketPath(`listen-${port}`)
+        const sock = socketPath(`l${port}`)
         yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(sock, { force: true })))
         yield* Effect.acquireRelease(
           Effect.callback<net.Server, BoxError>((resume) => {
@@ -167,14 +167,14 @@ export const makeBridges = (options: {
 }
 
 /**
- * Listens on the host (default 127.0.0.1, a free port) and on a unix socket under `portsDir`
+ * Listens on the host (default 127.0.0.1, a free port) and on a unix socket in `socketDir`
  * (the deployment proxy dials it: no TCP hop), each connection piped to `connect(port)`.
  */
 export const forwardPort = (options: {
   readonly connect: (port: number) => Effect.Effect<Duplex, BoxError>
   readonly id: string
-  /** The box's `ports/` directory (root only). */
-  readonly portsDir: string
+  /** Where its unix socket goes (root only; short: a socket path has at most 107 bytes). */
+  readonly socketDir: string
   readonly port: number
   readonly host?: string | undefined
   readonly hostPort?: number | undefined
@@ -182,8 +182,8 @@ export const forwardPort = (options: {
   Effect.gen(function* () {
     const { port } = options
     if (!Number.isInteger(port) || port < 1 || port > 65535) return yield* new BoxError({ message: `invalid port ${port}` })
-    mkdirSync(options.portsDir, { recursive: true, mode: 0o700 })
-    const sock = path.join(options.portsDir, `${port}-${randomBytes(4).toString("hex")}.sock`)
+    mkdirSync(options.socketDir, { recursive: true, mode: 0o700 })
+    const sock = path.join(options.socketDir, `p${port}-${randomBytes(4).toString("hex")}.sock`)
     yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(sock, { force: true })))
     const fail = (error: Error) => new BoxError({ message: `forward of box ${options.id}: ${error.message}` })
     yield* pipeServer(
