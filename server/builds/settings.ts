@@ -35,6 +35,8 @@ export interface BuildLimits {
 export interface BuildConfig {
   /** Where builds keep their caches and work directories (`<runtime root>/builds`). */
   readonly root: string
+  /** The cgroup parent of builds (beside the boxes', never inside it). */
+  readonly cgroupParent: string
   /** `host:port` of git hosts that may be reached over plain HTTP. */
   readonly insecureGitHosts: ReadonlyArray<string>
   readonly concurrency: number
@@ -74,8 +76,9 @@ export const parseGitHost = (input: string): string => {
   return raw
 }
 
-export const defaultBuildSettings = (root: string): BuildConfig => ({
+export const defaultBuildSettings = (root: string, cgroupParent = "slipway-builds"): BuildConfig => ({
   root,
+  cgroupParent,
   insecureGitHosts: [],
   concurrency: 1,
   timeoutMs: 30 * 60_000,
@@ -86,8 +89,8 @@ export const defaultBuildSettings = (root: string): BuildConfig => ({
 })
 
 /** The build settings from the environment; `root` is where builds keep their state. Throws BuildSettingsError on a bad value. */
-export const buildSettingsFromEnv = (root: string, env: Readonly<Record<string, string | undefined>> = process.env): BuildConfig => {
-  const base = defaultBuildSettings(root)
+export const buildSettingsFromEnv = (root: string, cgroupParent: string, env: Readonly<Record<string, string | undefined>> = process.env): BuildConfig => {
+  const base = defaultBuildSettings(root, cgroupParent)
   const pick = (name: string) => {
     const value = env[name]?.trim()
     return value ? value : undefined
@@ -123,6 +126,7 @@ export const buildSettingsFromEnv = (root: string, env: Readonly<Record<string, 
   }
   return {
     root,
+    cgroupParent,
     insecureGitHosts: (pick("SLIPWAY_INSECURE_GIT_HOSTS") ?? "").split(",").map((s) => s.trim()).filter((s) => s.length > 0).map(parseGitHost),
     concurrency: integer("SLIPWAY_BUILD_CONCURRENCY", 1, 64, base.concurrency),
     timeoutMs: integer("SLIPWAY_BUILD_TIMEOUT_S", 1, 24 * 3600, base.timeoutMs / 1000) * 1000,
@@ -141,5 +145,5 @@ export const buildSettingsFromEnv = (root: string, env: Readonly<Record<string, 
 /** The settings from the server's environment, with the state under `<runtime root>/builds`. */
 export const BuildSettingsLive = Layer.effect(
   BuildSettings,
-  RuntimeRoot.useSync(({ root }) => BuildSettings.of(buildSettingsFromEnv(join(root, "builds"))))
+  RuntimeRoot.useSync(({ root, cgroupParent }) => BuildSettings.of(buildSettingsFromEnv(join(root, "builds"), `${cgroupParent}-builds`)))
 )
