@@ -95,6 +95,8 @@ export interface BuiltImage {
   /** Time of the build itself (without the wait for a slot). */
   readonly durationMs: number
   readonly steps: ReadonlyArray<StepSummary>
+  /** Connections the build's RUN steps made through the egress proxy, and those it refused. */
+  readonly egress: { readonly allowed: number; readonly refused: number }
 }
 
 export interface CachedImage {
@@ -116,6 +118,11 @@ export class ImageBuilder extends Context.Service<
     readonly caches: Effect.Effect<ReadonlyArray<CacheInfo>>
     /** Deletes a deployment's cache (after its deployment is deleted); waits for its build. */
     readonly removeCache: (cacheKey: string) => Effect.Effect<void, BuildError>
+    /**
+     * A fresh directory for a build's sources (a checkout), readable by builds, removed when the
+     * scope closes. (A context elsewhere must be readable by others along its whole path.)
+     */
+    readonly workspace: Effect.Effect<string, BuildError, Scope.Scope>
     /** Builds waiting and running now. */
     readonly activity: () => { readonly running: number; readonly waiting: number }
   }
@@ -142,7 +149,7 @@ const fail = (kind: BuildErrorKind, message: string, lastLines: ReadonlyArray<st
 
 /** The meaningful last lines of a failed command (buildah's own noise dropped). */
 const cleanTail = (lines: ReadonlyArray<string>, n: number) =>
-  lines.filter((l) => l.trim() !== "" && !/^(Error: )?(error )?building at STEP/i.test(l.trim())).slice(-n)
+  lines.filter((l) => l.trim() !== "" && !/^(Error: )?(error )?building at STEP|^subprocess exited with status \d+$/i.test(l.trim())).slice(-n)
 
 const toError = (e: unknown): Error => (e instanceof Error ? e : new Error(String(e)))
 
@@ -394,9 +401,12 @@ export const makeImageBuilder = Effect.gen(function*() {
       )
 
       // 4. The build, with only the egress proxy for a network.
+      const egress = { allowed: 0, refused: 0 }
       yield* serveEgressProxy(join(work, "egress", EGRESS_SOCKET), {
         owner: cache.hostUid,
         onDecision: (d) => {
+          if (d.allowed) egress.allowed++
+          else egress.refused++
           if (!d.allowed) log.emit({ _tag: "Output", at: log.now(), step: undefined, line: `egress refused: ${d.target} (${d.reason})` })
         }
       }).pipe(Effect.mapError((e) => fail("sandbox", `starting the egress proxy: ${e.message}`)))
@@ -490,7 +500,7 @@ export const makeImageBuilder = Effect.gen(function*() {
 
       const durationMs = log.now() - started
       log.phase(`built ${reference} in ${(durationMs / 1000).toFixed(1)} s`)
-      return { reference, imageId: exported.imageId, layout, layoutTag: request.tag, manifestDigest: exported.manifestDigest, durationMs, steps: parser.steps() } satisfies BuiltImage
+      return { reference, imageId: exported.imageId, layout, layoutTag: request.tag, manifestDigest: exported.manifestDigest, durationMs, steps: parser.steps(), egress } satisfies BuiltImage
     })
 
   /** Removes least recently used caches (not `current`, none in use) until all fit under the cap. */
@@ -587,8 +597,21 @@ export const makeImageBuilder = Effect.gen(function*() {
       yield* lockOf(cacheKey).withPermits(1)(Effect.sync(() => removeCache(root, cacheKey)))
     })
 
+  const workspace = Effect.acquireRelease(
+    Effect.try({
+      try: () => {
+        const dir = join(workRoot, `${process.pid}-src-${randomBytes(6).toString("hex")}`)
+        mkdirSync(dir, { mode: 0o755 })
+        return dir
+      },
+      catch: (e) => fail("sandbox", `creating a workspace: ${toError(e).message}`)
+    }),
+    (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+  )
+
   return ImageBuilder.of({
     build,
+    workspace,
     images,
     caches: Effect.sync(() => listCaches(root)),
     removeCache: removeCacheOf,

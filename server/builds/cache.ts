@@ -171,11 +171,18 @@ export const mountCache = (
         if (!(yield* isMounted)) yield* run(runner, ["mount", "-o", "loop,discard=async,noatime,nodev,nosuid", image, mnt])
       }),
       () =>
-        run(runner, ["umount", mnt]).pipe(
-          // Busy while the sandbox's last processes die: retried, then detached lazily.
-          Effect.retry({ schedule: Schedule.spaced("100 millis"), times: 30 }),
-          Effect.catch(() => run(runner, ["umount", "-l", mnt])),
-          Effect.ignore
+        // Freed blocks go back to the host file now (discard=async would get there later); the
+        // sync commits btrfs's transaction first, which is when deleted extents become free.
+        run(runner, ["sync", "-f", mnt]).pipe(Effect.andThen(run(runner, ["fstrim", mnt]))).pipe(
+          Effect.ignore,
+          Effect.andThen(
+            run(runner, ["umount", mnt]).pipe(
+              // Busy while the sandbox's last processes die: retried, then detached lazily.
+              Effect.retry({ schedule: Schedule.spaced("100 millis"), times: 30 }),
+              Effect.catch(() => run(runner, ["umount", "-l", mnt])),
+              Effect.ignore
+            )
+          )
         )
     )
     yield* run(runner, ["btrfs", "filesystem", "resize", "max", mnt]).pipe(Effect.ignore)
