@@ -27,8 +27,8 @@ import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync,
 import { randomBytes } from "node:crypto"
 import { join, resolve } from "node:path"
 import { Clock, Context, Data, Duration, Effect, Fiber, Layer, Queue, Semaphore, type Scope } from "effect"
-import { type CommandFailed, ProcessRunner } from "../runtime/ProcessRunner.ts"
-import { createCgroup, detectLimitsMode, type LimitsMode, removeCgroup } from "../runtime/local/cgroups.ts"
+import { type CommandFailed, HOST_ENV, ProcessRunner } from "../runtime/ProcessRunner.ts"
+import { createCgroup, detectLimitsMode, type LimitsMode, listCgroups, removeCgroup } from "../runtime/local/cgroups.ts"
 import { unsearchableAncestor } from "../runtime/local/host.ts"
 import { BuildLogParser, type BuildLogEvent, type StepInfo, type StepSummary } from "./buildLog.ts"
 import { BUILD_UID_RANGE, type CacheInfo, isCacheKey, listCaches, type MountedCache, mountCache, removeCache } from "./cache.ts"
@@ -183,9 +183,9 @@ export const makeImageBuilder = Effect.gen(function*() {
       let alive = false
       try {
         process.kill(pid, 0)
-        alive = pid !== process.pid || false
-      } catch {
-        alive = false
+        alive = true
+      } catch (error) {
+        alive = (error as NodeJS.ErrnoException).code === "EPERM"
       }
       if (!alive) rmSync(join(workRoot, entry), { recursive: true, force: true })
     }
@@ -193,6 +193,8 @@ export const makeImageBuilder = Effect.gen(function*() {
   const blocked = unsearchableAncestor(join(workRoot, "x"))
   if (blocked) return yield* Effect.die(new Error(`build directory ${workRoot}: ${blocked} must be searchable by others (chmod o+x ${blocked})`))
   const limitsMode = yield* Effect.sync(() => detectLimitsMode(cgroupParent))
+  // Cgroups of builds a previous server process left (their processes are killed).
+  yield* Effect.forEach(listCgroups(limitsMode, cgroupParent), (id) => Effect.promise(() => removeCgroup(limitsMode, cgroupParent, id).catch(() => undefined)), { discard: true })
 
   const slots = yield* Semaphore.make(settings.concurrency)
   const allocation = yield* Semaphore.make(1)
@@ -208,8 +210,8 @@ export const makeImageBuilder = Effect.gen(function*() {
   let running = 0
   let waiting = 0
 
-  /** Runs buildah (or a shell) in the sandbox of a mounted cache, collecting its output. */
-  const sandboxRun = (
+  /** The argv running `argv` (buildah, skopeo) in the sandbox of a mounted cache. */
+  const sandboxed = (
     cache: MountedCache,
     work: string,
     argv: ReadonlyArray<string>,
@@ -239,23 +241,9 @@ export const makeImageBuilder = Effect.gen(function*() {
       argv
     })
 
+  /** A short buildah command on a mounted cache (no network), its output collected. */
   const quick = (cache: MountedCache, work: string, argv: ReadonlyArray<string>) =>
-    runner.run(
-      sandboxArgv({
-        hostUid: cache.hostUid,
-        uidRange: BUILD_UID_RANGE,
-        cgroupProcs: [],
-        network: "none",
-        binds: [
-          { source: cache.path, target: "/store" },
-          { source: join(cache.path, "tmp"), target: "/var/tmp" },
-          { source: join(work, "containers"), target: "/etc/containers", readOnly: true }
-        ],
-        env: { PATH: SANDBOX_PATH, HOME: "/store/home", TMPDIR: "/var/tmp", LC_ALL: "C", CONTAINERS_CONF: "/etc/containers/containers.conf", CONTAINERS_STORAGE_CONF: "/etc/containers/storage.conf" },
-        argv
-      }),
-      { cleanEnv: true, env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin", LC_ALL: "C" }, timeout: "10 minutes" }
-    )
+    runner.run(sandboxed(cache, work, argv, { network: "none" }), { cleanEnv: true, env: HOST_ENV, timeout: "10 minutes" })
 
   /** The images of a deployment in its (mounted) cache, newest first. */
   const listImages = (cache: MountedCache, work: string) =>
@@ -386,7 +374,7 @@ export const makeImageBuilder = Effect.gen(function*() {
                 const argv = ["buildah", "pull", "--policy", "always", "--retry", "2", "--quiet", ...(authContent ? ["--authfile", "/run/slipway-auth/auth.json"] : []), image]
                 const result = yield* runStreaming(
                   runner,
-                  sandboxRun(cache, work, argv, { network: "host", cgroupProcs, binds: authContent ? [{ source: join(work, "auth"), target: "/run/slipway-auth", readOnly: true }] : [] }),
+                  sandboxed(cache, work, argv, { network: "host", cgroupProcs, binds: authContent ? [{ source: join(work, "auth"), target: "/run/slipway-auth", readOnly: true }] : [] }),
                   () => undefined
                 ).pipe(Effect.mapError((e: CommandFailed) => fail("sandbox", `pulling ${image}: ${e.message}`)))
                 if (result.code !== 0) {
@@ -431,7 +419,7 @@ export const makeImageBuilder = Effect.gen(function*() {
       const parser = new BuildLogParser()
       const status = yield* runStreaming(
         runner,
-        sandboxRun(cache, work, budArgv, {
+        sandboxed(cache, work, budArgv, {
           network: { egressDir: join(work, "egress") },
           cgroupProcs,
           binds: [
@@ -474,7 +462,7 @@ export const makeImageBuilder = Effect.gen(function*() {
       const exportArgv = ["skopeo", "copy", "--quiet", "--dest-oci-accept-uncompressed-layers", `containers-storage:${reference}`, `oci:/export:${request.tag}`]
       const exportedRun = yield* runStreaming(
         runner,
-        sandboxRun(cache, work, exportArgv, { network: "none", cgroupProcs, binds: [{ source: cache.exportLayout, target: "/export" }] }),
+        sandboxed(cache, work, exportArgv, { network: "none", cgroupProcs, binds: [{ source: cache.exportLayout, target: "/export" }] }),
         () => undefined
       ).pipe(Effect.mapError((e: CommandFailed) => fail("export", `exporting the image: ${e.message}`)))
       if (exportedRun.code !== 0) return yield* fail("export", `exporting the image: ${cleanTail(exportedRun.tail, 1)[0] ?? `exit status ${exportedRun.code}`}`, cleanTail(exportedRun.tail, 5))

@@ -233,6 +233,54 @@ describe("ImageBuilder", () => {
     }
   }, 180_000)
 
+  it("pulls base images with the build's registry credentials (gone before any step runs, on no disk after) and Docker Hub images through the mirror", async () => {
+    const password = "s3cret-pull-password"
+    const secured = await startRegistry({ auth: { username: "puller", password } })
+    // A small build disk: the test reads all of it looking for the password.
+    const mirrored = await startBuildEnv({
+      registries: { insecureRegistries: [secured.host, registry.host], mirror: `http://${registry.host}` },
+      limits: { ...env.settings.limits, diskBytes: 512 * 1024 ** 2 }
+    })
+    try {
+      const refs = await pushTestImages(secured.host, { authFile: secured.authFile, only: ["busybox"] })
+      const denied = await buildError({ cacheKey: "private", tag: "r1", dockerfile: `FROM ${refs.busybox}\n` }, mirrored)
+      expect(denied.kind).toBe("pull")
+      expect(denied.message).toMatch(new RegExp(`^pulling base image ${refs.busybox.replace(/[.:/]/g, "\\$&")}: .*(unauthorized|authentication required)`, "i"))
+
+      const authFiles: Array<string> = []
+      const log = collectLog()
+      await build(
+        {
+          cacheKey: "private",
+          tag: "r2",
+          dockerfile: `FROM ${refs.busybox}\nRUN echo with-credentials\n`,
+          registryCredentials: [{ registry: secured.host, username: "puller", password }],
+          onLog: (event) =>
+            Effect.sync(() => {
+              // When the first step starts, the pulls' auth file is already gone.
+              if (event._tag === "Step" && event.index === 1)
+                for (const dir of readdirSync(join(mirrored.root, "work"))) if (existsSync(join(mirrored.root, "work", dir, "auth", "auth.json"))) authFiles.push(dir)
+            }).pipe(Effect.andThen(log.onLog(event)))
+        },
+        mirrored
+      )
+      expect(log.text()).toContain("with-credentials")
+      expect(authFiles).toEqual([])
+      expect(log.text()).not.toContain(password)
+      // Nowhere under the builds' directory (caches, their filesystems, export layouts).
+      expect(await host(["grep", "-r", "-l", "-a", password, mirrored.root]).catch(() => "")).toBe("")
+
+      // A Docker Hub reference goes to the mirror (which holds busybox as library/python:3.12-slim).
+      const viaMirror = collectLog()
+      await build({ cacheKey: "mirror", tag: "r1", dockerfile: "FROM python:3.12-slim\nRUN echo through-the-mirror\n", onLog: viaMirror.onLog }, mirrored)
+      expect(viaMirror.text()).toContain("pulling docker.io/library/python:3.12-slim")
+      expect(viaMirror.text()).toContain("through-the-mirror")
+    } finally {
+      await mirrored.stop()
+      await secured.stop()
+    }
+  }, 180_000)
+
   it("keeps all caches under the cap, removing the least recently used", async () => {
     const capped = await startBuildEnv({ registries: { insecureRegistries: [registry.host] }, cacheMaxBytes: 1 })
     try {
