@@ -202,6 +202,32 @@ describe("ImageBuilder", () => {
     expect(secondStart).toBeGreaterThanOrEqual(firstEnd)
   }, 120_000)
 
+  it("a push for a deployment whose build runs waits for it; interrupted while waiting, it never runs", async () => {
+    const result = await env.run(
+      Effect.gen(function*() {
+        const builder = yield* ImageBuilder
+        const first = collectLog()
+        const queued = collectLog()
+        const running = yield* Effect.forkChild(
+          Effect.scoped(builder.build({ cacheKey: "same", tag: "r1", contextDir: context, dockerfile: `FROM ${busybox}\nRUN echo first && sleep 3\n`, onLog: first.onLog }))
+        )
+        yield* Effect.sleep("500 millis")
+        const waiting = yield* Effect.forkChild(
+          Effect.scoped(builder.build({ cacheKey: "same", tag: "r2", contextDir: context, dockerfile: `FROM ${busybox}\nRUN echo second\n`, onLog: queued.onLog }))
+        )
+        yield* Effect.sleep("500 millis")
+        const during = builder.activity()
+        yield* Fiber.interrupt(waiting)
+        yield* Fiber.join(running)
+        return { during, after: builder.activity(), queued: queued.text(), first: first.text() }
+      })
+    )
+    expect(result.during).toEqual({ running: 1, waiting: 1 })
+    expect(result.queued).toBe("waiting for a build slot (1 build ahead)")
+    expect(result.first).toContain("first")
+    expect(result.after).toEqual({ running: 0, waiting: 0 })
+  }, 120_000)
+
   it("a build that runs too long fails with a timeout", async () => {
     const quick = await startBuildEnv({ registries: { insecureRegistries: [registry.host] }, timeoutMs: 8000 })
     try {
