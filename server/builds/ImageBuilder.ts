@@ -30,6 +30,7 @@ import { Clock, Context, Data, Duration, Effect, Fiber, Layer, Queue, Semaphore,
 import { type CommandFailed, HOST_ENV, ProcessRunner } from "../runtime/ProcessRunner.ts"
 import { createCgroup, detectLimitsMode, type LimitsMode, listCgroups, removeCgroup } from "../runtime/local/cgroups.ts"
 import { unsearchableAncestor } from "../runtime/local/host.ts"
+import { which } from "../runtime/local/tools.ts"
 import { BuildLogParser, type BuildLogEvent, type StepInfo, type StepSummary } from "./buildLog.ts"
 import { BUILD_UID_RANGE, type CacheInfo, isCacheKey, listCaches, type MountedCache, mountCache, removeCache } from "./cache.ts"
 import { baseImages, DockerfileError } from "./dockerfile.ts"
@@ -165,6 +166,26 @@ const oomKills = (mode: LimitsMode, parent: string, id: string): number => {
   }
 }
 
+/** The host tools a build runs, with the Debian package of each. */
+const BUILD_TOOLS: ReadonlyArray<readonly [string, string]> = [
+  ["buildah", "buildah"],
+  ["skopeo", "skopeo"],
+  ["bwrap", "bubblewrap"],
+  ["perl", "perl-base"],
+  ["mkfs.btrfs", "btrfs-progs"],
+  ["btrfs", "btrfs-progs"],
+  ["fstrim", "util-linux"],
+  ["findmnt", "util-linux"],
+  ["mount", "mount"]
+]
+
+/** Which build tools this host lacks, as a message naming their packages; undefined when none. */
+export const missingBuildTools = (): string | undefined => {
+  const missing = BUILD_TOOLS.filter(([tool]) => which(tool) === null)
+  if (missing.length === 0) return undefined
+  return `missing ${missing.map(([t]) => t).join(", ")}: install Debian package${missing.length > 1 ? "s" : ""} ${[...new Set(missing.map(([, p]) => p))].join(" ")}`
+}
+
 const formatBytes = (bytes: number) => (bytes >= 1024 ** 3 ? `${+(bytes / 1024 ** 3).toFixed(1)} GiB` : `${Math.round(bytes / 1024 ** 2)} MiB`)
 
 export const makeImageBuilder = Effect.gen(function*() {
@@ -285,6 +306,8 @@ export const makeImageBuilder = Effect.gen(function*() {
 
   const validate = (request: BuildRequest) =>
     Effect.gen(function*() {
+      const missing = missingBuildTools()
+      if (missing !== undefined) return yield* fail("sandbox", `builds cannot run on this host: ${missing}`)
       if (!isCacheKey(request.cacheKey) || !REPO_KEY_RE.test(request.cacheKey))
         return yield* fail("invalid_request", `build cache key ${JSON.stringify(request.cacheKey.slice(0, 80))} must be lower-case letters and digits separated by . _ -`)
       if (!TAG_RE.test(request.tag)) return yield* fail("invalid_request", `build tag ${JSON.stringify(request.tag.slice(0, 80))} must be letters, digits, . _ - (128 at most)`)
