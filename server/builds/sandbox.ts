@@ -25,18 +25,22 @@ export const EGRESS_DIR = "/run/slipway-egress"
 export const EGRESS_SOCKET = "proxy.sock"
 const NODE = "/run/slipway-node"
 
-// unshare(2) differs between architectures (x86_64 272, aarch64/riscv64 97).
+// unshare(2) and prctl(2) differ between architectures.
 const UNSHARE_SYSCALL: Readonly<Record<string, number>> = { x64: 272, arm64: 97, riscv64: 97, loong64: 97 }
+const PRCTL_SYSCALL: Readonly<Record<string, number>> = { x64: 157, arm64: 167, riscv64: 167, loong64: 167 }
 
 /**
- * argv: unshare-nr host-uid range cgroup-procs-files(":"-joined or "-") command...
+ * argv: unshare-nr prctl-nr host-uid range cgroup-procs-files(":"-joined or "-") command...
  * The parent stays outside (it writes the child's uid/gid maps, then waits and passes on the
- * exit status); the child joins the new user namespace as its root and execs the command.
+ * exit status); the child joins the new user namespace as its root and execs the command. The
+ * parent is the sandbox's subreaper: what the command leaves behind is reaped here, not left to
+ * the host's init.
  */
 const USERNS_PERL = `
 use strict;
 use POSIX ();
-my ($nr, $uid, $range, $procs, @cmd) = @ARGV;
+my ($nr, $prctl, $uid, $range, $procs, @cmd) = @ARGV;
+syscall($prctl + 0, 36, 1, 0, 0, 0);
 if ($procs ne "-") {
   for my $f (split /:/, $procs) {
     open(my $p, ">>", $f) or die "cgroup $f: $!\\n";
@@ -67,7 +71,9 @@ for my $f ("uid_map", "gid_map") {
 }
 syswrite($w2, "m"); close $w2;
 waitpid($pid, 0);
-exit(($? & 127) ? 128 + ($? & 127) : ($? >> 8));
+my $status = $?;
+1 while waitpid(-1, 0) > 0;
+exit(($status & 127) ? 128 + ($status & 127) : ($status >> 8));
 `
 
 /**
@@ -135,7 +141,8 @@ export const proxyEnv = (): Record<string, string> => {
 /** The argv that runs `spec.argv` in the build sandbox. */
 export const sandboxArgv = (spec: SandboxSpec): Array<string> => {
   const nr = UNSHARE_SYSCALL[process.arch]
-  if (nr === undefined) throw new Error(`build sandbox: unknown unshare syscall number on ${process.arch}`)
+  const prctl = PRCTL_SYSCALL[process.arch]
+  if (nr === undefined || prctl === undefined) throw new Error(`build sandbox: unknown unshare/prctl syscall numbers on ${process.arch}`)
   const bwrap: Array<string> = ["/usr/bin/bwrap", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--hostname", "build"]
   if (spec.network !== "host") bwrap.push("--unshare-net")
   bwrap.push("--ro-bind", "/usr", "/usr")
@@ -155,7 +162,7 @@ export const sandboxArgv = (spec: SandboxSpec): Array<string> => {
   bwrap.push("--cap-add", "ALL", "--uid", "0", "--gid", "0", "--chdir", "/", "--")
   return [
     "/usr/bin/perl", "-e", USERNS_PERL,
-    String(nr), String(spec.hostUid), String(spec.uidRange), spec.cgroupProcs.length > 0 ? spec.cgroupProcs.join(":") : "-",
+    String(nr), String(prctl), String(spec.hostUid), String(spec.uidRange), spec.cgroupProcs.length > 0 ? spec.cgroupProcs.join(":") : "-",
     ...bwrap, ...argv
   ]
 }

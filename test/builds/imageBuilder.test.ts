@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { BuildError, ImageBuilder, type BuildRequest } from "../../server/builds/ImageBuilder.ts"
 import { pushTestImages } from "../support/images.ts"
 import { startRegistry, type TestRegistry } from "../support/registry.ts"
-import { type BuildEnv, collectLog, host, startBuildEnv, unpackLayout } from "../support/builds.ts"
+import { type BuildEnv, collectLog, host, processesOfCache, startBuildEnv, unpackLayout } from "../support/builds.ts"
 
 let registry: TestRegistry
 let env: BuildEnv
@@ -144,7 +144,7 @@ describe("ImageBuilder", () => {
         )
       )
       yield* Deferred.await(sleeping).pipe(Effect.timeout("60 seconds"))
-      const before = yield* Effect.promise(() => host(["ps", "-eo", "args"]))
+      const before = yield* Effect.promise(() => processesOfCache(env, "interrupted"))
       yield* Fiber.interrupt(fiber)
       const exit = yield* Fiber.await(fiber)
       return { exit, before }
@@ -152,8 +152,8 @@ describe("ImageBuilder", () => {
     const { exit, before } = await env.run(program)
     expect(before).toContain("sleep 300")
     expect(Exit.hasInterrupts(exit)).toBe(true)
-    const after = await host(["ps", "-eo", "args"])
-    expect(after).not.toContain("sleep 300")
+    // No process of the build is left (its processes run as its cache's uids).
+    expect(await processesOfCache(env, "interrupted")).toEqual([])
     // Nothing left: no mount, no cgroup, no work directory.
     const mnt = join(env.root, "caches", "interrupted", "mnt")
     expect((await host(["findmnt", "-n", "--mountpoint", mnt]).catch(() => "")).trim()).toBe("")
@@ -234,7 +234,7 @@ describe("ImageBuilder", () => {
       const error = await buildError({ cacheKey: "slow", tag: "r1", dockerfile: `FROM ${busybox}\nRUN sleep 120\n` }, quick)
       expect(error.kind).toBe("timeout")
       expect(error.message).toBe("the build took longer than 8s (SLIPWAY_BUILD_TIMEOUT_S)")
-      expect(await host(["ps", "-eo", "args"])).not.toContain("sleep 120")
+      expect(await processesOfCache(quick, "slow")).toEqual([])
     } finally {
       await quick.stop()
     }

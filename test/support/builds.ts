@@ -9,7 +9,7 @@
  *
  * `collectLog()` gives an `onLog` that keeps every event (and its formatted line).
  */
-import { existsSync, mkdtempSync, readdirSync, rmdirSync, rmSync } from "node:fs"
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmdirSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect, Layer, ManagedRuntime } from "effect"
@@ -80,6 +80,19 @@ const rmdirSafe = (dir: string) => {
   } catch {
     // busy or gone
   }
+}
+
+/**
+ * Command lines of the live host processes running as one cache's uids (its builds' processes).
+ * Exited ones not yet reaped (zombies: orphans wait for the host's init) are not counted.
+ */
+export const processesOfCache = async (env: BuildEnv, cacheKey: string): Promise<Array<string>> => {
+  const { hostUid } = JSON.parse(readFileSync(join(env.root, "caches", cacheKey, "owner.json"), "utf8")) as { hostUid: number }
+  const lines = (await host(["ps", "-eo", "uid=,stat=,args="])).split("\n")
+  return lines
+    .map((l) => /^\s*(\d+)\s+(\S+)\s+(.*)$/.exec(l))
+    .filter((m): m is RegExpExecArray => m !== null && Number(m[1]) >= hostUid && Number(m[1]) < hostUid + 65_536 && !m[2]!.startsWith("Z"))
+    .map((m) => m[3]!)
 }
 
 /** An `onLog` that keeps the build's events. */
