@@ -215,7 +215,7 @@ export const makeImageBuilder = Effect.gen(function*() {
   if (blocked) return yield* Effect.die(new Error(`build directory ${workRoot}: ${blocked} must be searchable by others (chmod o+x ${blocked})`))
   const limitsMode = yield* Effect.sync(() => detectLimitsMode(cgroupParent))
   // Cgroups of builds a previous server process left (their processes are killed).
-  yield* Effect.forEach(listCgroups(limitsMode, cgroupParent), (id) => Effect.promise(() => removeCgroup(limitsMode, cgroupParent, id).catch(() => undefined)), { discard: true })
+  yield* Effect.forEach(listCgroups(limitsMode, cgroupParent), (id) => removeCgroup(limitsMode, cgroupParent, id), { discard: true })
 
   const slots = yield* Semaphore.make(settings.concurrency)
   const allocation = yield* Semaphore.make(1)
@@ -373,7 +373,7 @@ export const makeImageBuilder = Effect.gen(function*() {
             }),
           catch: (e) => fail("sandbox", `creating the build's cgroup: ${toError(e).message}`)
         }),
-        () => Effect.promise(() => removeCgroup(limitsMode, cgroupParent, cgroupId).catch(() => undefined))
+        () => removeCgroup(limitsMode, cgroupParent, cgroupId)
       )
 
       // 3. Base images, with credentials only these pulls see.

@@ -18,8 +18,8 @@
 import { join } from "node:path"
 import { Context, Layer, Result } from "effect"
 import { parseQuantity, toBytes, toMillis } from "../../core/index.ts"
-import { imageStoreOptionsFromEnv } from "../runtime/local/images.ts"
-import { RuntimeRoot } from "../runtime/local/LocalRuntime.ts"
+import { imageStoreOptionsFromEnv } from "../runtime/local/ImageStore.ts"
+import { RuntimeRoot } from "../runtime/local/RuntimeRoot.ts"
 
 const GiB = 1024 ** 3
 
