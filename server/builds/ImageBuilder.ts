@@ -81,6 +81,13 @@ export interface BuildRequest {
   readonly registryCredentials?: ReadonlyArray<RegistryCredential> | undefined
   /** Hears the build's log as it happens (queued, pulls, steps, output, durations). */
   readonly onLog?: ((event: BuildLogEvent) => Effect.Effect<void>) | undefined
+  /** The turn taken with `reserve` for this cache key: the build runs at once instead of queueing. */
+  readonly reservation?: BuildReservation | undefined
+}
+
+/** A build's turn in the queue (`reserve`), held until its scope closes. */
+export interface BuildReservation {
+  readonly cacheKey: string
 }
 
 export interface BuiltImage {
@@ -100,6 +107,12 @@ export interface BuiltImage {
   readonly egress: { readonly allowed: number; readonly refused: number }
 }
 
+export interface KeptImage {
+  readonly manifestDigest: string
+  readonly layout: string
+  readonly layoutTag: string
+}
+
 export interface CachedImage {
   readonly reference: string
   readonly tag: string
@@ -113,6 +126,20 @@ export class ImageBuilder extends Context.Service<
   {
     /** Builds the request's image; the OCI layout it answers lives until the scope closes. */
     readonly build: (request: BuildRequest) => Effect.Effect<BuiltImage, BuildError, Scope.Scope>
+    /**
+     * Takes a build's turn ahead of the build: waits for the deployment's previous build and a
+     * build slot (telling `onLog` when it has to wait) and holds both until the scope closes, so
+     * the caller can prepare the build (check out its source) once its turn has come. A `build`
+     * given the reservation runs at once.
+     */
+    readonly reserve: (cacheKey: string, onLog?: BuildRequest["onLog"]) => Effect.Effect<BuildReservation, BuildError, Scope.Scope>
+    /**
+     * An image a build of this deployment made and its cache still keeps (the newest
+     * SLIPWAY_BUILD_KEEP_IMAGES), by its tag: its manifest digest and an OCI layout of its own
+     * (hard links into the cache's export layout), removed when the scope closes. Undefined when
+     * the cache no longer holds it.
+     */
+    readonly keptImage: (cacheKey: string, tag: string) => Effect.Effect<KeptImage | undefined, never, Scope.Scope>
     /** The images kept in a deployment's cache, newest first. */
     readonly images: (cacheKey: string) => Effect.Effect<ReadonlyArray<CachedImage>, BuildError>
     /** Every deployment's build cache with its size and last use. */
@@ -230,6 +257,8 @@ export const makeImageBuilder = Effect.gen(function*() {
   }
   let running = 0
   let waiting = 0
+  /** Turns taken with `reserve` and not yet given back. */
+  const reservations = new Set<BuildReservation>()
 
   /** The argv running `argv` (buildah, skopeo) in the sandbox of a mounted cache. */
   const sandboxed = (
@@ -545,34 +574,54 @@ export const makeImageBuilder = Effect.gen(function*() {
         }),
         (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
       )
-      const ahead = running + waiting
-      if (ahead >= settings.concurrency) log.phase(`waiting for a build slot (${ahead} build${ahead === 1 ? "" : "s"} ahead)`)
-      waiting++
-      let started = false
-      const result = yield* lockOf(request.cacheKey).withPermits(1)(
-        slots.withPermits(1)(
-          Effect.gen(function*() {
-            started = true
-            waiting--
-            running++
-            const timeout = Duration.millis(settings.timeoutMs)
-            return yield* Effect.scoped(runBuild(request, work, images, log)).pipe(
-              Effect.timeoutOrElse({
-                duration: timeout,
-                orElse: () => Effect.fail(fail("timeout", `the build took longer than ${Duration.format(timeout)} (SLIPWAY_BUILD_TIMEOUT_S)`))
-              }),
-              Effect.tap(() => trimCaches(request.cacheKey, log.phase)),
-              Effect.ensuring(Effect.sync(() => running--))
-            )
-          })
-        )
-      ).pipe(
-        // Interrupted (or failed) while still in the queue.
-        Effect.ensuring(Effect.sync(() => (started ? undefined : void waiting--))),
-        Effect.ensuring(log.flush)
-      )
-      return result
+      const reservation = request.reservation
+      if (reservation !== undefined && (reservation.cacheKey !== request.cacheKey || !reservations.has(reservation)))
+        return yield* fail("invalid_request", `the build's reservation is not held for ${JSON.stringify(request.cacheKey.slice(0, 80))}`)
+      const timeout = Duration.millis(settings.timeoutMs)
+      return yield* Effect.scoped(
+        Effect.gen(function*() {
+          // The queue: this deployment's previous build, then a slot (a reservation holds both already).
+          if (reservation === undefined) yield* takeTurn(request.cacheKey, (message) => Effect.sync(() => log.phase(message)))
+          return yield* Effect.scoped(runBuild(request, work, images, log)).pipe(
+            Effect.timeoutOrElse({
+              duration: timeout,
+              orElse: () => Effect.fail(fail("timeout", `the build took longer than ${Duration.format(timeout)} (SLIPWAY_BUILD_TIMEOUT_S)`))
+            }),
+            Effect.tap(() => trimCaches(request.cacheKey, log.phase))
+          )
+        })
+      ).pipe(Effect.ensuring(log.flush))
     }).pipe(Effect.withSpan("ImageBuilder.build"))
+
+  /**
+   * Waits for the deployment's previous build (one per cache key) and a build slot, and holds
+   * both until the scope closes. Interrupted while waiting, it takes nothing.
+   */
+  const takeTurn = (cacheKey: string, phase: (message: string) => Effect.Effect<void>) =>
+    Effect.gen(function*() {
+      const ahead = running + waiting
+      if (ahead >= settings.concurrency) yield* phase(`waiting for a build slot (${ahead} build${ahead === 1 ? "" : "s"} ahead)`)
+      waiting++
+      yield* Semaphore.takeScoped(lockOf(cacheKey), 1).pipe(
+        Effect.andThen(Semaphore.takeScoped(slots, 1)),
+        Effect.ensuring(Effect.sync(() => void waiting--))
+      )
+      running++
+      yield* Effect.addFinalizer(() => Effect.sync(() => void running--))
+    })
+
+  const reserve = (cacheKey: string, onLog?: BuildRequest["onLog"]) =>
+    Effect.gen(function*() {
+      if (!isCacheKey(cacheKey) || !REPO_KEY_RE.test(cacheKey))
+        return yield* fail("invalid_request", `build cache key ${JSON.stringify(cacheKey.slice(0, 80))} must be lower-case letters and digits separated by . _ -`)
+      yield* takeTurn(cacheKey, (message) =>
+        onLog ? Effect.flatMap(Clock.currentTimeMillis, (at) => onLog({ _tag: "Phase", at, message })) : Effect.void
+      )
+      const reservation: BuildReservation = { cacheKey }
+      reservations.add(reservation)
+      yield* Effect.addFinalizer(() => Effect.sync(() => void reservations.delete(reservation)))
+      return reservation
+    })
 
   const withCache = <A>(cacheKey: string, f: (cache: MountedCache, work: string) => Effect.Effect<A, BuildError | CommandFailed>) =>
     lockOf(cacheKey).withPermits(1)(
@@ -602,6 +651,22 @@ export const makeImageBuilder = Effect.gen(function*() {
       return yield* withCache(cacheKey, (cache, work) => listImages(cache, work))
     })
 
+  const keptImage = (cacheKey: string, tag: string): Effect.Effect<KeptImage | undefined, never, Scope.Scope> =>
+    Effect.gen(function*() {
+      if (!isCacheKey(cacheKey) || !TAG_RE.test(tag)) return undefined
+      const exportLayout = join(root, "caches", cacheKey, "export")
+      if (!existsSync(join(exportLayout, "index.json"))) return undefined
+      const dir = yield* Effect.acquireRelease(
+        Effect.sync(() => join(workRoot, `${process.pid}-${cacheKey.slice(0, 40)}-kept-${randomBytes(6).toString("hex")}`)),
+        (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+      )
+      // No lock: a build's GC removing the image meanwhile fails the extraction (the caller builds again).
+      return yield* Effect.try(() => {
+        const manifest = extractImage(exportLayout, tag, dir)
+        return { manifestDigest: manifest.digest, layout: dir, layoutTag: tag }
+      }).pipe(Effect.orElseSucceed(() => undefined))
+    })
+
   const removeCacheOf = (cacheKey: string) =>
     Effect.gen(function*() {
       if (!isCacheKey(cacheKey)) return yield* fail("invalid_request", `invalid build cache key ${JSON.stringify(cacheKey.slice(0, 80))}`)
@@ -622,8 +687,10 @@ export const makeImageBuilder = Effect.gen(function*() {
 
   return ImageBuilder.of({
     build,
+    reserve,
     workspace,
     images,
+    keptImage,
     caches: Effect.sync(() => listCaches(root)),
     removeCache: removeCacheOf,
     activity: () => ({ running, waiting })

@@ -98,6 +98,7 @@ export const makeDeploymentRepository = (db: Db) => {
   const setRevisionStatus = db.prepare(
     "UPDATE revisions SET status = ?, status_message = ?, deployed_at = coalesce(deployed_at, ?), updated_at = ? WHERE tenant_id = ? AND id = ?"
   )
+  const recordCommit = db.prepare("UPDATE revisions SET source_revision_config = json_set(source_revision_config, '$.repo_commit_sha', ?) WHERE tenant_id = ? AND id = ?")
   const advanceRevision = db.prepare(
     "UPDATE revisions SET status = ?, status_message = ?, deployed_at = coalesce(deployed_at, ?), updated_at = ? WHERE tenant_id = ? AND id = ? AND status = ?"
   )
@@ -233,6 +234,7 @@ export const makeDeploymentRepository = (db: Db) => {
     advanceRevision: (tenantId: string, id: string, from: string, to: string, message: string | null, deployedAt: string | null, now: string) =>
       advanceRevision.run(to, message, deployedAt, now, tenantId, id, from).changes > 0,
     inProgressRevisions: () => inProgressRevisions.all() as Array<RevisionView>,
+    recordCommit: (tenantId: string, id: string, commitSha: string) => recordCommit.run(commitSha, tenantId, id).changes > 0,
     /** JSON text of the (sealed) secrets a revision runs with. */
     revisionSecrets: (tenantId: string, id: string) => revisionSecrets.get(tenantId, id) as string | undefined,
     activeRevisions: () => activeRevisions.all() as Array<{ tenant_id: string; deployment_id: string; revision_id: string }>,
