@@ -50,7 +50,7 @@ const oneOf = (name: string, values: ReadonlyArray<string>) => (value: string) =
   values.includes(value) ? undefined : `${name} must be ${values.map((v) => `"${v}"`).join(" or ")}, got ${JSON.stringify(value)}`
 
 const imageSetting = (name: string) => throwing(name, (value) => imageStoreOptionsFromEnv({ [name]: value }))
-const deploymentSetting = (name: string) => throwing(name, (value) => localDeploymentOptionsFromEnv({ [name]: value }, 0))
+const deploymentSetting = (name: string) => throwing(name, (value) => localDeploymentOptionsFromEnv({ [name]: value }))
 
 const registrySetting = (name: string) => throwing(name, (value) => registrySettingsFromEnv({ [name]: value }))
 const uploadSetting = (name: string) => throwing(name, (value) => uploadSettingsFromEnv({ [name]: value }))

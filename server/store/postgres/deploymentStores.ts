@@ -437,6 +437,10 @@ export const makePostgresIntegrationStore = ({ query, one, execute, transaction 
          ORDER BY created_at, id`,
         [tenantId, integrationId.toLowerCase()]
       ),
+    setReadToken: (tenantId, id, sealed) =>
+      Effect.map(execute("UPDATE integrations SET read_token = $1 WHERE tenant_id = $2 AND id = $3", [sealed, tenantId, id]), (n) => n > 0),
+    readToken: (tenantId, id) =>
+      Effect.map(one<{ read_token: string | null }>("SELECT read_token FROM integrations WHERE tenant_id = $1 AND id = $2", [tenantId, id]), (row) => row?.read_token ?? undefined),
     deleteIntegration: (tenantId, id) =>
       // webhook_deliveries go with it (ON DELETE CASCADE).
       Effect.map(execute("DELETE FROM integrations WHERE tenant_id = $1 AND id = $2", [tenantId, id]), (n) => n > 0),
@@ -457,7 +461,9 @@ export const makePostgresIntegrationStore = ({ query, one, execute, transaction 
       Effect.gen(function* () {
         const rows = yield* query<{ id: string; webhook_secret: string }>("SELECT id, webhook_secret FROM integrations ORDER BY id")
         for (const row of rows) yield* execute("UPDATE integrations SET webhook_secret = $1 WHERE id = $2", [yield* resealing(reseal, row.webhook_secret), row.id])
-        return rows.length
+        const tokens = yield* query<{ id: string; read_token: string }>("SELECT id, read_token FROM integrations WHERE read_token IS NOT NULL ORDER BY id")
+        for (const row of tokens) yield* execute("UPDATE integrations SET read_token = $1 WHERE id = $2", [yield* resealing(reseal, row.read_token), row.id])
+        return rows.length + tokens.length
       })
     )
 })

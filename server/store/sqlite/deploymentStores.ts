@@ -160,6 +160,8 @@ export const makeSqliteIntegrationStore = (db: Db): IntegrationStore["Service"] 
     insertIntegration: (integration) => op(() => repo.insertIntegration(integration)),
     integrations: (tenantId) => op(() => repo.integrations(tenantId)),
     integration: (tenantId, id) => op(() => repo.integration(tenantId, id)),
+    setReadToken: (tenantId, id, sealed) => op(() => repo.setReadToken(tenantId, id, sealed)),
+    readToken: (tenantId, id) => op(() => repo.readToken(tenantId, id)),
     integrationsByOwner: (provider, ownerKey) => op(() => repo.integrationsByOwner(provider, ownerKey)),
     integrationByOwner: (tenantId, provider, ownerKey) => op(() => repo.integrationByOwner(tenantId, provider, ownerKey)),
     repositoriesOfIntegration: (tenantId, integrationId) => op(() => repo.repositoriesOfIntegration(tenantId, integrationId)),
