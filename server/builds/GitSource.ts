@@ -19,6 +19,7 @@
  */
 import { existsSync, mkdirSync, readdirSync, rmSync } from "node:fs"
 import { Context, Data, Duration, Effect, Layer, Redacted } from "effect"
+import { repoUrlProblem } from "../../core/index.ts"
 import { HOST_ENV, ProcessRunner, type CommandFailed } from "../runtime/ProcessRunner.ts"
 import { BuildSettings } from "./settings.ts"
 
@@ -63,25 +64,23 @@ const SHA_RE = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/
 /** Branch and tag names git accepts, minus anything that could read as an option or a refspec. */
 const REF_RE = /^(?!-)(?!.*\.\.)(?!.*\/\/)(?!.*@\{)(?!.*\.lock(?:\/|$))[A-Za-z0-9._\/@+-]{1,255}$/
 
-/** Why `repoUrl` may not be fetched, or the URL. `insecureHosts` are lower-case `host:port`. */
+/**
+ * Why `repoUrl` may not be fetched, or the URL: core's `repo_url` grammar (`repoUrlProblem`: no
+ * credentials, no other transport, …; its messages never quote the URL), then https, or http for
+ * the `insecureHosts` (SLIPWAY_INSECURE_GIT_HOSTS: `host:port`, a bare host meaning port 80).
+ * ssh URLs, which the API accepts, are not fetched by builds.
+ */
 export const checkRepoUrl = (repoUrl: string, insecureHosts: ReadonlyArray<string>): URL | GitSourceError => {
   const bad = (kind: GitSourceErrorKind, why: string) => new GitSourceError({ kind, step: "checking the repository URL", message: why })
-  let url: URL
-  try {
-    url = new URL(repoUrl)
-  } catch {
-    return bad("invalid_request", `repository URL ${JSON.stringify(repoUrl.slice(0, 200))} is not a URL`)
+  const problem = repoUrlProblem(repoUrl, { insecureHosts: "any" })
+  if (problem !== undefined) return bad("invalid_request", problem.includes("credentials") ? `${problem} (give the integration a read token instead)` : problem)
+  const url = URL.canParse(repoUrl) ? new URL(repoUrl) : undefined
+  if (url?.protocol === "https:") return url
+  if (url?.protocol === "http:") {
+    if (repoUrlProblem(repoUrl, { insecureHosts }) === undefined) return url
+    return bad("insecure_host", `plain-HTTP git host ${url.host.toLowerCase()} refused (list it in SLIPWAY_INSECURE_GIT_HOSTS to allow it)`)
   }
-  if (url.username !== "" || url.password !== "") return bad("invalid_request", "the repository URL must not hold credentials (give the integration a token instead)")
-  if (url.search !== "" || url.hash !== "") return bad("invalid_request", "the repository URL must not have a query or a fragment")
-  if (url.hostname === "") return bad("invalid_request", "the repository URL has no host")
-  if (url.protocol === "https:") return url
-  if (url.protocol === "http:") {
-    const hostPort = `${url.hostname}:${url.port || "80"}`.toLowerCase()
-    if (insecureHosts.includes(hostPort)) return url
-    return bad("insecure_host", `plain-HTTP git host ${hostPort} refused (list it in SLIPWAY_INSECURE_GIT_HOSTS to allow it)`)
-  }
-  return bad("invalid_request", `repository URL scheme ${url.protocol.replace(/:$/, "")} is not supported (https only)`)
+  return bad("invalid_request", "builds fetch repositories over https:// only (ssh:// and git@host:path URLs are not supported for builds)")
 }
 
 /** Where a git failure came from, from its stderr (C locale). */

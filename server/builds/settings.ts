@@ -1,7 +1,6 @@
 /**
  * The settings of builds (source checkouts and image builds), from the environment:
  *
- *   SLIPWAY_INSECURE_GIT_HOSTS     host:port of git hosts reached over plain HTTP (comma-separated)
  *   SLIPWAY_BUILD_CONCURRENCY      builds at once (default 1; more queue)
  *   SLIPWAY_BUILD_TIMEOUT_S        one build's time limit (default 1800)
  *   SLIPWAY_BUILD_MEMORY           memory limit of a build (a quantity: 4Gi, 512Mi, bytes; default 4Gi)
@@ -13,11 +12,13 @@
  *
  * plus the registry settings the image store reads (SLIPWAY_REGISTRY_MIRROR,
  * SLIPWAY_INSECURE_REGISTRIES, SLIPWAY_REGISTRY_AUTH_FILE): base images are pulled as
- * deployments pull theirs.
+ * deployments pull theirs; and the server's SLIPWAY_INSECURE_GIT_HOSTS (its configuration,
+ * `ServerConfig.insecureGitHosts`), the plain-HTTP git hosts a checkout may fetch from.
  */
 import { join } from "node:path"
-import { Context, Layer, Result } from "effect"
+import { Context, Effect, Layer, Result } from "effect"
 import { parseQuantity, toBytes, toMillis } from "../../core/index.ts"
+import { ServerEnv } from "../module.ts"
 import { imageStoreOptionsFromEnv } from "../runtime/local/ImageStore.ts"
 import { RuntimeRoot } from "../runtime/local/RuntimeRoot.ts"
 
@@ -37,7 +38,7 @@ export interface BuildConfig {
   readonly root: string
   /** The cgroup parent of builds (beside the boxes', never inside it). */
   readonly cgroupParent: string
-  /** `host:port` of git hosts that may be reached over plain HTTP. */
+  /** Git hosts that may be reached over plain HTTP (`host:port`, a bare host meaning port 80): SLIPWAY_INSECURE_GIT_HOSTS. */
   readonly insecureGitHosts: ReadonlyArray<string>
   readonly concurrency: number
   readonly timeoutMs: number
@@ -65,17 +66,6 @@ export const parseSize = (name: string, value: string): number => {
   return Number(bytes.success)
 }
 
-const HOST_PORT_RE = /^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*|\[[0-9a-f:.]+\]):\d{1,5}$/i
-
-/** Checks one `host:port` entry of SLIPWAY_INSECURE_GIT_HOSTS (lower-cased). */
-export const parseGitHost = (input: string): string => {
-  const raw = input.trim().toLowerCase()
-  if (!HOST_PORT_RE.test(raw)) throw new BuildSettingsError(`SLIPWAY_INSECURE_GIT_HOSTS: expected host:port, got ${JSON.stringify(input)}`)
-  const port = Number(raw.slice(raw.lastIndexOf(":") + 1))
-  if (port < 1 || port > 65535) throw new BuildSettingsError(`SLIPWAY_INSECURE_GIT_HOSTS: port out of range in ${JSON.stringify(input)}`)
-  return raw
-}
-
 export const defaultBuildSettings = (root: string, cgroupParent = "slipway-builds"): BuildConfig => ({
   root,
   cgroupParent,
@@ -88,8 +78,16 @@ export const defaultBuildSettings = (root: string, cgroupParent = "slipway-build
   registries: {}
 })
 
-/** The build settings from the environment; `root` is where builds keep their state. Throws BuildSettingsError on a bad value. */
-export const buildSettingsFromEnv = (root: string, cgroupParent: string, env: Readonly<Record<string, string | undefined>> = process.env): BuildConfig => {
+/**
+ * The build settings from the environment; `root` is where builds keep their state. Throws
+ * BuildSettingsError on a bad value. `insecureGitHosts` is the server's configuration's.
+ */
+export const buildSettingsFromEnv = (
+  root: string,
+  cgroupParent: string,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+  insecureGitHosts: ReadonlyArray<string> = []
+): BuildConfig => {
   const base = defaultBuildSettings(root, cgroupParent)
   const pick = (name: string) => {
     const value = env[name]?.trim()
@@ -127,7 +125,7 @@ export const buildSettingsFromEnv = (root: string, cgroupParent: string, env: Re
   return {
     root,
     cgroupParent,
-    insecureGitHosts: (pick("SLIPWAY_INSECURE_GIT_HOSTS") ?? "").split(",").map((s) => s.trim()).filter((s) => s.length > 0).map(parseGitHost),
+    insecureGitHosts,
     concurrency: integer("SLIPWAY_BUILD_CONCURRENCY", 1, 64, base.concurrency),
     timeoutMs: integer("SLIPWAY_BUILD_TIMEOUT_S", 1, 24 * 3600, base.timeoutMs / 1000) * 1000,
     limits: {
@@ -145,5 +143,9 @@ export const buildSettingsFromEnv = (root: string, cgroupParent: string, env: Re
 /** The settings from the server's environment, with the state under `<runtime root>/builds`. */
 export const BuildSettingsLive = Layer.effect(
   BuildSettings,
-  RuntimeRoot.useSync(({ root, cgroupParent }) => BuildSettings.of(buildSettingsFromEnv(join(root, "builds"), `${cgroupParent}-builds`)))
+  Effect.gen(function* () {
+    const { root, cgroupParent } = yield* RuntimeRoot
+    const { config } = yield* ServerEnv
+    return BuildSettings.of(buildSettingsFromEnv(join(root, "builds"), `${cgroupParent}-builds`, process.env, config.insecureGitHosts))
+  })
 )

@@ -45,7 +45,7 @@ afterAll(async () => {
 })
 
 const env = Layer.succeed(ServerEnv, {
-  config: { ...defaultConfig, databasePath: database.path },
+  config: { ...defaultConfig, databasePath: database.path, secretsKey: "driver-suite-secrets-key" },
   log: makeLogger("silent"),
   publicUrl: "http://127.0.0.1:9"
 })
