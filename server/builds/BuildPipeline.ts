@@ -33,7 +33,7 @@ import { SourceUploads } from "../uploads/SourceUploads.ts"
 import { type BuildLogEvent, formatBuildLogEvent } from "./buildLog.ts"
 import type { BuildInput, BuildSource } from "./BuildSource.ts"
 import { GitSource } from "./GitSource.ts"
-import { ImageBuilder, type RegistryCredential } from "./ImageBuilder.ts"
+import { builtImageName, ImageBuilder, type RegistryCredential } from "./ImageBuilder.ts"
 
 export type { BuildInput, BuildSource } from "./BuildSource.ts"
 
@@ -78,6 +78,13 @@ export class BuildPipeline extends Context.Service<
      * SLIPWAY_BUILD_KEEP_IMAGES images), else undefined (build it again).
      */
     readonly built: (input: BuildInput, hooks: BuildHooks) => Effect.Effect<PulledImage | undefined>
+    /**
+     * Removes from the image store the images built for this deployment that its build cache no
+     * longer keeps (older than the newest SLIPWAY_BUILD_KEEP_IMAGES), except those `inUse`.
+     */
+    readonly prune: (deploymentId: string, inUse: ReadonlySet<string>) => Effect.Effect<void>
+    /** A deleted deployment: its build cache and every image built for it go. */
+    readonly forget: (deploymentId: string) => Effect.Effect<void>
   }
 >()("slipway/BuildPipeline") {}
 
@@ -243,11 +250,32 @@ export const makeBuildPipeline = Effect.gen(function* () {
         const stored = yield* Effect.orElseSucceed(images.lookup(kept.manifestDigest), () => null)
         if (stored) return stored
         yield* hooks.log({ message: `importing the image built for revision ${input.revisionId} from the build cache` })
-        return yield* images.importOciLayout(kept.layout, kept.layoutTag, { reference: `localhost/slipway/${input.deploymentId}:${input.revisionId}` })
+        return yield* images.importOciLayout(kept.layout, kept.layoutTag, { reference: `${builtImageName(input.deploymentId)}:${input.revisionId}` })
       })
     ).pipe(Effect.orElseSucceed(() => undefined))
 
-  return BuildPipeline.of({ build, built })
+  /** The images in the store built for a deployment. */
+  const imagesOf = (deploymentId: string) =>
+    Effect.map(Effect.orElseSucceed(images.list, () => []), (all) => all.filter((image) => image.reference.startsWith(`${builtImageName(deploymentId)}:`)))
+
+  const removeImages = (digests: ReadonlyArray<string>) =>
+    Effect.forEach(digests, (digest) => Effect.ignore(images.remove(digest)), { discard: true })
+
+  const prune = (deploymentId: string, inUse: ReadonlySet<string>) =>
+    Effect.gen(function* () {
+      const kept = yield* builder.keptDigests(deploymentId)
+      const stale = (yield* imagesOf(deploymentId)).filter((image) => !kept.has(image.digest) && !inUse.has(image.digest))
+      yield* removeImages(stale.map((image) => image.digest))
+      if (stale.length > 0) serverLog.info("built images removed", { deployment_id: deploymentId, images: stale.length })
+    })
+
+  const forget = (deploymentId: string) =>
+    Effect.gen(function* () {
+      yield* builder.removeCache(deploymentId).pipe(Effect.catch((error) => Effect.sync(() => serverLog.warn("build cache not removed", { deployment_id: deploymentId, error: error.message }))))
+      yield* removeImages((yield* imagesOf(deploymentId)).map((image) => image.digest))
+    })
+
+  return BuildPipeline.of({ build, built, prune, forget })
 })
 
 export const BuildPipelineLive = Layer.effect(BuildPipeline, makeBuildPipeline)

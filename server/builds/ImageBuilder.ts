@@ -140,6 +140,8 @@ export class ImageBuilder extends Context.Service<
      * the cache no longer holds it.
      */
     readonly keptImage: (cacheKey: string, tag: string) => Effect.Effect<KeptImage | undefined, never, Scope.Scope>
+    /** The manifest digests of the images a deployment's cache keeps (none when it has no cache). */
+    readonly keptDigests: (cacheKey: string) => Effect.Effect<ReadonlySet<string>>
     /** The images kept in a deployment's cache, newest first. */
     readonly images: (cacheKey: string) => Effect.Effect<ReadonlyArray<CachedImage>, BuildError>
     /** Every deployment's build cache with its size and last use. */
@@ -171,7 +173,8 @@ export const PACKAGE_CACHE_MOUNTS: ReadonlyArray<readonly [string, string]> = [
   ["pkg/uv", "/root/.cache/uv"]
 ]
 
-const imageName = (key: string) => `localhost/slipway/${key}`
+/** What a deployment's built images are called in its build cache (and the image store): `<name>:<tag>`. */
+export const builtImageName = (key: string) => `localhost/slipway/${key}`
 
 const fail = (kind: BuildErrorKind, message: string, lastLines: ReadonlyArray<string> = [], step?: StepInfo) => new BuildError({ kind, message, lastLines, step })
 
@@ -297,16 +300,16 @@ export const makeImageBuilder = Effect.gen(function*() {
 
   /** The images of a deployment in its (mounted) cache, newest first. */
   const listImages = (cache: MountedCache, work: string) =>
-    quick(cache, work, ["buildah", "images", "--json", "--filter", `reference=${imageName(cache.key)}`]).pipe(
+    quick(cache, work, ["buildah", "images", "--json", "--filter", `reference=${builtImageName(cache.key)}`]).pipe(
       Effect.map((r): ReadonlyArray<CachedImage> => {
         const text = r.stdout.trim()
         const items = text === "" || text === "null" ? [] : (JSON.parse(text) as Array<{ id: string; names?: Array<string> | null; createdatraw?: string; created?: number }>)
         const out: Array<CachedImage> = []
         for (const item of items) {
           for (const name of item.names ?? []) {
-            if (!name.startsWith(`${imageName(cache.key)}:`)) continue
+            if (!name.startsWith(`${builtImageName(cache.key)}:`)) continue
             const created = item.created !== undefined ? item.created * 1000 : Date.parse(item.createdatraw ?? "")
-            out.push({ reference: name, tag: name.slice(imageName(cache.key).length + 1), id: item.id, created })
+            out.push({ reference: name, tag: name.slice(builtImageName(cache.key).length + 1), id: item.id, created })
           }
         }
         return out.sort((a, b) => b.created - a.created || b.tag.localeCompare(a.tag))
@@ -452,7 +455,7 @@ export const makeImageBuilder = Effect.gen(function*() {
       }).pipe(Effect.mapError((e) => fail("sandbox", `starting the egress proxy: ${e.message}`)))
 
       const contexts = Object.entries(request.buildContexts ?? {})
-      const reference = `${imageName(request.cacheKey)}:${request.tag}`
+      const reference = `${builtImageName(request.cacheKey)}:${request.tag}`
       const budArgv = [
         "buildah", "bud",
         "--isolation", "chroot",
@@ -566,7 +569,8 @@ export const makeImageBuilder = Effect.gen(function*() {
       const work = yield* Effect.acquireRelease(
         Effect.try({
           try: () => {
-            const dir = join(workRoot, `${process.pid}-${request.cacheKey.slice(0, 40)}-${randomBytes(6).toString("hex")}`)
+            // Short: the egress proxy's unix socket lives in it (a socket path must fit in 108 bytes).
+            const dir = join(workRoot, `${process.pid}-${randomBytes(6).toString("hex")}`)
             mkdirSync(dir, { mode: 0o711 })
             return dir
           },
@@ -629,7 +633,7 @@ export const makeImageBuilder = Effect.gen(function*() {
         Effect.gen(function*() {
           const work = yield* Effect.acquireRelease(
             Effect.sync(() => {
-              const dir = join(workRoot, `${process.pid}-${cacheKey.slice(0, 40)}-${randomBytes(6).toString("hex")}`)
+              const dir = join(workRoot, `${process.pid}-${randomBytes(6).toString("hex")}`)
               mkdirSync(dir, { mode: 0o711 })
               return dir
             }),
@@ -657,7 +661,7 @@ export const makeImageBuilder = Effect.gen(function*() {
       const exportLayout = join(root, "caches", cacheKey, "export")
       if (!existsSync(join(exportLayout, "index.json"))) return undefined
       const dir = yield* Effect.acquireRelease(
-        Effect.sync(() => join(workRoot, `${process.pid}-${cacheKey.slice(0, 40)}-kept-${randomBytes(6).toString("hex")}`)),
+        Effect.sync(() => join(workRoot, `${process.pid}-kept-${randomBytes(6).toString("hex")}`)),
         (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
       )
       // No lock: a build's GC removing the image meanwhile fails the extraction (the caller builds again).
@@ -665,6 +669,17 @@ export const makeImageBuilder = Effect.gen(function*() {
         const manifest = extractImage(exportLayout, tag, dir)
         return { manifestDigest: manifest.digest, layout: dir, layoutTag: tag }
       }).pipe(Effect.orElseSucceed(() => undefined))
+    })
+
+  const keptDigests = (cacheKey: string): Effect.Effect<ReadonlySet<string>> =>
+    Effect.sync(() => {
+      const index = join(root, "caches", cacheKey, "export", "index.json")
+      if (!isCacheKey(cacheKey) || !existsSync(index)) return new Set<string>()
+      try {
+        return new Set((JSON.parse(readFileSync(index, "utf8")) as { manifests?: Array<{ digest: string }> }).manifests?.map((m) => m.digest) ?? [])
+      } catch {
+        return new Set<string>()
+      }
     })
 
   const removeCacheOf = (cacheKey: string) =>
@@ -691,6 +706,7 @@ export const makeImageBuilder = Effect.gen(function*() {
     workspace,
     images,
     keptImage,
+    keptDigests,
     caches: Effect.sync(() => listCaches(root)),
     removeCache: removeCacheOf,
     activity: () => ({ running, waiting })

@@ -181,6 +181,8 @@ interface Run {
   readonly settled: Deferred.Deferred<void>
   /** Rollouts of its deployment under way when it was handed over: it builds after them (pushes queue). */
   readonly behind: ReadonlyArray<Run>
+  /** The image its replicas run, once known. */
+  image: PulledImage | undefined
 }
 
 /** A started replica: its box, the forward the proxy and health checks use, its main process's first exit. */
@@ -558,6 +560,7 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
           .build(input, hooks(resumed ? progress("Building (again: the server restarted during the build)") : advance("BUILDING", "Building")))
           .pipe(Effect.mapError(buildFailed))
         yield* advance("AWAITING_DEPLOY", `Built in ${(outcome.durationMs / 1000).toFixed(1)} s; provisioning the database and cache`, outcome.commitSha)
+        yield* pruneImages(work.deploymentId, outcome.image)
         return outcome.image
       }
       const kept = yield* pipeline.built(input, hooks(Effect.void))
@@ -565,8 +568,17 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
       yield* append(work, "build", "the image built for this revision is no longer kept: building it again")
       yield* progress("Building the revision's image again")
       const outcome = yield* pipeline.build(input, hooks(Effect.void)).pipe(Effect.mapError(buildFailed))
+      yield* pruneImages(work.deploymentId, outcome.image)
       return outcome.image
     })
+
+    /** After a build: the deployment's built images its cache no longer keeps leave the image store, unless a run uses them. */
+    const pruneImages = (deploymentId: string, built: PulledImage) =>
+      Effect.suspend(() => {
+        const inUse = new Set([built.digest])
+        for (const run of runs.values()) if (run.work.deploymentId === deploymentId && run.image) inUse.add(run.image.digest)
+        return pipeline.prune(deploymentId, inUse)
+      })
 
     // ---- a revision ----------------------------------------------------------------------------
 
@@ -610,6 +622,7 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
       let image: PulledImage
       if (built !== undefined) {
         image = built
+        run.image = image
         yield* deploying(`starting image ${image.reference}`)
       } else {
         const reference = source._tag === "Pull" ? source.reference : ""
@@ -628,6 +641,7 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
             Effect.mapError((error) => failed(error.message))
           )
         yield* append(work, "build", `image ${image.reference} (${image.digest}) ready`)
+        run.image = image
       }
       const dbs = yield* Fiber.join(provisioning)
       const secrets = yield* Effect.try({
@@ -748,7 +762,8 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
           closing: false,
           cut: yield* Deferred.make<void>(),
           settled: yield* Deferred.make<void>(),
-          behind
+          behind,
+          image: undefined
         }
         if (mode === "rollout") {
           rollouts.add(run)
@@ -797,6 +812,7 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
             Effect.catch((error) => Effect.sync(() => log.error("deployment databases could not be released", { deployment_id: deploymentId, error: error.message })))
           )
           yield* Effect.ignore(logs.removeDeployment(deploymentId))
+          yield* pipeline.forget(deploymentId)
         })
     })
   })
