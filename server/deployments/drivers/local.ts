@@ -1,5 +1,5 @@
 /**
- * The `local` deployment driver: an `external_container` revision runs on this machine.
+ * The `local` deployment driver: a revision runs on this machine (its image pulled, or built from its source).
  *
  * A rollout: CREATING → QUEUED → AWAITING_DEPLOY (the deployment's PostgreSQL database and
  * Redis are provisioned meanwhile: the deployment is AWAITING_DATABASE until they are, then
@@ -30,10 +30,13 @@
  * controller's answer, and one not applied (the revision was superseded meanwhile) ends the fiber.
  *
  * Where the image comes from is the revision's image source: `external_container` pulls
- * `image_uri`; `gitrepo` has none here yet (builds: issue 27) and walks the simulated driver's
- * states. At start (`serve` with `restore`) the active revision of every deployment is started
- * again (fresh boxes; replicas left by a previous process are removed first), without a new
- * revision. See docs/deployments-local.md.
+ * `image_uri`; `gitrepo` is built from one commit of its repository by the build pipeline
+ * (server/builds/BuildPipeline.ts): QUEUED (behind the deployment's rollouts under way: pushes
+ * queue) → AWAITING_BUILD (a build slot) → BUILDING → AWAITING_DEPLOY with the commit built, or
+ * BUILD_FAILED; the build log streams into the revision's build log. At start (`serve` with
+ * `restore`) the active revision of every deployment is started again (fresh boxes; replicas left
+ * by a previous process are removed first; a built image is taken from the image store or the
+ * build cache), without a new revision. See docs/deployments-local.md.
  */
 import { randomBytes } from "node:crypto"
 import { mkdirSync, readFileSync, rmSync } from "node:fs"
@@ -697,7 +700,7 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
       yield* proxy.setTargets(work.deploymentId, run.targets)
       serving.set(work.deploymentId, run)
       run.live = true
-      yield* Deferred.succeed(run.settled, undefined)
+      yield* settle(run)
       const [applied] = mode === "serve" ? [true] : yield* channel.report([{ ...ids, from: run.status, to: "DEPLOYED", message: `Deployed: ${count} replica${count === 1 ? "" : "s"} healthy` }])
       if (!applied) {
         // Superseded at the last moment: the previous revision serves again.
@@ -740,7 +743,7 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
         Effect.catchDefect((defect) => Effect.sync(() => log.error("deployment revision crashed", { revision_id: work.revisionId, error: messageOf(defect) }))),
         Effect.ensuring(
           Effect.andThen(
-            Deferred.succeed(run.settled, undefined),
+            settle(run),
             Effect.sync(() => {
               if (runs.get(work.revisionId) === run) runs.delete(work.revisionId)
             })
@@ -748,6 +751,13 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
         )
       )
     }
+
+    /** The run no longer holds its deployment's later rollouts back (it serves, or it ended). */
+    const settle = (run: Run) =>
+      Effect.andThen(
+        Effect.sync(() => rollouts.delete(run)),
+        Deferred.succeed(run.settled, undefined)
+      )
 
     const launch = (work: RevisionWork, mode: "rollout" | "serve") =>
       Effect.gen(function* () {
@@ -765,10 +775,7 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
           behind,
           image: undefined
         }
-        if (mode === "rollout") {
-          rollouts.add(run)
-          yield* Effect.forkDetach(Effect.andThen(Deferred.await(run.settled), Effect.sync(() => rollouts.delete(run))))
-        }
+        if (mode === "rollout") rollouts.add(run)
         runs.set(work.revisionId, run)
         run.fiber = yield* FiberMap.run(revisions, work.revisionId, runRevision(run, mode))
       })
