@@ -20,7 +20,7 @@
  * npm registry. Results: bench/results/builds.json.
  */
 import { execFile } from "node:child_process"
-import { createHmac, randomUUID } from "node:crypto"
+import { randomUUID } from "node:crypto"
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
@@ -33,6 +33,7 @@ import { agentFiles, agentSource } from "../test/support/agentRepo.ts"
 import { requireBuildTools } from "../test/support/builds.ts"
 import { startGitServer } from "../test/support/gitServer.ts"
 import { pushLanggraphBase } from "../test/support/langgraphBase.ts"
+import { pushDelivery } from "../test/support/pushes.ts"
 import { startRegistry } from "../test/support/registry.ts"
 import { makeRequester, TEST_KEY, tempDatabasePath } from "../test/support/server.ts"
 import { num, root } from "./procs.ts"
@@ -168,26 +169,10 @@ export const runBuildsBench = async (options: { readonly rounds?: number; readon
       writeFileSync(join(context, "src/agent.ts"), source)
       const [sha] = await repo.push([{ files: { "src/agent.ts": source }, message: `agent ${version}` }])
       const push = async () => {
-        const body = JSON.stringify({
-          ref: "refs/heads/main",
-          before: "0".repeat(40),
-          after: sha,
-          repository: { full_name: "acme/agent", html_url: repo.url, clone_url: repo.url, owner: { login: "acme", name: "acme" } },
-          pusher: { name: "bench" },
-          commits: []
-        })
+        const delivery = pushDelivery(integration.webhook_secret, repo.url, "acme/agent", sha!)
         const t0 = performance.now()
         const wall0 = Date.now()
-        const answer = await request("POST", "/v1/integrations/gitrepo/webhook", {
-          key: null,
-          raw: body,
-          headers: {
-            "content-type": "application/json",
-            "x-github-event": "push",
-            "x-github-delivery": randomUUID(),
-            "x-hub-signature-256": `sha256=${createHmac("sha256", integration.webhook_secret).update(body).digest("hex")}`
-          }
-        })
+        const answer = await request("POST", "/v1/integrations/gitrepo/webhook", { key: null, ...delivery })
         if (answer.status !== 202 || answer.body.revision_ids.length !== 1) throw new Error(`push: ${answer.status} ${JSON.stringify(answer.body)}`)
         return deployed(deploymentId, answer.body.revision_ids[0], t0, wall0)
       }
