@@ -213,7 +213,9 @@ describe("a gitrepo deployment built and served by the local runtime", () => {
     const seen = await waitRevision(deploymentId, revisionId!)
     const deployedAt = Date.now()
     const seconds = (deployedAt - started) / 1000
-    await sleep(1000)
+    // A few more requests, all sent after DEPLOYED.
+    const deadline = Date.now() + 60_000
+    while (answers.filter((a) => a.sent > deployedAt).length < 3 && failures.length === 0 && Date.now() < deadline) await sleep(100)
     polling = false
     await poller
     console.log(`source-only push to DEPLOYED: ${seconds.toFixed(1)} s, ${answers.length} requests during it`)
