@@ -28,7 +28,7 @@ import { randomBytes } from "node:crypto"
 import { join, resolve } from "node:path"
 import { Clock, Context, Data, Duration, Effect, Fiber, Layer, Queue, Semaphore, type Scope } from "effect"
 import { type CommandFailed, HOST_ENV, ProcessRunner } from "../runtime/ProcessRunner.ts"
-import { createCgroup, detectLimitsMode, type LimitsMode, listCgroups, removeCgroup } from "../runtime/local/cgroups.ts"
+import { createCgroup, detectLimitsMode, type LimitsMode, listCgroups, removeCgroup, removeCgroupParent } from "../runtime/local/cgroups.ts"
 import { unsearchableAncestor } from "../runtime/local/host.ts"
 import { which } from "../runtime/local/tools.ts"
 import { BuildLogParser, type BuildLogEvent, type StepInfo, type StepSummary } from "./buildLog.ts"
@@ -246,6 +246,8 @@ export const makeImageBuilder = Effect.gen(function*() {
   const limitsMode = yield* Effect.sync(() => detectLimitsMode(cgroupParent))
   // Cgroups of builds a previous server process left (their processes are killed).
   yield* Effect.forEach(listCgroups(limitsMode, cgroupParent), (id) => removeCgroup(limitsMode, cgroupParent, id), { discard: true })
+  // The builds' cgroup parent goes with the builder (each build removes its own cgroup first).
+  yield* Effect.addFinalizer(() => Effect.sync(() => void removeCgroupParent(limitsMode, cgroupParent)))
 
   const slots = yield* Semaphore.make(settings.concurrency)
   const allocation = yield* Semaphore.make(1)

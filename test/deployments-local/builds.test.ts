@@ -81,7 +81,7 @@ beforeAll(async () => {
 }, 900_000)
 
 afterAll(async () => {
-  const { running, closed } = await closeLocalServer(server, database.dir, 120_000)
+  const { running, leftCgroups, closed } = await closeLocalServer(server, database.dir, 120_000)
   await git?.stop()
   await registry?.stop()
   for (const key of ["SLIPWAY_INSECURE_REGISTRIES", "SLIPWAY_DEPLOY_DRAIN_MS"]) {
@@ -91,6 +91,7 @@ afterAll(async () => {
   database.remove()
   if (closed) throw closed
   expect(running).toEqual([])
+  expect(leftCgroups).toEqual([])
 }, 300_000)
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))

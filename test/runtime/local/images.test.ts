@@ -403,6 +403,11 @@ describe("registries", () => {
     // Only Docker Hub names go to the mirror.
     const other = await pullError(viaUrl.pull(`${privateRegistry.host}/slipway-test/busybox:1`))
     expect(other.registry).toBe(privateRegistry.host)
+    expect(other.message).not.toContain("mirror")
+    // A Docker Hub name the mirror does not have: the failure names the mirror it went through.
+    const missing = await pullError(images.pull("nosuchimage:1"))
+    expect(missing.kind).toBe("not_found")
+    expect(missing.message).toMatch(new RegExp(`^pull docker.io/library/nosuchimage:1: (manifest unknown|not found) \\(through the Docker Hub mirror ${registry.host.replace(/\./g, "\\.")}\\)$`))
   })
 
   it("verifies TLS unless the registry is listed as insecure", async () => {
