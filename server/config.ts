@@ -1,5 +1,5 @@
 import { Result } from "effect"
-import { isUuid, parseQuantity, toBytes } from "../core/index.ts"
+import { insecureGitHostProblem, isUuid, parseQuantity, toBytes } from "../core/index.ts"
 
 /** The server's configuration, read once from the environment (design.md section 2). */
 
@@ -53,6 +53,11 @@ export interface ServerConfig {
    * least 16 characters); required on PostgreSQL with the local runtime.
    */
   readonly internalToken?: string | undefined
+  /**
+   * Git hosts (`host:port`, a bare host meaning port 80) whose repositories may be fetched over
+   * plain `http://` (`SLIPWAY_INSECURE_GIT_HOSTS`): `repo_url` accepts them, builds clone from them.
+   */
+  readonly insecureGitHosts: ReadonlyArray<string>
 }
 
 export const runtimeNames = ["auto", "simulated", "local"] as const
@@ -84,7 +89,8 @@ export const defaultConfig: ServerConfig = {
   requestTimeoutMs: 60_000,
   maxConnections: 1024,
   unauthenticatedMaxBody: 256 * 1024,
-  shutdownGraceMs: 10_000
+  shutdownGraceMs: 10_000,
+  insecureGitHosts: []
 }
 
 export class ConfigError extends Error {
@@ -157,6 +163,10 @@ export const validateConfig = (config: ServerConfig): ServerConfig => {
   if (config.metricsToken !== undefined && config.metricsToken.length < 16) {
     throw new ConfigError("SLIPWAY_METRICS_TOKEN must be at least 16 characters (e.g. openssl rand -hex 32)")
   }
+  for (const entry of config.insecureGitHosts) {
+    const problem = insecureGitHostProblem(entry)
+    if (problem !== undefined) throw new ConfigError(`SLIPWAY_INSECURE_GIT_HOSTS: ${problem}`)
+  }
   if (config.requestTimeoutMs > 0 && config.headersTimeoutMs > config.requestTimeoutMs) {
     throw new ConfigError(`SLIPWAY_HEADERS_TIMEOUT_MS (${config.headersTimeoutMs}) must not exceed SLIPWAY_REQUEST_TIMEOUT_MS (${config.requestTimeoutMs})`)
   }
@@ -217,6 +227,10 @@ export const configFromEnv = (env: NodeJS.ProcessEnv = process.env): ServerConfi
     shutdownGraceMs: setting("SLIPWAY_SHUTDOWN_GRACE_MS", 0, 3_600_000, defaultConfig.shutdownGraceMs),
     metricsToken: pick("SLIPWAY_METRICS_TOKEN"),
     internalUrl: pick("SLIPWAY_INTERNAL_URL")?.replace(/\/+$/, ""),
-    internalToken: pick("SLIPWAY_INTERNAL_TOKEN")
+    internalToken: pick("SLIPWAY_INTERNAL_TOKEN"),
+    insecureGitHosts: (pick("SLIPWAY_INSECURE_GIT_HOSTS") ?? "")
+      .split(",")
+      .map((entry) => entry.trim())
+      .filter((entry) => entry !== "")
   })
 }

@@ -8,8 +8,13 @@
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type { Duplex } from "node:stream"
 import { Effect, Layer } from "effect"
+import { BuildPipelineLive } from "../builds/BuildPipeline.ts"
+import { GitSourceLive } from "../builds/GitSource.ts"
+import { ImageBuilderLive } from "../builds/ImageBuilder.ts"
+import { BuildSettingsLive } from "../builds/settings.ts"
 import { type RawHttp, ServerEnv } from "../module.ts"
 import { Replicas } from "../replicas/Replicas.ts"
+import { SourceUploadsLive } from "../uploads/SourceUploads.ts"
 import { LocalRuntimeLive } from "../runtime/local/LocalRuntime.ts"
 import { RuntimeRootLive } from "../runtime/local/RuntimeRoot.ts"
 import { RuntimeChoice } from "../runtime/select.ts"
@@ -29,17 +34,30 @@ import { revisionRoutes } from "./routes/revisions.ts"
 import { makeDeploymentWrites } from "./writes.ts"
 
 /**
- * The driver `SLIPWAY_RUNTIME` selects: `local` runs external_container images under bubblewrap
- * (gitrepo stays simulated), on the server's one `LocalRuntimeLive` (the sandbox area provides
- * the same Layer: memoized, it is built once per server) and the deployments' databases.
+ * The build pipeline of the local runtime (server/builds/: a revision's source checked out or
+ * unpacked, built with buildah in the build sandbox, imported into the image store).
+ */
+export const BuildsLive = BuildPipelineLive.pipe(
+  Layer.provide(Layer.mergeAll(GitSourceLive, ImageBuilderLive)),
+  Layer.provide(BuildSettingsLive),
+  Layer.provide(SourceUploadsLive),
+  Layer.provide(LocalRuntimeLive)
+)
+
+/**
+ * The driver `SLIPWAY_RUNTIME` selects: `local` runs external_container images and builds
+ * gitrepo revisions under bubblewrap, on the server's one `LocalRuntimeLive` (the sandbox area
+ * provides the same Layer: memoized, it is built once per server), the deployments' databases and
+ * the build pipeline.
  */
 const DriverLive = Layer.unwrap(
   Effect.gen(function* () {
     const { config } = yield* ServerEnv
     const runtime = yield* RuntimeChoice
     if (runtime.name !== "local") return SimulatedDeploymentDriver({ stepMs: config.revisionStepMs })
-    return LocalDeploymentDriver(localDeploymentOptionsFromEnv(process.env, config.revisionStepMs)).pipe(
+    return LocalDeploymentDriver(localDeploymentOptionsFromEnv(process.env)).pipe(
       Layer.provide(DeploymentDatabasesLive),
+      Layer.provide(BuildsLive),
       Layer.provide(LocalRuntimeLive)
     )
   })

@@ -16,11 +16,11 @@ import { replicaBoxPrefix } from "../../server/deployments/drivers/local.ts"
 import { startServer } from "../../server/index.ts"
 import { makeLogger } from "../../server/log.ts"
 import { cgroupParentFor } from "../../server/runtime/local/RuntimeRoot.ts"
-import { removeCgroupParent } from "../../server/runtime/local/cgroups.ts"
-import { cgroupDirsNamed, makeTestRunner, type TestRunner } from "../runtime/local/harness.ts"
+import { makeTestRunner, type TestRunner } from "../runtime/local/harness.ts"
 import { pushTestImages, removeTestImages, type TestImageRefs } from "../support/images.ts"
 import { startRegistry, type TestRegistry } from "../support/registry.ts"
 import { makeRequester, TEST_KEY, tempDatabasePath } from "../support/server.ts"
+import { closeLocalServer } from "./closeLocalServer.ts"
 import { slipway } from "../cli/run.ts"
 import { openDatabases } from "./openDatabases.ts"
 import { pushVersionedImage } from "./versioned.ts"
@@ -53,23 +53,10 @@ beforeAll(async () => {
   await start()
 }, 180_000)
 
-/** Fails after `ms` instead of hanging the file. */
-const within = <A>(ms: number, what: string, promise: Promise<A>) =>
-  Promise.race([promise, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${what} took more than ${ms} ms`)), ms).unref())])
-
 afterAll(async () => {
-  let closed: unknown
-  await within(90_000, "server.close()", server?.close() ?? Promise.resolve()).catch((error) => (closed = error))
-  // A stopped server leaves no cgroup of its own behind (its boxes' nor their empty parent).
-  const cgroupParent = cgroupParentFor(join(database.dir, "runtime"))
-  const leftCgroups = cgroupDirsNamed(cgroupParent)
-  // Whatever a failure left: boxes, then the database servers.
-  const cleaner = existsSync(boxesRoot()) ? await makeTestRunner({ root: boxesRoot(), cgroupParent }) : undefined
-  const leftover = cleaner ? await cleaner.recover() : { running: [], stopped: [] }
-  for (const box of leftover.running) await cleaner!.destroy(box.id).catch(() => undefined)
-  await openDatabases({ dataDir: join(database.dir, "runtime", "deployment-data") })
-    .then((databases) => databases.close())
-    .catch(() => undefined)
+  // A stopped server leaves no cgroup of its own behind (its boxes' nor their empty parent); then
+  // whatever a failure left: boxes, the database servers.
+  const { running, closed, leftCgroups } = await closeLocalServer(server, database.dir)
   await registry?.stop()
   removeTestImages()
   for (const key of ["SLIPWAY_INSECURE_REGISTRIES", "SLIPWAY_DEPLOY_HEALTH_TIMEOUT_MS", "SLIPWAY_DEPLOY_DRAIN_MS"]) {
@@ -77,11 +64,9 @@ afterAll(async () => {
     else process.env[key] = saved[key]
   }
   database.remove()
-  // The test's own runners made the parent again: theirs to remove.
-  if (cleaner) removeCgroupParent(cleaner.service.limitsMode, cgroupParent)
   if (closed) throw closed
   // Nothing of the server's is left running.
-  expect(leftover.running.map((box) => box.id)).toEqual([])
+  expect(running).toEqual([])
   expect(leftCgroups).toEqual([])
 }, 180_000)
 

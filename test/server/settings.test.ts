@@ -117,7 +117,16 @@ const badValues = async (): Promise<Record<string, { readonly value: string; rea
     SLIPWAY_DEPLOY_HEALTH_PATH: { value: "ok", says: /SLIPWAY_DEPLOY_HEALTH_PATH must be a path starting with "\/"/ },
     SLIPWAY_DEPLOY_HEALTH_TIMEOUT_MS: { value: "0", says: /SLIPWAY_DEPLOY_HEALTH_TIMEOUT_MS must be a positive integer/ },
     SLIPWAY_DEPLOY_DRAIN_MS: { value: "-1", says: /SLIPWAY_DEPLOY_DRAIN_MS must be a positive integer/ },
-    SLIPWAY_DEPLOYMENT_POSTGRES_URL: { value: "localhost:5432", says: /SLIPWAY_DEPLOYMENT_POSTGRES_URL must be a postgres:\/\/ or postgresql:\/\/ URL/ }
+    SLIPWAY_DEPLOYMENT_POSTGRES_URL: { value: "localhost:5432", says: /SLIPWAY_DEPLOYMENT_POSTGRES_URL must be a postgres:\/\/ or postgresql:\/\/ URL/ },
+    SLIPWAY_INSECURE_GIT_HOSTS: { value: "git.local:80,http://git.local", says: /SLIPWAY_INSECURE_GIT_HOSTS: insecure git host 'http:\/\/git\.local' must be host or host:port/ },
+    SLIPWAY_BUILD_CONCURRENCY: { value: "0", says: /SLIPWAY_BUILD_CONCURRENCY must be a whole number from 1 to 64, got "0"/ },
+    SLIPWAY_BUILD_TIMEOUT_S: { value: "30m", says: /SLIPWAY_BUILD_TIMEOUT_S must be a whole number from 1 to 86400/ },
+    SLIPWAY_BUILD_MEMORY: { value: "4 gigs", says: /SLIPWAY_BUILD_MEMORY: / },
+    SLIPWAY_BUILD_CPUS: { value: "10m", says: /SLIPWAY_BUILD_CPUS must be from 100m/ },
+    SLIPWAY_BUILD_PIDS: { value: "8", says: /SLIPWAY_BUILD_PIDS must be a whole number from 64/ },
+    SLIPWAY_BUILD_DISK: { value: "1Mi", says: /SLIPWAY_BUILD_DISK must be at least/ },
+    SLIPWAY_BUILD_CACHE_MAX: { value: "-1Gi", says: /SLIPWAY_BUILD_CACHE_MAX/ },
+    SLIPWAY_BUILD_KEEP_IMAGES: { value: "0", says: /SLIPWAY_BUILD_KEEP_IMAGES must be a whole number from 1 to 100/ }
   }
 }
 

@@ -18,7 +18,8 @@
  *
  * The files of the store: `images/cache.ts` (the directory above), `images/registry.ts` (skopeo:
  * resolve and copy), `images/unpack.ts` (umoci), `images/importTree.ts` (a box's filesystem as a
- * new image), `images/errors.ts` (skopeo's errors made short), `images/config.ts` (OCI documents
+ * new image), `images/importLayout.ts` (an OCI layout on disk, a build's result, as an image),
+ * `images/errors.ts` (skopeo's errors made short), `images/config.ts` (OCI documents
  * and the options from the environment), `images/shared.ts` (one fiber per key).
  */
 import { createHash } from "node:crypto"
@@ -28,7 +29,9 @@ import { ServerEnv } from "../../module.ts"
 import { ProcessRunner } from "../ProcessRunner.ts"
 import { makeImageCache } from "./images/cache.ts"
 import { type CachedImage, cut, type ImageStoreOptions, imageStoreOptionsFromEnv, shortDigest } from "./images/config.ts"
+import { importLayout, type ImportLayoutOptions } from "./images/importLayout.ts"
 import { importTree } from "./images/importTree.ts"
+import { makeLayerStore } from "./images/layers.ts"
 import { type ImageConfig, ImagePullError, ImageStoreError, type ImageStoreStats, type PulledImage, type PullOptions } from "./images/model.ts"
 import { makeRegistryClient, type Source } from "./images/registry.ts"
 import { makeShared } from "./images/shared.ts"
@@ -38,6 +41,7 @@ import { type ImageReference, InvalidReference, parseMirror, parseReference, par
 
 export * from "./images/model.ts"
 export { type ImageStoreOptions, imageStoreOptionsFromEnv } from "./images/config.ts"
+export type { ImportLayoutOptions } from "./images/importLayout.ts"
 
 export class ImageStore extends Context.Service<
   ImageStore,
@@ -60,6 +64,12 @@ export class ImageStore extends Context.Service<
       source: string,
       options: { readonly reference: string; readonly config: ImageConfig; readonly uidBase: number }
     ) => Effect.Effect<PulledImage, ImageStoreError>
+    /**
+     * Imports the image `tag` of an OCI image layout (a build's result) into the cache, keyed by
+     * its manifest digest and keeping its config, as a pull would: boxes use it like a pulled
+     * image (`lookup(digest)` finds it). An image already cached is not unpacked again.
+     */
+    readonly importOciLayout: (layout: string, tag: string, options: ImportLayoutOptions) => Effect.Effect<PulledImage, ImageStoreError>
     /** Removes every cached image whose digest is not in `keep`; answers the removed digests. */
     readonly gc: (keep: ReadonlySet<string>) => Effect.Effect<ReadonlyArray<string>, ImageStoreError>
     readonly stats: () => ImageStoreStats
@@ -93,6 +103,7 @@ export const makeImageStore = (options: ImageStoreOptions): Effect.Effect<ImageS
     const counters = { resolves: 0, copies: 0, unpacks: 0, cacheHits: 0 }
     const cache = yield* makeImageCache(root)
     const registry = makeRegistryClient({ runner, cache, skopeo, insecure, resolveTimeout: options.timeouts?.resolveMs ?? 2 * 60_000, copyTimeout, counters })
+    const layers = makeLayerStore({ runner, cache, root, timeout: unpackTimeout })
     const byReference = makeShared<PulledImage, ImagePullError>()
     const byDigest = makeShared<CachedImage, ImagePullError>()
 
@@ -177,7 +188,14 @@ export const makeImageStore = (options: ImageStoreOptions): Effect.Effect<ImageS
         )
       })
 
-    const remove = (digest: string) => Effect.flatMap(cache.checkDigest(digest), cache.discard)
+    /** The unpacked layers no cached image links to any more go (images imported from a layout share them). */
+    const pruneLayers = Effect.gen(function* () {
+      const referenced = new Set<string>()
+      for (const digest of yield* cache.digests) for (const layer of (yield* cache.read(digest))?.layers ?? []) referenced.add(layer)
+      const removed = yield* layers.prune(referenced)
+      if (removed.length > 0) options.log?.info("image layers removed", { layers: removed.length })
+    })
+    const remove = (digest: string) => Effect.flatMap(cache.checkDigest(digest), cache.discard).pipe(Effect.tap(() => pruneLayers))
 
     return ImageStore.of({
       root,
@@ -189,12 +207,16 @@ export const makeImageStore = (options: ImageStoreOptions): Effect.Effect<ImageS
       ).pipe(Effect.map((found) => found.flat())),
       remove,
       importTree: (source, importOptions) => importTree({ runner, cache, timeout: unpackTimeout }, source, importOptions),
+      importOciLayout: (layout, tag, importOptions) =>
+        importLayout({ runner, cache, layers, umoci, timeout: unpackTimeout, warn: options.log?.warn }, layout, tag, importOptions).pipe(
+          Effect.tap((image) => Effect.sync(() => options.log?.info("image imported", { reference: image.reference, digest: image.digest })))
+        ),
       gc: (keep) =>
         Effect.flatMap(cache.digests, (digests) =>
           Effect.filter(digests.filter((digest) => !keep.has(digest)), (digest) =>
             Effect.tap(cache.discard(digest), (removed) => Effect.sync(() => removed && options.log?.info("image removed", { digest })))
           )
-        ),
+        ).pipe(Effect.tap(() => pruneLayers)),
       stats: () => ({ ...counters })
     })
   })

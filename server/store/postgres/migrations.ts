@@ -390,6 +390,11 @@ export const postgresMigrations: ReadonlyArray<PgMigration> = [
         updated_at timestamptz NOT NULL
       );
     `
+  },
+  {
+    // Builds: an integration may hold a read token (sealed) for its private repositories.
+    id: "builds-integration-read-token",
+    sql: "ALTER TABLE integrations ADD COLUMN read_token text;"
   }
 ]
 
