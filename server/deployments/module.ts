@@ -1,12 +1,15 @@
 /**
  * The deployment control plane as a server area: its runtime (a driver, the observation channel
  * between the driver and the controller, the `LogStore` behind the log endpoints and each
- * deployment's URL, `DeploymentProxy`; the local driver also has the deployments' databases,
- * `DeploymentDatabases`, and the local runtime's machinery), its controller, its routes and each
- * deployment's URL.
+ * deployment's URL, `DeploymentProxy`, the `Registry` `langgraph deploy` pushes to and the
+ * `SourceUploads` it uploads to; the local driver also has the deployments' databases,
+ * `DeploymentDatabases`, and the local runtime's machinery), its controller, its routes, each
+ * deployment's URL and the registry's token realm and upload URLs.
  */
+import type { IncomingMessage, ServerResponse } from "node:http"
 import { Effect, Layer } from "effect"
 import { ServerEnv } from "../module.ts"
+import { RegistryLive } from "../registry/Registry.ts"
 import { LocalRuntimeLive } from "../runtime/local/LocalRuntime.ts"
 import { RuntimeRootLive } from "../runtime/local/RuntimeRoot.ts"
 import { RuntimeChoice } from "../runtime/select.ts"
@@ -23,6 +26,9 @@ import { listenerRoutes } from "./routes/listeners.ts"
 import { logRoutes } from "./routes/logs.ts"
 import { realApiRoutes } from "./routes/realApi.ts"
 import { revisionRoutes } from "./routes/revisions.ts"
+import { sourceRoutes } from "./routes/sources.ts"
+import { sourceHttp } from "./sourceHttp.ts"
+import { SourceUploadsLive } from "../uploads/SourceUploads.ts"
 import { makeDeploymentWrites } from "./writes.ts"
 
 /**
@@ -44,19 +50,30 @@ const DriverLive = Layer.unwrap(
 
 /**
  * The driver, the channel it reports on (one queue, shared with the controller built on this),
- * and the log store and URL proxy it serves through.
+ * the log store and URL proxy it serves through, and the registry and uploads (the driver pulls
+ * what was pushed; the controller removes both when a deployment is deleted).
  */
 export const deploymentRuntime = DriverLive.pipe(
   Layer.provideMerge(DeploymentObservationsLive),
-  Layer.provideMerge(Layer.mergeAll(LogStoreLive, DeploymentProxyLive)),
+  Layer.provideMerge(Layer.mergeAll(LogStoreLive, DeploymentProxyLive, RegistryLive, SourceUploadsLive)),
   Layer.provide(RuntimeRootLive)
 )
 
 /** The controller, built on the runtime: it consumes the driver's channel. */
 export const deploymentController = DeploymentControllerLive
 
-/** The deployments area's raw HTTP: each deployment's URL, HTTP and WebSocket (a driver that runs nothing sets no route: it answers nothing). */
-const deploymentHttp = Effect.map(DeploymentProxy, (proxy) => ({ request: proxy.handle, upgrade: proxy.handleUpgrade }))
+/**
+ * The deployments area's raw HTTP: the registry's token realm and the upload URLs, then each
+ * deployment's URL, HTTP and WebSocket (a driver that runs nothing sets no route: it answers nothing).
+ */
+const deploymentHttp = Effect.gen(function* () {
+  const proxy = yield* DeploymentProxy
+  const sources = yield* sourceHttp
+  return {
+    request: (request: IncomingMessage, response: ServerResponse) => sources.request(request, response) || proxy.handle(request, response),
+    upgrade: proxy.handleUpgrade
+  }
+})
 
 export const deploymentsModule = {
   name: "deployments",
@@ -67,7 +84,8 @@ export const deploymentsModule = {
       ...(yield* revisionRoutes(writes)),
       ...(yield* listenerRoutes(writes)),
       ...(yield* integrationRoutes(writes)),
-      ...(yield* logRoutes(writes))
+      ...(yield* logRoutes(writes)),
+      ...(yield* sourceRoutes(writes))
     ]
     return [...spec, ...(yield* realApiRoutes(writes, spec))]
   }),

@@ -10,6 +10,7 @@ import { afterAll, beforeAll } from "vitest"
 import { defaultConfig } from "../../server/config.ts"
 import { DeploymentObservationsLive } from "../../server/deployments/Driver.ts"
 import { LocalDeploymentDriver } from "../../server/deployments/drivers/local.ts"
+import { deploymentSourcesForTests } from "../support/deploymentSources.ts"
 import { DeploymentDatabasesLive } from "../../server/deployments/local/databases.ts"
 import { LogStoreLive } from "../../server/deployments/local/logs.ts"
 import { DeploymentProxyLive } from "../../server/deployments/local/proxy.ts"
@@ -52,7 +53,7 @@ const env = Layer.succeed(ServerEnv, {
 const driver = () =>
   LocalDeploymentDriver({ healthTimeoutMs: 10_000, healthMode: "auto", healthPath: "/ok", drainMs: 1000, port: 8000, stepMs: 20 }).pipe(
     Layer.provideMerge(DeploymentObservationsLive),
-    Layer.provide(Layer.mergeAll(DeploymentDatabasesLive, LogStoreLive, DeploymentProxyLive)),
+    Layer.provide(Layer.mergeAll(DeploymentDatabasesLive, LogStoreLive, DeploymentProxyLive, deploymentSourcesForTests(database.path, makeLogger("silent")))),
     Layer.provide(LocalRuntimeLive),
     Layer.provide(env),
     Layer.fresh

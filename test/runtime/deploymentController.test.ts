@@ -23,18 +23,27 @@ import { KeyStore } from "../../server/store/KeyStore.ts"
 import { RevisionStore } from "../../server/store/RevisionStore.ts"
 import { SqliteStores } from "../../server/store/sqlite/index.ts"
 import { deploymentWithRevision } from "../store/fixtures.ts"
+import { deploymentSourcesForTests } from "../support/deploymentSources.ts"
 
 const dir = mkdtempSync(join(tmpdir(), "slipway-controller-"))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
 const stepMs = 100
-const env = Layer.succeed(ServerEnv, { config: defaultConfig, log: makeLogger("silent"), publicUrl: "http://slipway.test" })
+const log = makeLogger("silent")
+const env = Layer.succeed(ServerEnv, { config: defaultConfig, log, publicUrl: "http://slipway.test" })
+// Deletes remove a deployment's images and uploads: no registry runs here, the uploads live in `dir`.
+const sources = deploymentSourcesForTests(join(dir, "uploads.db"), log)
 
 /** A fresh file; `seed` runs before the controller starts (what a previous process left). */
 const withController = <A, E>(seed: Effect.Effect<unknown, unknown, Stores>, test: Effect.Effect<A, E, Stores | DeploymentController>) => {
   const stores = Layer.fresh(SqliteStores({ path: join(dir, `${randomUUID()}.db`) }))
   const seeded = Layer.effectDiscard(Effect.orDie(seed)).pipe(Layer.provideMerge(stores))
-  const controller = DeploymentControllerLive.pipe(Layer.provide(SimulatedDeploymentDriver({ stepMs })), Layer.provide(DeploymentObservationsLive), Layer.provide(env))
+  const controller = DeploymentControllerLive.pipe(
+    Layer.provide(SimulatedDeploymentDriver({ stepMs })),
+    Layer.provide(DeploymentObservationsLive),
+    Layer.provide(sources),
+    Layer.provide(env)
+  )
   return Effect.provide(test, controller.pipe(Layer.provideMerge(seeded)))
 }
 

@@ -30,7 +30,8 @@
  * controller's answer, and one not applied (the revision was superseded meanwhile) ends the fiber.
  *
  * Where the image comes from is the revision's image source: `external_container` pulls
- * `image_uri`; `gitrepo` has none here yet (builds: issue 27) and walks the simulated driver's
+ * `image_uri`; `internal_docker` pulls `image_uri` from the server's registry with its own
+ * pull-only credentials (`Registry.pullCredentials`); `gitrepo` has none here yet (builds: issue 27) and walks the simulated driver's
  * states. At start (`serve` with `restore`) the active revision of every deployment is started
  * again (fresh boxes; replicas left by a previous process are removed first), without a new
  * revision. See docs/deployments-local.md.
@@ -51,6 +52,7 @@ import { DeploymentDatabases, type ProvisionedDatabases } from "../local/databas
 import { checkHealth, type HealthMode, type HealthResult, pollHealth } from "../local/health.ts"
 import { type LogKind, LogStore } from "../local/logs.ts"
 import { DeploymentProxy, deploymentUrl, type ProxyTarget } from "../local/proxy.ts"
+import { Registry } from "../../registry/Registry.ts"
 import { makeSimulatedDriver } from "./simulated.ts"
 
 export interface LocalDeploymentOptions {
@@ -207,6 +209,7 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
     const databases = yield* DeploymentDatabases
     const logs = yield* LogStore
     const proxy = yield* DeploymentProxy
+    const registry = yield* Registry
     const channel = yield* DeploymentObservations
     const { log, publicUrl } = yield* ServerEnv
     const simulated = yield* makeSimulatedDriver({ stepMs: options.stepMs })
@@ -261,12 +264,20 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
      * builds land: issue 27). `progress` hears what the step does ("pulling …", layers).
      */
     const imageSourceOf = (work: RevisionWork): ((progress: (message: string) => Effect.Effect<void>) => Effect.Effect<PulledImage, RolloutFailed>) | undefined => {
-      if (work.source !== "external_container") return undefined
+      if (work.source !== "external_container" && work.source !== "internal_docker") return undefined
       const reference = work.sourceRevisionConfig.image_uri ?? ""
+      // internal_docker: what `langgraph deploy` pushed to the server's registry, pulled with the server's own pull-only credentials.
+      const options = work.source === "internal_docker"
+        ? Effect.map(registry.pullCredentials(work.tenantId, work.deploymentId), (auth) => ({ auth, insecure: registry.insecure }))
+        : Effect.succeed({})
       return (progress) =>
-        images.pull(reference, { onProgress: progress }).pipe(
-          Effect.tapError((error) => append(work, "build", `pull failed: ${error.message}`, "ERROR")),
-          Effect.mapError((error) => failed(error.message))
+        Effect.mapError(options, (error) => failed(error.message)).pipe(
+          Effect.flatMap((pullOptions) =>
+            images.pull(reference, { ...pullOptions, onProgress: progress }).pipe(
+              Effect.tapError((error) => append(work, "build", `pull failed: ${error.message}`, "ERROR")),
+              Effect.mapError((error) => failed(error.message))
+            )
+          )
         )
     }
 
