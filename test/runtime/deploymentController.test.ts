@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Schedule } from "effect"
 import { TestClock } from "effect/testing"
 import { afterAll } from "vitest"
 import { defaultConfig } from "../../server/config.ts"
@@ -117,7 +117,12 @@ describe("deployment controller", () => {
         yield* TestClock.adjust(stepMs - 1)
         expect(yield* store.deployment(tenantId, deployment.id)).toBeDefined()
         yield* TestClock.adjust(1)
-        expect(yield* store.deployment(tenantId, deployment.id)).toBeUndefined()
+        // Removing its uploads is real file I/O: the delete completes once that is done (live time, bounded).
+        const gone = yield* store.deployment(tenantId, deployment.id).pipe(
+          Effect.repeat({ until: (record) => record === undefined, schedule: Schedule.spaced("10 millis"), times: 500 }),
+          TestClock.withLive
+        )
+        expect(gone).toBeUndefined()
       })
     )
   )
