@@ -155,4 +155,33 @@ describe("internal_docker and internal_source deployments", () => {
     const again = await fetch(upload.body.upload_url, { method: "PUT", headers: { "Content-Type": "application/gzip" }, body: tarball })
     expect(again.status).toBe(409)
   })
+
+  it("refuses a hostile tarball at the upload URL with a clear error, and the PATCH naming it", async () => {
+    const deployment = await create(cliCreate("internal_source"))
+    const hostile = [
+      [[{ path: "langgraph.json", body: "{}" }, { path: "../escape.sh", body: "echo pwned" }], "has a '..' in its path"],
+      [[{ path: "link", type: "SymbolicLink" as const, linkpath: "/etc" }, { path: "langgraph.json", body: "{}" }], "symbolic link to an absolute path"]
+    ] as const
+    for (const [entries, words] of hostile) {
+      const upload = (await t.request("POST", `/v2/deployments/${deployment.id}/upload-url`)).body
+      const body = tarGzOf(entries)
+      const put = await fetch(upload.upload_url, { method: "PUT", headers: { "Content-Type": "application/gzip", "Content-Length": String(body.length) }, body })
+      expect(put.status).toBe(400)
+      expect((await put.json()).detail).toContain(words)
+      const patch = await t.request("PATCH", `/v2/deployments/${deployment.id}`, {
+        body: { revision_source: "internal_source", source_revision_config: { source_tarball_path: upload.object_path, langgraph_config_path: "langgraph.json" } }
+      })
+      expect(patch.status).toBe(400)
+      expect(patch.body.detail).toContain("nothing was uploaded")
+    }
+    // Not gzip at all; the wrong content type; an expired or altered URL.
+    const upload = (await t.request("POST", `/v2/deployments/${deployment.id}/upload-url`)).body
+    const text = await fetch(upload.upload_url, { method: "PUT", headers: { "Content-Type": "text/plain" }, body: "hello" })
+    expect(text.status).toBe(415)
+    const notGzip = await fetch(upload.upload_url, { method: "PUT", headers: { "Content-Type": "application/gzip" }, body: "hello" })
+    expect(notGzip.status).toBe(400)
+    const altered = await fetch(`${upload.upload_url.slice(0, -3)}abc`, { method: "PUT", headers: { "Content-Type": "application/gzip" }, body: tarGzOf(agentEntries) })
+    expect(altered.status).toBe(401)
+    expect((await t.request("GET", `/v2/deployments/${deployment.id}`)).body.latest_revision_id).toBeNull()
+  })
 })
