@@ -111,7 +111,17 @@ const badValues = async (): Promise<Record<string, { readonly value: string; rea
     SLIPWAY_DEPLOY_HEALTH_PATH: { value: "ok", says: /SLIPWAY_DEPLOY_HEALTH_PATH must be a path starting with "\/"/ },
     SLIPWAY_DEPLOY_HEALTH_TIMEOUT_MS: { value: "0", says: /SLIPWAY_DEPLOY_HEALTH_TIMEOUT_MS must be a positive integer/ },
     SLIPWAY_DEPLOY_DRAIN_MS: { value: "-1", says: /SLIPWAY_DEPLOY_DRAIN_MS must be a positive integer/ },
-    SLIPWAY_DEPLOYMENT_POSTGRES_URL: { value: "localhost:5432", says: /SLIPWAY_DEPLOYMENT_POSTGRES_URL must be a postgres:\/\/ or postgresql:\/\/ URL/ }
+    SLIPWAY_DEPLOYMENT_POSTGRES_URL: { value: "localhost:5432", says: /SLIPWAY_DEPLOYMENT_POSTGRES_URL must be a postgres:\/\/ or postgresql:\/\/ URL/ },
+    SLIPWAY_REGISTRY: { value: "yes", says: /SLIPWAY_REGISTRY must be one of auto, on, off, got "yes"/ },
+    SLIPWAY_REGISTRY_ADDR: { value: "5000", says: /SLIPWAY_REGISTRY_ADDR must be host:port/ },
+    SLIPWAY_REGISTRY_HOST: { value: "https://registry.example.com", says: /SLIPWAY_REGISTRY_HOST must be host\[:port\] with no scheme or path/ },
+    SLIPWAY_REGISTRY_URL: { value: "registry.example.com", says: /SLIPWAY_REGISTRY_URL must be http\(s\):\/\/host\[:port\] with no path/ },
+    SLIPWAY_REGISTRY_TOKEN_TTL: { value: "0", says: /SLIPWAY_REGISTRY_TOKEN_TTL must be a number of seconds from 1 to 86400/ },
+    SLIPWAY_REGISTRY_GC: { value: "daily", says: /SLIPWAY_REGISTRY_GC must be a cron expression/ },
+    SLIPWAY_UPLOAD_URL_TTL: { value: "1", says: /SLIPWAY_UPLOAD_URL_TTL must be an integer between 10 and 86400/ },
+    SLIPWAY_UPLOAD_MAX_BYTES: { value: "200MB", says: /SLIPWAY_UPLOAD_MAX_BYTES must be an integer/ },
+    SLIPWAY_UPLOAD_MAX_UNPACKED: { value: "-1", says: /SLIPWAY_UPLOAD_MAX_UNPACKED must be an integer/ },
+    SLIPWAY_UPLOAD_MAX_FILES: { value: "0", says: /SLIPWAY_UPLOAD_MAX_FILES must be an integer between 1/ }
   }
 }
 
