@@ -62,7 +62,7 @@ const path = (seen: ReadonlyArray<Observation>, revisionId: string): Array<Revis
 /** What a test of the suite needs: the driver, its channel, a scope (closed when the test ends). */
 export type SuiteServices = DeploymentDriver | DeploymentObservations | Scope.Scope
 
-export const deploymentDriverSuite = (name: string, provide: <A, E>(effect: Effect.Effect<A, E, SuiteServices>) => Effect.Effect<A, E, any>, options: DriverSuiteOptions) => {
+export const deploymentDriverSuite = (name: string, provide: <A, E>(effect: Effect.Effect<A, E, SuiteServices>) => Effect.Effect<A, E>, options: DriverSuiteOptions) => {
   it.effect(`${name}: reports a revision's transitions, each from the state it left, ending at DEPLOYED`, () =>
     provide(
       Effect.gen(function* () {
