@@ -167,7 +167,7 @@ describe("internal_docker and internal_source deployments", () => {
       const body = tarGzOf(entries)
       const put = await fetch(upload.upload_url, { method: "PUT", headers: { "Content-Type": "application/gzip", "Content-Length": String(body.length) }, body })
       expect(put.status).toBe(400)
-      expect((await put.json()).detail).toContain(words)
+      expect(((await put.json()) as { detail: string }).detail).toContain(words)
       const patch = await t.request("PATCH", `/v2/deployments/${deployment.id}`, {
         body: { revision_source: "internal_source", source_revision_config: { source_tarball_path: upload.object_path, langgraph_config_path: "langgraph.json" } }
       })
