@@ -1,5 +1,5 @@
 import { Result } from "effect"
-import { isUuid, parseQuantity, toBytes } from "../core/index.ts"
+import { insecureGitHostProblem, isUuid, parseQuantity, toBytes } from "../core/index.ts"
 
 /** The server's configuration, read once from the environment (design.md section 2). */
 
@@ -43,6 +43,11 @@ export interface ServerConfig {
    * characters). Unset: only loopback peers may scrape (docs/metrics.md).
    */
   readonly metricsToken?: string | undefined
+  /**
+   * Git hosts (`host:port`, a bare host meaning port 80) whose repositories may be fetched over
+   * plain `http://` (`SLIPWAY_INSECURE_GIT_HOSTS`): `repo_url` accepts them, builds clone from them.
+   */
+  readonly insecureGitHosts: ReadonlyArray<string>
 }
 
 export const runtimeNames = ["auto", "simulated", "local"] as const
@@ -74,7 +79,8 @@ export const defaultConfig: ServerConfig = {
   requestTimeoutMs: 60_000,
   maxConnections: 1024,
   unauthenticatedMaxBody: 256 * 1024,
-  shutdownGraceMs: 10_000
+  shutdownGraceMs: 10_000,
+  insecureGitHosts: []
 }
 
 export class ConfigError extends Error {
@@ -133,6 +139,10 @@ export const validateConfig = (config: ServerConfig): ServerConfig => {
   if (config.metricsToken !== undefined && config.metricsToken.length < 16) {
     throw new ConfigError("SLIPWAY_METRICS_TOKEN must be at least 16 characters (e.g. openssl rand -hex 32)")
   }
+  for (const entry of config.insecureGitHosts) {
+    const problem = insecureGitHostProblem(entry)
+    if (problem !== undefined) throw new ConfigError(`SLIPWAY_INSECURE_GIT_HOSTS: ${problem}`)
+  }
   if (config.requestTimeoutMs > 0 && config.headersTimeoutMs > config.requestTimeoutMs) {
     throw new ConfigError(`SLIPWAY_HEADERS_TIMEOUT_MS (${config.headersTimeoutMs}) must not exceed SLIPWAY_REQUEST_TIMEOUT_MS (${config.requestTimeoutMs})`)
   }
@@ -185,6 +195,10 @@ export const configFromEnv = (env: NodeJS.ProcessEnv = process.env): ServerConfi
     maxConnections: setting("SLIPWAY_MAX_CONNECTIONS", 1, 1_000_000, defaultConfig.maxConnections),
     unauthenticatedMaxBody: setting("SLIPWAY_UNAUTHENTICATED_MAX_BODY", 1024, 1024 * 1024, defaultConfig.unauthenticatedMaxBody),
     shutdownGraceMs: setting("SLIPWAY_SHUTDOWN_GRACE_MS", 0, 3_600_000, defaultConfig.shutdownGraceMs),
-    metricsToken: pick("SLIPWAY_METRICS_TOKEN")
+    metricsToken: pick("SLIPWAY_METRICS_TOKEN"),
+    insecureGitHosts: (pick("SLIPWAY_INSECURE_GIT_HOSTS") ?? "")
+      .split(",")
+      .map((entry) => entry.trim())
+      .filter((entry) => entry !== "")
   })
 }

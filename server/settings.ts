@@ -12,7 +12,7 @@
  * of them is found wrong only at the first pull or the first deployment.
  */
 import { existsSync, readFileSync, statSync } from "node:fs"
-import { insecureGitHostProblem } from "../core/index.ts"
+import { buildSettingsFromEnv } from "./builds/settings.ts"
 import { postgresUrlProblem } from "./config.ts"
 import { localDeploymentOptionsFromEnv } from "./deployments/drivers/local.ts"
 import { imageStoreOptionsFromEnv } from "./runtime/local/images/config.ts"
@@ -50,10 +50,11 @@ const oneOf = (name: string, values: ReadonlyArray<string>) => (value: string) =
   values.includes(value) ? undefined : `${name} must be ${values.map((v) => `"${v}"`).join(" or ")}, got ${JSON.stringify(value)}`
 
 const imageSetting = (name: string) => throwing(name, (value) => imageStoreOptionsFromEnv({ [name]: value }))
-const deploymentSetting = (name: string) => throwing(name, (value) => localDeploymentOptionsFromEnv({ [name]: value }, 0))
+const deploymentSetting = (name: string) => throwing(name, (value) => localDeploymentOptionsFromEnv({ [name]: value }))
 
 const registrySetting = (name: string) => throwing(name, (value) => registrySettingsFromEnv({ [name]: value }))
 const uploadSetting = (name: string) => throwing(name, (value) => uploadSettingsFromEnv({ [name]: value }))
+const buildSetting = (name: string) => throwing(name, (value) => buildSettingsFromEnv("/", "check", { [name]: value }))
 
 const readableJsonFile = (name: string) => (value: string) => {
   if (!existsSync(value) || !statSync(value).isFile()) return `${name}: ${value} is not a file`
@@ -92,6 +93,7 @@ export const knownSettings: ReadonlyArray<Setting> = [
   { name: "SLIPWAY_UNAUTHENTICATED_MAX_BODY", readBy: server },
   { name: "SLIPWAY_SHUTDOWN_GRACE_MS", readBy: server },
   { name: "SLIPWAY_METRICS_TOKEN", readBy: server },
+  { name: "SLIPWAY_INSECURE_GIT_HOSTS", readBy: server },
   // server/gcTuning.ts (tuneGc checks it, first thing)
   { name: "SLIPWAY_HEAP_GROWING_PERCENT", readBy: server },
   // sandboxes and the local runtime
@@ -102,17 +104,17 @@ export const knownSettings: ReadonlyArray<Setting> = [
   { name: "SLIPWAY_INSECURE_REGISTRIES", readBy: server, check: imageSetting("SLIPWAY_INSECURE_REGISTRIES") },
   { name: "SLIPWAY_REGISTRY_AUTH_FILE", readBy: server, check: readableJsonFile("SLIPWAY_REGISTRY_AUTH_FILE") },
   { name: "SLIPWAY_IMAGE_PULL_TIMEOUT_S", readBy: server, check: imageSetting("SLIPWAY_IMAGE_PULL_TIMEOUT_S") },
-  {
-    name: "SLIPWAY_INSECURE_GIT_HOSTS",
-    readBy: server,
-    check: (value) => {
-      for (const entry of value.split(",").map((part) => part.trim()).filter((part) => part !== "")) {
-        const problem = insecureGitHostProblem(entry)
-        if (problem !== undefined) return `SLIPWAY_INSECURE_GIT_HOSTS: ${problem}`
-      }
-      return undefined
-    }
-  },
+  // builds (docs/builds-runtime.md)
+  ...[
+    "SLIPWAY_BUILD_CONCURRENCY",
+    "SLIPWAY_BUILD_TIMEOUT_S",
+    "SLIPWAY_BUILD_MEMORY",
+    "SLIPWAY_BUILD_CPUS",
+    "SLIPWAY_BUILD_PIDS",
+    "SLIPWAY_BUILD_DISK",
+    "SLIPWAY_BUILD_CACHE_MAX",
+    "SLIPWAY_BUILD_KEEP_IMAGES"
+  ].map((name): Setting => ({ name, readBy: server, check: buildSetting(name) })),
   // deployments of the local runtime (docs/deployments-local.md)
   { name: "SLIPWAY_DEPLOY_HEALTH_CHECK", readBy: server, check: deploymentSetting("SLIPWAY_DEPLOY_HEALTH_CHECK") },
   { name: "SLIPWAY_DEPLOY_HEALTH_PATH", readBy: server, check: deploymentSetting("SLIPWAY_DEPLOY_HEALTH_PATH") },

@@ -36,6 +36,8 @@ export interface Observation {
   readonly from: RevisionStatus
   readonly to: RevisionStatus
   readonly message: string | null
+  /** The commit the revision's build checked out: recorded as its `repo_commit_sha` with the move. */
+  readonly commitSha?: string | undefined
 }
 
 /**

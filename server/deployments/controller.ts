@@ -95,7 +95,7 @@ export const makeDeploymentController = Effect.gen(function* () {
   /** One observation, inside the batch's transaction; answers whether it moved the revision. */
   const persist = Effect.fnUntraced(function* (observation: Observation | DatabaseObservation, nowIso: string) {
     if ("_tag" in observation) return yield* persistDatabase(observation, nowIso)
-    const { tenantId, deploymentId, revisionId, from, to, message } = observation
+    const { tenantId, deploymentId, revisionId, from, to, message, commitSha } = observation
     const revision = yield* revisionStore.revision(tenantId, deploymentId, revisionId)
     if (!revision || revision.status !== from) return false
     if (from === to) {
@@ -109,6 +109,7 @@ export const makeDeploymentController = Effect.gen(function* () {
     }
     const deployed = to === "DEPLOYED"
     const moved = yield* revisionStore.advanceRevision(tenantId, revisionId, from, to, message, deployed ? nowIso : null, nowIso)
+    if (moved && commitSha !== undefined) yield* revisionStore.recordCommit(tenantId, revisionId, commitSha)
     if (moved && deployed) {
       const deployment = yield* deploymentStore.deployment(tenantId, deploymentId)
       if (deployment && deployment.status !== "AWAITING_DELETE") {

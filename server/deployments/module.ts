@@ -8,8 +8,13 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { Effect, Layer } from "effect"
+import { BuildPipelineLive } from "../builds/BuildPipeline.ts"
+import { GitSourceLive } from "../builds/GitSource.ts"
+import { ImageBuilderLive } from "../builds/ImageBuilder.ts"
+import { BuildSettingsLive } from "../builds/settings.ts"
 import { ServerEnv } from "../module.ts"
 import { RegistryLive } from "../registry/Registry.ts"
+import { SourceUploadsLive } from "../uploads/SourceUploads.ts"
 import { LocalRuntimeLive } from "../runtime/local/LocalRuntime.ts"
 import { RuntimeRootLive } from "../runtime/local/RuntimeRoot.ts"
 import { RuntimeChoice } from "../runtime/select.ts"
@@ -28,21 +33,33 @@ import { realApiRoutes } from "./routes/realApi.ts"
 import { revisionRoutes } from "./routes/revisions.ts"
 import { sourceRoutes } from "./routes/sources.ts"
 import { sourceHttp } from "./sourceHttp.ts"
-import { SourceUploadsLive } from "../uploads/SourceUploads.ts"
 import { makeDeploymentWrites } from "./writes.ts"
 
 /**
- * The driver `SLIPWAY_RUNTIME` selects: `local` runs external_container images under bubblewrap
- * (gitrepo stays simulated), on the server's one `LocalRuntimeLive` (the sandbox area provides
- * the same Layer: memoized, it is built once per server) and the deployments' databases.
+ * The build pipeline of the local runtime (server/builds/: a revision's source checked out or
+ * unpacked, built with buildah in the build sandbox, imported into the image store). It unpacks
+ * uploaded tarballs with the runtime's `SourceUploads` (`deploymentRuntime`).
+ */
+export const BuildsLive = BuildPipelineLive.pipe(
+  Layer.provide(Layer.mergeAll(GitSourceLive, ImageBuilderLive)),
+  Layer.provide(BuildSettingsLive),
+  Layer.provide(LocalRuntimeLive)
+)
+
+/**
+ * The driver `SLIPWAY_RUNTIME` selects: `local` runs external_container and internal_docker
+ * images and builds gitrepo and internal_source revisions under bubblewrap, on the server's one `LocalRuntimeLive` (the sandbox area
+ * provides the same Layer: memoized, it is built once per server), the deployments' databases and
+ * the build pipeline.
  */
 const DriverLive = Layer.unwrap(
   Effect.gen(function* () {
     const { config } = yield* ServerEnv
     const runtime = yield* RuntimeChoice
     if (runtime.name !== "local") return SimulatedDeploymentDriver({ stepMs: config.revisionStepMs })
-    return LocalDeploymentDriver(localDeploymentOptionsFromEnv(process.env, config.revisionStepMs)).pipe(
+    return LocalDeploymentDriver(localDeploymentOptionsFromEnv(process.env)).pipe(
       Layer.provide(DeploymentDatabasesLive),
+      Layer.provide(BuildsLive),
       Layer.provide(LocalRuntimeLive)
     )
   })

@@ -137,10 +137,14 @@ export const makeDeploymentWrites = Effect.gen(function* () {
     return { deployment: updated, revision }
   }
 
-  /** Inside a transaction: supersedes unfinished revisions, adds the next one and points the deployment at it. */
-  const writeNewRevision = (write: NewRevisionWrite): Effect.Effect<ChangedDeployment<NewRevisionChange>, StoreError> => {
+  /**
+   * Inside a transaction: supersedes unfinished revisions, adds the next one and points the
+   * deployment at it. With `queue` (a push) only the revisions not started yet are superseded: a
+   * build under way goes on, and the new revision is built after it (docs/deployments.md).
+   */
+  const writeNewRevision = (write: NewRevisionWrite, options?: { readonly queue?: boolean }): Effect.Effect<ChangedDeployment<NewRevisionChange>, StoreError> => {
     const change = newRevision(write)
-    return Effect.map(deploymentStore.addRevision(change.deployment, change.revision), (stopped) => ({ ...change, stopped }))
+    return Effect.map(deploymentStore.addRevision(change.deployment, change.revision, options), (stopped) => ({ ...change, stopped }))
   }
 
   /** After the commit: the controller stops what a new revision superseded and rolls it out. */

@@ -58,6 +58,11 @@ export interface DeploymentChange {
 /** A change as written, with the revisions a new one superseded (none without a new revision). */
 export type ChangedDeployment<C extends DeploymentChange = DeploymentChange> = C & { readonly stopped: ReadonlyArray<string> }
 
+export interface AddRevisionOptions {
+  /** Supersede only the revisions that have not started (a push queues behind a build under way). */
+  readonly queue?: boolean | undefined
+}
+
 export class DeploymentStore extends Context.Service<
   DeploymentStore,
   {
@@ -81,9 +86,10 @@ export class DeploymentStore extends Context.Service<
     /**
      * A new revision: supersedes the deployment's unfinished ones (as
      * `RevisionStore.supersedeUnfinished`), inserts `revision` and stores `deployment` (which
-     * points at it). Answers the superseded ids.
+     * points at it). Answers the superseded ids. With `queue` (a push), only the revisions that
+     * have not started are superseded (SKIPPED): one under way goes on, and the new one waits behind it.
      */
-    readonly addRevision: (deployment: DeploymentRecord, revision: NewRevision) => Op<ReadonlyArray<string>>
+    readonly addRevision: (deployment: DeploymentRecord, revision: NewRevision, options?: AddRevisionOptions) => Op<ReadonlyArray<string>>
     readonly setDeploymentState: (tenantId: string, id: string, status: DeploymentStatus, activeRevisionId: string | null, now: string) => Op<boolean>
     readonly setDeploymentStatus: (tenantId: string, id: string, status: DeploymentStatus, now: string) => Op<boolean>
     readonly deleteDeployment: (tenantId: string, id: string) => Op<boolean>

@@ -29,6 +29,13 @@ export class IntegrationStore extends Context.Service<
     readonly integrationByOwner: (tenantId: string, provider: string, ownerKey: string) => Op<IntegrationRecord | undefined>
     /** The repositories (url and ref) of the tenant's deployments built through an integration, oldest first. */
     readonly repositoriesOfIntegration: (tenantId: string, integrationId: string) => Op<ReadonlyArray<{ readonly repo_url: string; readonly repo_ref: string | null }>>
+    /**
+     * Sets (sealed) or clears (null) the integration's read token for the provider's private
+     * repositories (given to git for a build's checkout); false when the tenant has none of that id.
+     */
+    readonly setReadToken: (tenantId: string, id: string, sealedToken: string | null) => Op<boolean>
+    /** The integration's read token, sealed; undefined when it has none (or there is no such integration). */
+    readonly readToken: (tenantId: string, id: string) => Op<string | undefined>
     /** Removes the integration (and the deliveries remembered for it); false when the tenant has none of that id. */
     readonly deleteIntegration: (tenantId: string, id: string) => Op<boolean>
     /**
@@ -37,7 +44,7 @@ export class IntegrationStore extends Context.Service<
      * expired at `receivedAt` are pruned.
      */
     readonly rememberDelivery: (integrationId: string, deliveryId: string, receivedAt: string, expiresAt: string) => Op<boolean>
-    /** Rewrites every webhook secret through `reseal` (secrets key rotation); answers how many. */
+    /** Rewrites every webhook secret and read token through `reseal` (secrets key rotation); answers how many. */
     readonly resealWebhookSecrets: (reseal: (stored: string) => string) => Op<number>
   }
 >()("slipway/IntegrationStore") {}

@@ -55,6 +55,8 @@ export class RevisionStore extends Context.Service<
     readonly revisionSecrets: (tenantId: string, id: string) => Op<ReadonlyArray<Secret> | undefined>
     /** System scan: the active revision of every deployment not being deleted (any tenant). */
     readonly activeRevisions: () => Op<ReadonlyArray<{ readonly tenant_id: string; readonly deployment_id: string; readonly revision_id: string }>>
+    /** Records the commit a revision's build checked out (`source_revision_config.repo_commit_sha`). */
+    readonly recordCommit: (tenantId: string, id: string, commitSha: string) => Op<boolean>
     /** Whether a revision of the deployment already built `commitSha` for `repoRef` (whatever became of it). */
     readonly commitBuilt: (tenantId: string, deploymentId: string, commitSha: string, repoRef: string) => Op<boolean>
   }

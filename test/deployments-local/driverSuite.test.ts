@@ -13,6 +13,8 @@ import { LocalDeploymentDriver } from "../../server/deployments/drivers/local.ts
 import { deploymentSourcesForTests } from "../support/deploymentSources.ts"
 import { DeploymentDatabasesLive } from "../../server/deployments/local/databases.ts"
 import { LogStoreLive } from "../../server/deployments/local/logs.ts"
+import { BuildsLive } from "../../server/deployments/module.ts"
+import { storesFor } from "../../server/store/index.ts"
 import { DeploymentProxyLive } from "../../server/deployments/local/proxy.ts"
 import { makeLogger } from "../../server/log.ts"
 import { ServerEnv } from "../../server/module.ts"
@@ -44,17 +46,19 @@ afterAll(async () => {
 })
 
 const env = Layer.succeed(ServerEnv, {
-  config: { ...defaultConfig, databasePath: database.path },
+  config: { ...defaultConfig, databasePath: database.path, secretsKey: "driver-suite-secrets-key" },
   log: makeLogger("silent"),
   publicUrl: "http://127.0.0.1:9"
 })
 
 /** The driver with everything it runs on, as the server wires it (a fresh one per test). */
 const driver = () =>
-  LocalDeploymentDriver({ healthTimeoutMs: 10_000, healthMode: "auto", healthPath: "/ok", drainMs: 1000, port: 8000, stepMs: 20 }).pipe(
+  LocalDeploymentDriver({ healthTimeoutMs: 10_000, healthMode: "auto", healthPath: "/ok", drainMs: 1000, port: 8000 }).pipe(
     Layer.provideMerge(DeploymentObservationsLive),
-    Layer.provide(Layer.mergeAll(DeploymentDatabasesLive, LogStoreLive, DeploymentProxyLive, deploymentSourcesForTests(database.path, makeLogger("silent")))),
+    Layer.provide(Layer.mergeAll(DeploymentDatabasesLive, LogStoreLive, DeploymentProxyLive, BuildsLive)),
+    Layer.provide(deploymentSourcesForTests(database.path, makeLogger("silent"))),
     Layer.provide(LocalRuntimeLive),
+    Layer.provide(Layer.orDie(storesFor({ databasePath: database.path, databaseUrl: undefined }))),
     Layer.provide(env),
     Layer.fresh
   )

@@ -423,6 +423,54 @@ export const deploymentStoreSuite = (backend: string, stores: Layer.Layer<Stores
       })
     )
 
+    it.effect("records the commit a revision built (as repo_commit_sha), which commitBuilt then knows; only within the tenant", () =>
+      Effect.gen(function* () {
+        const { deploymentStore, revisionStore } = yield* allStores
+        const tenantId = yield* tenant
+        const { deployment, revision } = deploymentWithRevision(tenantId, {
+          source: "gitrepo",
+          source_config: { repo_url: "https://github.com/acme/agent" },
+          source_revision_config: { repo_ref: "main", graph_config_path: "langgraph.json" }
+        })
+        yield* deploymentStore.createDeployment(deployment, revision, randomUUID())
+        const sha = "beef".padEnd(40, "1")
+        expect(yield* revisionStore.recordCommit(yield* tenant, revision.id, sha)).toBe(false)
+        expect(yield* revisionStore.commitBuilt(tenantId, deployment.id, sha, "main")).toBe(false)
+        expect(yield* revisionStore.recordCommit(tenantId, revision.id, sha)).toBe(true)
+        expect((yield* revisionStore.revision(tenantId, deployment.id, revision.id))?.source_revision_config).toEqual({ repo_ref: "main", graph_config_path: "langgraph.json", repo_commit_sha: sha })
+        expect(yield* revisionStore.commitBuilt(tenantId, deployment.id, sha, "main")).toBe(true)
+        // A later build of the same revision (after a restart) records what it built.
+        const other = "f00d".padEnd(40, "2")
+        expect(yield* revisionStore.recordCommit(tenantId, revision.id, other)).toBe(true)
+        expect((yield* revisionStore.revision(tenantId, deployment.id, revision.id))?.source_revision_config.repo_commit_sha).toBe(other)
+      })
+    )
+
+    it.effect("adds a queued revision (a push): only the revisions that have not started are superseded (SKIPPED), one under way goes on", () =>
+      Effect.gen(function* () {
+        const { deploymentStore, revisionStore, tenantId, deployment, revision } = yield* storedDeployment
+        const building = yield* advance(revision, "BUILDING", at(2))
+        const queued = (previous: DeploymentRecord) =>
+          Effect.gen(function* () {
+            const next = revisionFor(previous, previous.revision_seq + 1)
+            const pointing = { ...previous, latest_revision_id: next.id, revision_seq: next.seq }
+            return { deployment: pointing, revision: next, stopped: yield* deploymentStore.addRevision(pointing, next, { queue: true }) }
+          })
+        const second = yield* queued(deployment)
+        expect(second.stopped).toEqual([])
+        const third = yield* queued(second.deployment)
+        expect(third.stopped).toEqual([second.revision.id])
+        const statusOf = (id: string) => Effect.map(revisionStore.revision(tenantId, deployment.id, id), (stored) => stored?.status)
+        expect(yield* statusOf(building.id)).toBe("BUILDING")
+        expect(yield* statusOf(second.revision.id)).toBe("SKIPPED")
+        expect(yield* statusOf(third.revision.id)).toBe("CREATING")
+        // Without `queue` (a PATCH, a new revision) everything unfinished is superseded.
+        const fourth = yield* addRevision(third.deployment)
+        expect([...fourth.stopped].sort()).toEqual([building.id, third.revision.id].sort())
+        expect(yield* statusOf(building.id)).toBe("INTERRUPTED")
+      })
+    )
+
     it.effect("answers an empty page for any offset past the end, however large", () =>
       Effect.gen(function* () {
         const { deploymentStore, listenerStore, revisionStore, tenantId, deployment } = yield* storedDeployment

@@ -31,29 +31,32 @@
  *
  * Where the image comes from is the revision's image source: `external_container` pulls
  * `image_uri`; `internal_docker` pulls `image_uri` from the server's registry with its own
- * pull-only credentials (`Registry.pullCredentials`); `gitrepo` has none here yet (builds: issue 27) and walks the simulated driver's
- * states. At start (`serve` with `restore`) the active revision of every deployment is started
+ * pull-only credentials (`Registry.pullCredentials`); `gitrepo` and `internal_source` (an
+ * uploaded tarball) are built by the build pipeline (`buildImage`). At start (`serve` with `restore`) the active revision of every deployment is started
  * again (fresh boxes; replicas left by a previous process are removed first), without a new
  * revision. See docs/deployments-local.md.
  */
 import { randomBytes } from "node:crypto"
 import { mkdirSync, readFileSync, rmSync } from "node:fs"
 import { join } from "node:path"
-import { Data, Deferred, Duration, Effect, Fiber, FiberMap, FiberSet, Layer, Schedule, Scope } from "effect"
+import { Data, Deferred, Duration, Effect, Fiber, FiberMap, FiberSet, Layer, Redacted, Schedule, Scope } from "effect"
 import { effectiveResourceSpec, type PodVolumeMount, type ResourceSpec, type RevisionStatus } from "../../../core/index.ts"
 import { ServerEnv } from "../../module.ts"
 import type { BoxProcess, ExitStatus } from "../../runtime/BoxProcess.ts"
 import { BoxRunner, type BoxSpec, type BoxVolume, type Forward, type RunningBox } from "../../runtime/local/BoxRunner.ts"
 import { Egress } from "../../runtime/local/egress.ts"
 import { imageEnvironment, ImageStore, type PulledImage } from "../../runtime/local/ImageStore.ts"
+import type { PullOptions } from "../../runtime/local/images/model.ts"
 import { RuntimeRoot } from "../../runtime/local/RuntimeRoot.ts"
 import { type DatabaseObservation, DeploymentDriver, DeploymentObservations, type Observation, type RevisionWork } from "../Driver.ts"
 import { DeploymentDatabases, type ProvisionedDatabases } from "../local/databases.ts"
 import { checkHealth, type HealthMode, type HealthResult, pollHealth } from "../local/health.ts"
 import { type LogKind, LogStore } from "../local/logs.ts"
 import { DeploymentProxy, deploymentUrl, type ProxyTarget } from "../local/proxy.ts"
+import { type BuildFailed, type BuildInput, type BuildLogLine, BuildPipeline } from "../../builds/BuildPipeline.ts"
 import { Registry } from "../../registry/Registry.ts"
-import { makeSimulatedDriver } from "./simulated.ts"
+import { makeSecretBox } from "../../secrets/secrets.ts"
+import { IntegrationStore } from "../../store/IntegrationStore.ts"
 
 export interface LocalDeploymentOptions {
   /** Time every replica has to become healthy (`SLIPWAY_DEPLOY_HEALTH_TIMEOUT_MS`, default 300 000). */
@@ -66,8 +69,6 @@ export interface LocalDeploymentOptions {
   readonly drainMs: number
   /** Port the main process listens on inside its box (`PORT`); 8000 like the agent server. */
   readonly port: number
-  /** Simulated step time for gitrepo revisions. */
-  readonly stepMs: number
 }
 
 const positive = (name: string, raw: string | undefined, fallback: number): number => {
@@ -77,7 +78,7 @@ const positive = (name: string, raw: string | undefined, fallback: number): numb
   return n
 }
 
-export const localDeploymentOptionsFromEnv = (env: NodeJS.ProcessEnv, stepMs: number): LocalDeploymentOptions => {
+export const localDeploymentOptionsFromEnv = (env: NodeJS.ProcessEnv): LocalDeploymentOptions => {
   const mode = (env["SLIPWAY_DEPLOY_HEALTH_CHECK"] || "auto").toLowerCase()
   if (mode !== "auto" && mode !== "http" && mode !== "tcp") throw new Error(`SLIPWAY_DEPLOY_HEALTH_CHECK must be auto, http or tcp, got "${mode}"`)
   const path = env["SLIPWAY_DEPLOY_HEALTH_PATH"] || "/ok"
@@ -87,8 +88,7 @@ export const localDeploymentOptionsFromEnv = (env: NodeJS.ProcessEnv, stepMs: nu
     healthMode: mode,
     healthPath: path,
     drainMs: positive("SLIPWAY_DEPLOY_DRAIN_MS", env["SLIPWAY_DEPLOY_DRAIN_MS"], 30_000),
-    port: 8000,
-    stepMs
+    port: 8000
   }
 }
 
@@ -112,10 +112,13 @@ export const RESTART_SCHEDULE = Schedule.exponential("500 millis").pipe(
 
 const messageOf = (error: unknown) => String((error as Error)?.message ?? error).split("\n")[0]!.slice(0, 500)
 
-/** A rollout failure, with the message for `status_message`. */
-class RolloutFailed extends Data.TaggedError("RolloutFailed")<{ readonly message: string }> {}
+/** A rollout failure, with the message for `status_message` and the state it ends in (default DEPLOY_FAILED). */
+class RolloutFailed extends Data.TaggedError("RolloutFailed")<{ readonly message: string; readonly status?: "BUILD_FAILED" | undefined }> {}
 
 const failed = (message: string) => new RolloutFailed({ message: messageOf(message) })
+
+/** A build that failed: BUILD_FAILED, with the pipeline's message (the step and its last lines). */
+const buildFailed = (error: BuildFailed) => new RolloutFailed({ message: error.message.slice(0, 1000), status: "BUILD_FAILED" })
 
 /** Whether something listens on TCP `port` in the network namespace of process `pid`. */
 const listening = (pid: number, port: number): boolean => {
@@ -159,6 +162,11 @@ export const replicaBoxId = (revisionId: string, index: number, run: string = ra
 /** What every replica box id of a revision starts with. */
 export const replicaBoxPrefix = (revisionId: string): string => `d-${revisionId.replace(/-/g, "").slice(0, 16)}-`
 
+/** Where a revision's image comes from: a pull of `image_uri`, or a build of its source. */
+type ImageSource =
+  | { readonly _tag: "Pull"; readonly reference: string; readonly options?: Pick<PullOptions, "auth" | "insecure"> }
+  | { readonly _tag: "Build"; readonly input: BuildInput }
+
 /** One run of a revision: a rollout, or a DEPLOYED revision brought back (`serve`). */
 interface Run {
   readonly work: RevisionWork
@@ -174,6 +182,12 @@ interface Run {
   closing: boolean
   /** Completed by a teardown: its release stops at once, without (more) draining. */
   readonly cut: Deferred.Deferred<void>
+  /** Completed once it no longer holds its deployment's rollouts back: it serves, or it ended. */
+  readonly settled: Deferred.Deferred<void>
+  /** Rollouts of its deployment under way when it was handed over: it builds after them (pushes queue). */
+  readonly behind: ReadonlyArray<Run>
+  /** The image its replicas run, once known. */
+  image: PulledImage | undefined
 }
 
 /** A started replica: its box, the forward the proxy and health checks use, its main process's first exit. */
@@ -211,8 +225,10 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
     const proxy = yield* DeploymentProxy
     const registry = yield* Registry
     const channel = yield* DeploymentObservations
-    const { log, publicUrl } = yield* ServerEnv
-    const simulated = yield* makeSimulatedDriver({ stepMs: options.stepMs })
+    const { log, publicUrl, config } = yield* ServerEnv
+    const pipeline = yield* BuildPipeline
+    const integrations = yield* IntegrationStore
+    const secretBox = makeSecretBox(config.secretsKey, config.previousSecretsKeys)
 
     /** Every revision in progress or serving (or draining), by revision id. */
     const revisions = yield* FiberMap.make<string>()
@@ -222,8 +238,8 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
     const runs = new Map<string, Run>()
     /** The run each deployment's URL sends new requests to. */
     const serving = new Map<string, Run>()
-    /** gitrepo revisions, which the simulated driver walks. */
-    const gitrepoRevisions = new Set<string>()
+    /** Rollouts not settled yet (neither serving nor ended), in the order they were handed over. */
+    const rollouts = new Set<Run>()
     const volumesRoot = join(root, "deployment-volumes")
 
     const append = (work: RevisionWork, kind: LogKind, message: string, level?: "INFO" | "WARNING" | "ERROR" | "CRITICAL", replica?: string) =>
@@ -259,27 +275,71 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
 
     // ---- the image source --------------------------------------------------------------------
 
+    /** The read token of the deployment's integration, opened for one checkout (never logged). */
+    const readTokenOf = (work: RevisionWork) =>
+      Effect.gen(function* () {
+        const integrationId = work.sourceConfig.integration_id
+        if (!integrationId) return undefined
+        const sealed = yield* integrations.readToken(work.tenantId, integrationId)
+        return sealed === undefined ? undefined : Redacted.make(secretBox.open(sealed))
+      }).pipe(
+        Effect.catch((error) => Effect.andThen(append(work, "build", `the integration's read token could not be read (${error.message}): cloning without it`, "WARNING"), Effect.succeed(undefined))),
+        Effect.catchDefect(() => Effect.andThen(append(work, "build", "the integration's read token does not open with the secrets key: cloning without it", "WARNING"), Effect.succeed(undefined)))
+      )
+
     /**
-     * How a revision gets its image, or undefined when this driver cannot make it (gitrepo, until
-     * builds land: issue 27). `progress` hears what the step does ("pulling …", layers).
+     * Where a revision's image comes from (its image source): `external_container` pulls
+     * `image_uri`; `internal_docker` pulls `image_uri` from the server's registry with the
+     * server's pull-only credentials; `gitrepo` builds one commit of `repo_url` (`repo_commit_sha`
+     * when pinned, else the tip of `repo_ref`) with the integration's read token;
+     * `internal_source` builds the uploaded tarball `source_tarball_path`.
      */
-    const imageSourceOf = (work: RevisionWork): ((progress: (message: string) => Effect.Effect<void>) => Effect.Effect<PulledImage, RolloutFailed>) | undefined => {
-      if (work.source !== "external_container" && work.source !== "internal_docker") return undefined
-      const reference = work.sourceRevisionConfig.image_uri ?? ""
-      // internal_docker: what `langgraph deploy` pushed to the server's registry, pulled with the server's own pull-only credentials.
-      const options = work.source === "internal_docker"
-        ? Effect.map(registry.pullCredentials(work.tenantId, work.deploymentId), (auth) => ({ auth, insecure: registry.insecure }))
-        : Effect.succeed({})
-      return (progress) =>
-        Effect.mapError(options, (error) => failed(error.message)).pipe(
-          Effect.flatMap((pullOptions) =>
-            images.pull(reference, { ...pullOptions, onProgress: progress }).pipe(
-              Effect.tapError((error) => append(work, "build", `pull failed: ${error.message}`, "ERROR")),
-              Effect.mapError((error) => failed(error.message))
-            )
-          )
-        )
-    }
+    const imageSourceOf = (work: RevisionWork): Effect.Effect<ImageSource, RolloutFailed> =>
+      Effect.gen(function* () {
+        if (work.source === "internal_source") {
+          // An uploaded tarball (`langgraph deploy --remote`), unpacked by the pipeline with `SourceUploads.extract`.
+          const input: BuildInput = {
+            tenantId: work.tenantId,
+            deploymentId: work.deploymentId,
+            revisionId: work.revisionId,
+            source: { _tag: "Tarball", tenantId: work.tenantId, deploymentId: work.deploymentId, objectPath: work.sourceRevisionConfig.source_tarball_path ?? "" },
+            configPath: work.sourceRevisionConfig.graph_config_path,
+            installCommand: work.sourceConfig.install_command,
+            buildCommand: work.sourceConfig.build_command
+          }
+          return { _tag: "Build", input } as const
+        }
+        if (work.source === "internal_docker") {
+          // What `langgraph deploy` pushed to the server's registry, pulled with the server's own pull-only credentials.
+          const auth = yield* Effect.mapError(registry.pullCredentials(work.tenantId, work.deploymentId), (error) => failed(error.message))
+          return { _tag: "Pull", reference: work.sourceRevisionConfig.image_uri ?? "", options: { auth, insecure: registry.insecure } } as const
+        }
+        if (work.source === "gitrepo") {
+          const input: BuildInput = {
+            tenantId: work.tenantId,
+            deploymentId: work.deploymentId,
+            revisionId: work.revisionId,
+            source: {
+              _tag: "Git",
+              repoUrl: work.sourceConfig.repo_url ?? "",
+              ref: work.sourceRevisionConfig.repo_ref,
+              commitSha: work.sourceRevisionConfig.repo_commit_sha,
+              token: yield* readTokenOf(work)
+            },
+            configPath: work.sourceRevisionConfig.graph_config_path,
+            installCommand: work.sourceConfig.install_command,
+            buildCommand: work.sourceConfig.build_command
+          }
+          return { _tag: "Build", input } as const
+        }
+        return { _tag: "Pull", reference: work.sourceRevisionConfig.image_uri ?? "" } as const
+      })
+
+    /** The build log's lines from the pipeline. */
+    const buildLog = (work: RevisionWork) => (line: BuildLogLine) =>
+      logs
+        .append(work.deploymentId, work.revisionId, "build", { message: line.message, ...(line.level ? { level: line.level } : {}), ...(line.output ? { stream: "stdout" as const } : {}) })
+        .pipe(Effect.catch((error) => Effect.sync(() => log.warn("deployment log append failed", { error: error.message }))))
 
     // ---- boxes ---------------------------------------------------------------------------------
 
@@ -490,6 +550,62 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
       return Effect.raceFirst(healthy, exited)
     }
 
+    // ---- a build -------------------------------------------------------------------------------
+
+    /**
+     * The image of a revision built from source. A rollout that has not built yet waits in QUEUED
+     * for the rollouts of its deployment handed over before it (a push queues behind a build
+     * under way), then goes AWAITING_BUILD (waiting for a build slot) → BUILDING (the build's turn
+     * came) → AWAITING_DEPLOY with the commit it built; a failure is BUILD_FAILED with the
+     * pipeline's message. A revision past its build (a restart in DEPLOYING, or a DEPLOYED one
+     * served again) takes the image its build made (the image store, else the build cache), or is
+     * built again without a state change.
+     */
+    const buildImage = Effect.fnUntraced(function* (
+      run: Run,
+      input: BuildInput,
+      mode: "rollout" | "serve",
+      advance: (to: RevisionStatus, message: string | null, commitSha?: string) => Effect.Effect<void>,
+      progress: (message: string) => Effect.Effect<void>
+    ) {
+      const { work } = run
+      const hooks = (started: Effect.Effect<void>) => ({ log: buildLog(work), started })
+      if (mode === "rollout" && (run.status === "QUEUED" || run.status === "AWAITING_BUILD" || run.status === "BUILDING")) {
+        if (run.status === "QUEUED") {
+          const ahead = run.behind.filter((other) => !Deferred.isDoneUnsafe(other.settled))
+          if (ahead.length > 0) {
+            const names = ahead.map((other) => other.work.revisionId.slice(0, 8)).join(", ")
+            yield* progress(`Queued behind revision ${names}`)
+            yield* append(work, "build", `queued behind the rollout of revision ${names}`)
+            yield* Effect.forEach(ahead, (other) => Deferred.await(other.settled), { discard: true })
+          }
+          yield* advance("AWAITING_BUILD", "Waiting for a build slot")
+        }
+        const resumed = run.status === "BUILDING"
+        const outcome = yield* pipeline
+          .build(input, hooks(resumed ? progress("Building (again: the server restarted during the build)") : advance("BUILDING", "Building")))
+          .pipe(Effect.mapError(buildFailed))
+        yield* advance("AWAITING_DEPLOY", `Built in ${(outcome.durationMs / 1000).toFixed(1)} s; provisioning the database and cache`, outcome.commitSha)
+        yield* pruneImages(work.deploymentId, outcome.image)
+        return outcome.image
+      }
+      const kept = yield* pipeline.built(input, hooks(Effect.void))
+      if (kept !== undefined) return kept
+      yield* append(work, "build", "the image built for this revision is no longer kept: building it again")
+      yield* progress("Building the revision's image again")
+      const outcome = yield* pipeline.build(input, hooks(Effect.void)).pipe(Effect.mapError(buildFailed))
+      yield* pruneImages(work.deploymentId, outcome.image)
+      return outcome.image
+    })
+
+    /** After a build: the deployment's built images its cache no longer keeps leave the image store, unless a run uses them. */
+    const pruneImages = (deploymentId: string, built: PulledImage) =>
+      Effect.suspend(() => {
+        const inUse = new Set([built.digest])
+        for (const run of runs.values()) if (run.work.deploymentId === deploymentId && run.image) inUse.add(run.image.digest)
+        return pipeline.prune(deploymentId, inUse)
+      })
+
     // ---- a revision ----------------------------------------------------------------------------
 
     /**
@@ -502,10 +618,10 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
       const { work } = run
       const ids = { tenantId: work.tenantId, deploymentId: work.deploymentId, revisionId: work.revisionId }
       /** A state change; one the controller did not apply (superseded meanwhile) interrupts the fiber. */
-      const advance = (to: RevisionStatus, message: string | null) =>
+      const advance = (to: RevisionStatus, message: string | null, commitSha?: string) =>
         mode === "serve"
           ? Effect.void
-          : Effect.flatMap(channel.report([{ ...ids, from: run.status, to, message }]), ([applied]) => {
+          : Effect.flatMap(channel.report([{ ...ids, from: run.status, to, message, ...(commitSha ? { commitSha } : {}) }]), ([applied]) => {
               if (!applied) return Effect.interrupt
               run.status = to
               return Effect.void
@@ -518,6 +634,8 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
       const route = { name: work.deploymentName, url: deploymentUrl(publicUrl, work.deploymentName, work.sourceConfig.custom_url) }
       yield* Effect.mapError(proxy.setRoute(work.deploymentId, route), (error) => failed(error.message))
       if (run.status === "CREATING") yield* advance("QUEUED", "Queued")
+      const source = yield* imageSourceOf(work)
+      const built = source._tag === "Build" ? yield* buildImage(run, source.input, mode, advance, progress) : undefined
       if (run.status === "QUEUED") yield* advance("AWAITING_DEPLOY", "Provisioning the database and cache")
       // The database and cache are provisioned while the image is pulled.
       const provisioning = yield* Effect.forkScoped(
@@ -526,19 +644,32 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
           Effect.mapError((error) => failed(`database and cache: ${error.message}`))
         )
       )
-      const reference = work.sourceRevisionConfig.image_uri ?? ""
-      if (run.status === "AWAITING_DEPLOY") yield* advance("DEPLOYING", `pulling image ${reference}`)
-      else yield* progress(`pulling image ${reference}`)
-      yield* append(work, "build", `pulling image ${reference}`)
-      const source = imageSourceOf(work)
-      if (source === undefined) return yield* failed(`the local runtime cannot make an image for a ${work.source} revision`)
-      const image = yield* source((message) =>
-        Effect.andThen(
-          append(work, "build", message),
-          mode === "rollout" ? channel.tell([{ ...ids, from: run.status, to: run.status, message } satisfies Observation]) : Effect.void
-        )
-      )
-      yield* append(work, "build", `image ${image.reference} (${image.digest}) ready`)
+      const deploying = (message: string) => (run.status === "AWAITING_DEPLOY" ? advance("DEPLOYING", message) : progress(message))
+      let image: PulledImage
+      if (built !== undefined) {
+        image = built
+        run.image = image
+        yield* deploying(`starting image ${image.reference}`)
+      } else {
+        const reference = source._tag === "Pull" ? source.reference : ""
+        yield* deploying(`pulling image ${reference}`)
+        yield* append(work, "build", `pulling image ${reference}`)
+        image = yield* images
+          .pull(reference, {
+            ...(source._tag === "Pull" ? source.options : {}),
+            onProgress: (message) =>
+              Effect.andThen(
+                append(work, "build", message),
+                mode === "rollout" ? channel.tell([{ ...ids, from: run.status, to: run.status, message } satisfies Observation]) : Effect.void
+              )
+          })
+          .pipe(
+            Effect.tapError((error) => append(work, "build", `pull failed: ${error.message}`, "ERROR")),
+            Effect.mapError((error) => failed(error.message))
+          )
+        yield* append(work, "build", `image ${image.reference} (${image.digest}) ready`)
+        run.image = image
+      }
       const dbs = yield* Fiber.join(provisioning)
       const secrets = yield* Effect.try({
         try: () => Object.fromEntries(work.secrets().map(({ name, value }) => [name, value])),
@@ -593,6 +724,7 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
       yield* proxy.setTargets(work.deploymentId, run.targets)
       serving.set(work.deploymentId, run)
       run.live = true
+      yield* Deferred.succeed(run.settled, undefined)
       const [applied] = mode === "serve" ? [true] : yield* channel.report([{ ...ids, from: run.status, to: "DEPLOYED", message: `Deployed: ${count} replica${count === 1 ? "" : "s"} healthy` }])
       if (!applied) {
         // Superseded at the last moment: the previous revision serves again.
@@ -621,12 +753,12 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
         Effect.yieldNow,
         Effect.scoped(rollout(run, mode))
       ).pipe(
-        Effect.catchTag("RolloutFailed", ({ message }) =>
+        Effect.catchTag("RolloutFailed", ({ message, status }) =>
           Effect.gen(function* () {
-            yield* append(work, "deploy", message, "ERROR")
+            yield* append(work, status === "BUILD_FAILED" ? "build" : "deploy", message, "ERROR")
             log.warn("deployment revision failed", { deployment_id: work.deploymentId, revision_id: work.revisionId, error: message })
             if (mode === "rollout") {
-              yield* channel.tell([{ tenantId: work.tenantId, deploymentId: work.deploymentId, revisionId: work.revisionId, from: run.status, to: "DEPLOY_FAILED", message }])
+              yield* channel.tell([{ tenantId: work.tenantId, deploymentId: work.deploymentId, revisionId: work.revisionId, from: run.status, to: status ?? "DEPLOY_FAILED", message }])
             }
           })
         ),
@@ -634,38 +766,50 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
         Effect.onInterrupt(() => (run.live ? Effect.void : append(work, "deploy", "stopped: superseded"))),
         Effect.catchDefect((defect) => Effect.sync(() => log.error("deployment revision crashed", { revision_id: work.revisionId, error: messageOf(defect) }))),
         Effect.ensuring(
-          Effect.sync(() => {
-            if (runs.get(work.revisionId) === run) runs.delete(work.revisionId)
-          })
+          Effect.andThen(
+            Deferred.succeed(run.settled, undefined),
+            Effect.sync(() => {
+              if (runs.get(work.revisionId) === run) runs.delete(work.revisionId)
+            })
+          )
         )
       )
     }
 
     const launch = (work: RevisionWork, mode: "rollout" | "serve") =>
       Effect.gen(function* () {
-        const run: Run = { work, status: work.status, fiber: undefined, targets: [], live: false, closing: false, cut: yield* Deferred.make<void>() }
+        // A rollout goes after the rollouts of its deployment under way (a push queued behind a build).
+        const behind = mode === "serve" ? [] : [...rollouts].filter((other) => other.work.deploymentId === work.deploymentId && other.work.revisionId !== work.revisionId)
+        const run: Run = {
+          work,
+          status: work.status,
+          fiber: undefined,
+          targets: [],
+          live: false,
+          closing: false,
+          cut: yield* Deferred.make<void>(),
+          settled: yield* Deferred.make<void>(),
+          behind,
+          image: undefined
+        }
+        if (mode === "rollout") {
+          rollouts.add(run)
+          yield* Effect.forkDetach(Effect.andThen(Deferred.await(run.settled), Effect.sync(() => rollouts.delete(run))))
+        }
         runs.set(work.revisionId, run)
         run.fiber = yield* FiberMap.run(revisions, work.revisionId, runRevision(run, mode))
       })
 
     return DeploymentDriver.of({
       name: "local",
-      apply: (work) =>
-        imageSourceOf(work) === undefined
-          ? Effect.andThen(
-              Effect.sync(() => gitrepoRevisions.add(work.revisionId)),
-              simulated.apply(work)
-            )
-          : launch(work, "rollout"),
+      apply: (work) => launch(work, "rollout"),
       stop: (revisionId) =>
-        gitrepoRevisions.has(revisionId)
-          ? Effect.andThen(simulated.stop(revisionId), Effect.sync(() => gitrepoRevisions.delete(revisionId)))
-          : Effect.suspend(() => {
-              const run = runs.get(revisionId)
-              // A revision that deployed is never superseded; only a newer one replaces it.
-              if (run === undefined || (run.live && serving.get(run.work.deploymentId) === run)) return Effect.void
-              return FiberMap.remove(revisions, revisionId)
-            }),
+        Effect.suspend(() => {
+          const run = runs.get(revisionId)
+          // A revision that deployed is never superseded; only a newer one replaces it.
+          if (run === undefined || (run.live && serving.get(run.work.deploymentId) === run)) return Effect.void
+          return FiberMap.remove(revisions, revisionId)
+        }),
       serve: (active, { restore }) =>
         Effect.gen(function* () {
           if (restore) {
@@ -678,7 +822,6 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
             if (active.length > 0 || stale.length > 0) log.info("deployments restored", { active: active.length, stale_boxes: stale.length })
           }
           for (const work of active) {
-            if (imageSourceOf(work) === undefined) continue
             const current = serving.get(work.deploymentId)
             if (current && current.work.revisionId === work.revisionId && !current.closing) continue
             yield* launch(work, "serve")
@@ -696,6 +839,7 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
             Effect.catch((error) => Effect.sync(() => log.error("deployment databases could not be released", { deployment_id: deploymentId, error: error.message })))
           )
           yield* Effect.ignore(logs.removeDeployment(deploymentId))
+          yield* pipeline.forget(deploymentId)
         })
     })
   })

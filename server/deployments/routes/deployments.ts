@@ -28,7 +28,7 @@ import type { DeploymentWrites } from "../writes.ts"
 
 export const deploymentRoutes = (writes: DeploymentWrites) =>
   Effect.gen(function* () {
-    const { publicUrl } = yield* ServerEnv
+    const { publicUrl, config } = yield* ServerEnv
     // With a runtime that serves deployments, an external_container deployment without a
     // custom_url is served at {public}/d/{name}, and says so (core's rule for gitrepo URLs).
     const servesUrls = (yield* RuntimeChoice).name === "local"
@@ -64,7 +64,7 @@ export const deploymentRoutes = (writes: DeploymentWrites) =>
 
     return [
       implement(Api.createDeployment, Effect.fnUntraced(function* ({ body }, { auth }) {
-        const plan = planCreate(body, { publicUrl })
+        const plan = planCreate(body, { publicUrl, insecureGitHosts: config.insecureGitHosts })
         const listenerProblems = [
           ...listenerIssues(body.source_config, yield* listenerOf(auth.tenantId, body.source_config?.listener_id)),
           ...(yield* integrationIssues(integrationStore, auth.tenantId, body.source_config))

@@ -66,13 +66,17 @@ export const integrationRoutes = (writes: DeploymentWrites) =>
                 // replayed old push cannot pin the deployment back to an old commit.
                 const ref = next.source_revision_config.repo_ref
                 if (typeof ref === "string" && (yield* revisionStore.commitBuilt(tenantId, deployment.id, push.after, ref))) return []
-                const written = yield* writeNewRevision({
-                  deployment,
-                  sourceConfig: stored.source_config,
-                  sourceRevisionConfig: next.source_revision_config,
-                  secrets: deployment.secrets,
-                  imageVersion: deployment.image_version
-                })
+                // A push queues behind a build under way (only revisions not started are superseded).
+                const written = yield* writeNewRevision(
+                  {
+                    deployment,
+                    sourceConfig: stored.source_config,
+                    sourceRevisionConfig: next.source_revision_config,
+                    secrets: deployment.secrets,
+                    imageVersion: deployment.image_version
+                  },
+                  { queue: true }
+                )
                 return [written]
               })
             )

@@ -18,7 +18,8 @@
  *
  * The files of the store: `images/cache.ts` (the directory above), `images/registry.ts` (skopeo:
  * resolve and copy), `images/unpack.ts` (umoci), `images/importTree.ts` (a box's filesystem as a
- * new image), `images/errors.ts` (skopeo's errors made short), `images/config.ts` (OCI documents
+ * new image), `images/importLayout.ts` (an OCI layout on disk, a build's result, as an image),
+ * `images/errors.ts` (skopeo's errors made short), `images/config.ts` (OCI documents
  * and the options from the environment), `images/shared.ts` (one fiber per key).
  */
 import { createHash } from "node:crypto"
@@ -28,6 +29,7 @@ import { ServerEnv } from "../../module.ts"
 import { ProcessRunner } from "../ProcessRunner.ts"
 import { makeImageCache } from "./images/cache.ts"
 import { type CachedImage, cut, type ImageStoreOptions, imageStoreOptionsFromEnv, shortDigest } from "./images/config.ts"
+import { importLayout, type ImportLayoutOptions } from "./images/importLayout.ts"
 import { importTree } from "./images/importTree.ts"
 import { type ImageConfig, ImagePullError, ImageStoreError, type ImageStoreStats, type PulledImage, type PullOptions } from "./images/model.ts"
 import { makeRegistryClient, type Source } from "./images/registry.ts"
@@ -38,6 +40,7 @@ import { type ImageReference, InvalidReference, parseMirror, parseReference, par
 
 export * from "./images/model.ts"
 export { type ImageStoreOptions, imageStoreOptionsFromEnv } from "./images/config.ts"
+export type { ImportLayoutOptions } from "./images/importLayout.ts"
 
 export class ImageStore extends Context.Service<
   ImageStore,
@@ -60,6 +63,12 @@ export class ImageStore extends Context.Service<
       source: string,
       options: { readonly reference: string; readonly config: ImageConfig; readonly uidBase: number }
     ) => Effect.Effect<PulledImage, ImageStoreError>
+    /**
+     * Imports the image `tag` of an OCI image layout (a build's result) into the cache, keyed by
+     * its manifest digest and keeping its config, as a pull would: boxes use it like a pulled
+     * image (`lookup(digest)` finds it). An image already cached is not unpacked again.
+     */
+    readonly importOciLayout: (layout: string, tag: string, options: ImportLayoutOptions) => Effect.Effect<PulledImage, ImageStoreError>
     /** Removes every cached image whose digest is not in `keep`; answers the removed digests. */
     readonly gc: (keep: ReadonlySet<string>) => Effect.Effect<ReadonlyArray<string>, ImageStoreError>
     readonly stats: () => ImageStoreStats
@@ -184,6 +193,10 @@ export const makeImageStore = (options: ImageStoreOptions): Effect.Effect<ImageS
       ).pipe(Effect.map((found) => found.flat())),
       remove,
       importTree: (source, importOptions) => importTree({ runner, cache, timeout: unpackTimeout }, source, importOptions),
+      importOciLayout: (layout, tag, importOptions) =>
+        importLayout({ runner, cache, umoci, timeout: unpackTimeout }, layout, tag, importOptions).pipe(
+          Effect.tap((image) => Effect.sync(() => options.log?.info("image imported", { reference: image.reference, digest: image.digest })))
+        ),
       gc: (keep) =>
         Effect.flatMap(cache.digests, (digests) =>
           Effect.filter(digests.filter((digest) => !keep.has(digest)), (digest) =>

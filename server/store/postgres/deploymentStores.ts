@@ -4,8 +4,8 @@
  * back (rows.ts).
  */
 import { Effect, Layer, Result } from "effect"
-import { Conflict, type RevisionStatus, type Secret, supersededMessage, supersededStatus } from "../../../core/index.ts"
-import { type ChangedDeployment, type DeploymentChange, type DeploymentRecord, DeploymentStore, type TracingProjectRecord } from "../DeploymentStore.ts"
+import { Conflict, isPending, type RevisionStatus, type Secret, supersededMessage, supersededStatus } from "../../../core/index.ts"
+import { type AddRevisionOptions, type ChangedDeployment, type DeploymentChange, type DeploymentRecord, DeploymentStore, type TracingProjectRecord } from "../DeploymentStore.ts"
 import { type IntegrationRecord, IntegrationStore } from "../IntegrationStore.ts"
 import { ListenerStore } from "../ListenerStore.ts"
 import { type NewRevision, RevisionStore } from "../RevisionStore.ts"
@@ -128,8 +128,8 @@ const deepPage = <R extends object, A>(
     )
   })
 
-/** Moves the deployment's unfinished revisions to their superseded state (in the caller's transaction, or one); answers their ids. */
-const supersedeUnfinished = ({ query, execute, transaction }: PgStoreKit, tenantId: string, deploymentId: string, now: string) =>
+/** Moves the deployment's unfinished revisions (only those not started, with `pendingOnly`) to their superseded state (in the caller's transaction, or one); answers their ids. */
+const supersedeUnfinished = ({ query, execute, transaction }: PgStoreKit, tenantId: string, deploymentId: string, now: string, pendingOnly = false) =>
   transaction(
     Effect.flatMap(
       query<{ id: string; status: RevisionStatus }>(
@@ -137,7 +137,7 @@ const supersedeUnfinished = ({ query, execute, transaction }: PgStoreKit, tenant
         [tenantId, deploymentId]
       ),
       (unfinished) =>
-        Effect.forEach(unfinished, ({ id, status }) =>
+        Effect.forEach(pendingOnly ? unfinished.filter(({ status }) => isPending(status)) : unfinished, ({ id, status }) =>
           Effect.as(
             execute("UPDATE revisions SET status = $1, status_message = $2, updated_at = $3 WHERE tenant_id = $4 AND id = $5", [
               supersededStatus(status),
@@ -177,10 +177,10 @@ export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["S
   }
   const updateDeployment = (d: DeploymentRecord) => Effect.map(execute(updateDeploymentSql, [d.tenant_id, d.id, ...changeableParams(d)]), (n) => n > 0)
   const deploymentById = (tenantId: string, id: string) => oneMap(deploymentByIdSql, [tenantId, id], toDeploymentRecord)
-  const addRevision = (deployment: DeploymentRecord, revision: NewRevision) =>
+  const addRevision = (deployment: DeploymentRecord, revision: NewRevision, options?: AddRevisionOptions) =>
     transaction(
       Effect.gen(function* () {
-        const stopped = yield* supersedeUnfinished(kit, revision.tenant_id, revision.deployment_id, revision.created_at)
+        const stopped = yield* supersedeUnfinished(kit, revision.tenant_id, revision.deployment_id, revision.created_at, options?.queue === true)
         yield* insertRevision(revision)
         yield* updateDeployment(deployment)
         return stopped
@@ -347,6 +347,14 @@ export const makePostgresRevisionStore = (kit: PgStoreKit): RevisionStore["Servi
       query<{ tenant_id: string; deployment_id: string; revision_id: string }>(
         "SELECT tenant_id, id AS deployment_id, active_revision_id AS revision_id FROM deployments WHERE active_revision_id IS NOT NULL AND status != 'AWAITING_DELETE'"
       ),
+    recordCommit: (tenantId, id, commitSha) =>
+      Effect.map(
+        execute(
+          "UPDATE revisions SET source_revision_config = (source_revision_config::jsonb || jsonb_build_object('repo_commit_sha', $1::text))::json WHERE tenant_id = $2 AND id = $3",
+          [commitSha, tenantId, id]
+        ),
+        (n) => n > 0
+      ),
     commitBuilt: (tenantId, deploymentId, commitSha, repoRef) =>
       Effect.map(
         one("SELECT 1 AS built FROM revisions WHERE tenant_id = $1 AND deployment_id = $2 AND repo_commit_sha = $3 AND repo_ref = $4 LIMIT 1", [
@@ -429,6 +437,10 @@ export const makePostgresIntegrationStore = ({ query, one, execute, transaction 
          ORDER BY created_at, id`,
         [tenantId, integrationId.toLowerCase()]
       ),
+    setReadToken: (tenantId, id, sealed) =>
+      Effect.map(execute("UPDATE integrations SET read_token = $1 WHERE tenant_id = $2 AND id = $3", [sealed, tenantId, id]), (n) => n > 0),
+    readToken: (tenantId, id) =>
+      Effect.map(one<{ read_token: string | null }>("SELECT read_token FROM integrations WHERE tenant_id = $1 AND id = $2", [tenantId, id]), (row) => row?.read_token ?? undefined),
     deleteIntegration: (tenantId, id) =>
       // webhook_deliveries go with it (ON DELETE CASCADE).
       Effect.map(execute("DELETE FROM integrations WHERE tenant_id = $1 AND id = $2", [tenantId, id]), (n) => n > 0),
@@ -449,7 +461,9 @@ export const makePostgresIntegrationStore = ({ query, one, execute, transaction 
       Effect.gen(function* () {
         const rows = yield* query<{ id: string; webhook_secret: string }>("SELECT id, webhook_secret FROM integrations ORDER BY id")
         for (const row of rows) yield* execute("UPDATE integrations SET webhook_secret = $1 WHERE id = $2", [yield* resealing(reseal, row.webhook_secret), row.id])
-        return rows.length
+        const tokens = yield* query<{ id: string; read_token: string }>("SELECT id, read_token FROM integrations WHERE read_token IS NOT NULL ORDER BY id")
+        for (const row of tokens) yield* execute("UPDATE integrations SET read_token = $1 WHERE id = $2", [yield* resealing(reseal, row.read_token), row.id])
+        return rows.length + tokens.length
       })
     )
 })

@@ -364,7 +364,12 @@ export const postgresMigrations: ReadonlyArray<PgMigration> = [
   // Deep list pages: a per-(tenant, table) version for the checkpoints of pages.ts.
   listVersionsMigration,
   // Deep pages of deployments and revisions: their list versions (pages.ts).
-  deploymentListVersionsMigration
+  deploymentListVersionsMigration,
+  {
+    // Builds: an integration may hold a read token (sealed) for its private repositories.
+    id: "builds-integration-read-token",
+    sql: "ALTER TABLE integrations ADD COLUMN read_token text;"
+  }
 ]
 
 /**

@@ -130,5 +130,10 @@ export const deploymentMigrations: ReadonlyArray<Migration> = [
 
       ALTER TABLE deployments ADD COLUMN integration_id TEXT GENERATED ALWAYS AS (json_extract(source_config, '$.integration_id')) VIRTUAL;
     `
+  },
+  {
+    // Builds: an integration may hold a read token (sealed) for its private repositories.
+    id: "builds-integration-read-token",
+    sql: `ALTER TABLE integrations ADD COLUMN read_token TEXT;`
   }
 ]

@@ -78,6 +78,10 @@ export const makeDeploymentRepository = (db: Db) => {
   const setRevisionSecrets = db.prepare("UPDATE revisions SET secrets = ? WHERE id = ?")
   const allWebhookSecrets = db.prepare("SELECT id, webhook_secret FROM integrations")
   const setWebhookSecret = db.prepare("UPDATE integrations SET webhook_secret = ? WHERE id = ?")
+  const allReadTokens = db.prepare("SELECT id, read_token FROM integrations WHERE read_token IS NOT NULL")
+  const setReadTokenById = db.prepare("UPDATE integrations SET read_token = ? WHERE id = ?")
+  const setReadToken = db.prepare("UPDATE integrations SET read_token = ? WHERE tenant_id = ? AND id = ?")
+  const readToken = db.prepare("SELECT read_token FROM integrations WHERE tenant_id = ? AND id = ?").pluck()
   const pendingDeletes = db.prepare("SELECT tenant_id, id, updated_at FROM deployments WHERE status = 'AWAITING_DELETE'")
 
   // Revisions
@@ -98,6 +102,7 @@ export const makeDeploymentRepository = (db: Db) => {
   const setRevisionStatus = db.prepare(
     "UPDATE revisions SET status = ?, status_message = ?, deployed_at = coalesce(deployed_at, ?), updated_at = ? WHERE tenant_id = ? AND id = ?"
   )
+  const recordCommit = db.prepare("UPDATE revisions SET source_revision_config = json_set(source_revision_config, '$.repo_commit_sha', ?) WHERE tenant_id = ? AND id = ?")
   const advanceRevision = db.prepare(
     "UPDATE revisions SET status = ?, status_message = ?, deployed_at = coalesce(deployed_at, ?), updated_at = ? WHERE tenant_id = ? AND id = ? AND status = ?"
   )
@@ -209,13 +214,17 @@ export const makeDeploymentRepository = (db: Db) => {
         for (const row of allRevisionSecrets.all() as Array<{ id: string; secrets: string }>) setRevisionSecrets.run(resealList(row.secrets), row.id)
         return values
       }),
-    /** Every webhook secret through `reseal`, in one IMMEDIATE transaction. */
+    /** Every webhook secret and read token through `reseal`, in one IMMEDIATE transaction. */
     resealWebhookSecrets: (reseal: (stored: string) => string) =>
       immediate(db)(() => {
         const rows = allWebhookSecrets.all() as Array<{ id: string; webhook_secret: string }>
         for (const row of rows) setWebhookSecret.run(reseal(row.webhook_secret), row.id)
-        return rows.length
+        const tokens = allReadTokens.all() as Array<{ id: string; read_token: string }>
+        for (const row of tokens) setReadTokenById.run(reseal(row.read_token), row.id)
+        return rows.length + tokens.length
       }),
+    setReadToken: (tenantId: string, id: string, sealed: string | null) => setReadToken.run(sealed, tenantId, id).changes > 0,
+    readToken: (tenantId: string, id: string) => (readToken.get(tenantId, id) as string | null | undefined) ?? undefined,
     pendingDeletes: () => pendingDeletes.all() as Array<{ tenant_id: string; id: string; updated_at: string }>,
 
     revision: (tenantId: string, deploymentId: string, id: string) => revisionById.get(tenantId, deploymentId, id) as RevisionView | undefined,
@@ -233,6 +242,7 @@ export const makeDeploymentRepository = (db: Db) => {
     advanceRevision: (tenantId: string, id: string, from: string, to: string, message: string | null, deployedAt: string | null, now: string) =>
       advanceRevision.run(to, message, deployedAt, now, tenantId, id, from).changes > 0,
     inProgressRevisions: () => inProgressRevisions.all() as Array<RevisionView>,
+    recordCommit: (tenantId: string, id: string, commitSha: string) => recordCommit.run(commitSha, tenantId, id).changes > 0,
     /** JSON text of the (sealed) secrets a revision runs with. */
     revisionSecrets: (tenantId: string, id: string) => revisionSecrets.get(tenantId, id) as string | undefined,
     activeRevisions: () => activeRevisions.all() as Array<{ tenant_id: string; deployment_id: string; revision_id: string }>,

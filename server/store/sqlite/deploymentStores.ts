@@ -5,8 +5,8 @@
  * poll); `changeDeployment` is one synchronous block with no effect step between its statements.
  */
 import { Effect, Layer, Result } from "effect"
-import { Conflict, type RevisionStatus, type Secret, supersededMessage, supersededStatus } from "../../../core/index.ts"
-import { type ChangedDeployment, type DeploymentChange, type DeploymentRecord, DeploymentStore } from "../DeploymentStore.ts"
+import { Conflict, isPending, type RevisionStatus, type Secret, supersededMessage, supersededStatus } from "../../../core/index.ts"
+import { type AddRevisionOptions, type ChangedDeployment, type DeploymentChange, type DeploymentRecord, DeploymentStore } from "../DeploymentStore.ts"
 import { IntegrationStore } from "../IntegrationStore.ts"
 import { ListenerStore } from "../ListenerStore.ts"
 import { type NewRevision, RevisionStore } from "../RevisionStore.ts"
@@ -22,10 +22,11 @@ const jsonList = (values: ReadonlyArray<string> | null) => (values === null ? nu
 /** Synchronous work in one transaction, or in the caller's (joined, as `transaction` does). */
 const atomically = <A>(db: Db, work: () => A): A => (db.inTransaction ? work() : immediate(db)(work))
 
-/** Moves the deployment's unfinished revisions to their superseded state; answers their ids. */
-const supersedeUnfinished = (repo: DeploymentRepository, tenantId: string, deploymentId: string, now: string): Array<string> => {
+/** Moves the deployment's unfinished revisions (only those not started, with `pendingOnly`) to their superseded state; answers their ids. */
+const supersedeUnfinished = (repo: DeploymentRepository, tenantId: string, deploymentId: string, now: string, pendingOnly = false): Array<string> => {
   const stopped: Array<string> = []
   for (const { id, status } of repo.unfinishedRevisions(tenantId, deploymentId)) {
+    if (pendingOnly && !isPending(status as RevisionStatus)) continue
     repo.setRevisionStatus(tenantId, id, supersededStatus(status as RevisionStatus), supersededMessage, null, now)
     stopped.push(id)
   }
@@ -35,8 +36,8 @@ const supersedeUnfinished = (repo: DeploymentRepository, tenantId: string, deplo
 export const makeSqliteDeploymentStore = (db: Db): DeploymentStore["Service"] => {
   const repo = deploymentRepositoryOf(db)
   const transaction = sqliteTransactional(db)
-  const addRevision = (deployment: DeploymentRecord, revision: NewRevision): Array<string> => {
-    const stopped = supersedeUnfinished(repo, revision.tenant_id, revision.deployment_id, revision.created_at)
+  const addRevision = (deployment: DeploymentRecord, revision: NewRevision, options?: AddRevisionOptions): Array<string> => {
+    const stopped = supersedeUnfinished(repo, revision.tenant_id, revision.deployment_id, revision.created_at, options?.queue === true)
     repo.insertRevision(toRevisionRow(revision))
     repo.updateDeployment(toDeploymentRow(deployment))
     return stopped
@@ -77,7 +78,7 @@ export const makeSqliteDeploymentStore = (db: Db): DeploymentStore["Service"] =>
         )
       ),
     changeDeployment: (tenantId, id, decide) => Effect.flatMap(op(() => changeDeployment(tenantId, id, decide)), Effect.fromResult),
-    addRevision: (deployment, revision) => op(() => atomically(db, () => addRevision(deployment, revision))),
+    addRevision: (deployment, revision, options) => op(() => atomically(db, () => addRevision(deployment, revision, options))),
     setDeploymentState: (tenantId, id, status, activeRevisionId, now) => op(() => repo.setDeploymentState(tenantId, id, status, activeRevisionId, now)),
     setDeploymentStatus: (tenantId, id, status, now) => op(() => repo.setDeploymentStatus(tenantId, id, status, now)),
     deleteDeployment: (tenantId, id) => op(() => repo.deleteDeployment(tenantId, id)),
@@ -126,6 +127,7 @@ export const makeSqliteRevisionStore = (db: Db): RevisionStore["Service"] => {
         return text === undefined ? undefined : (JSON.parse(text) as Array<Secret>)
       }),
     activeRevisions: () => op(() => repo.activeRevisions()),
+    recordCommit: (tenantId, id, commitSha) => op(() => repo.recordCommit(tenantId, id, commitSha)),
     commitBuilt: (tenantId, deploymentId, commitSha, repoRef) => op(() => repo.commitBuilt(tenantId, deploymentId, commitSha, repoRef))
   }
 }
@@ -158,6 +160,8 @@ export const makeSqliteIntegrationStore = (db: Db): IntegrationStore["Service"] 
     insertIntegration: (integration) => op(() => repo.insertIntegration(integration)),
     integrations: (tenantId) => op(() => repo.integrations(tenantId)),
     integration: (tenantId, id) => op(() => repo.integration(tenantId, id)),
+    setReadToken: (tenantId, id, sealed) => op(() => repo.setReadToken(tenantId, id, sealed)),
+    readToken: (tenantId, id) => op(() => repo.readToken(tenantId, id)),
     integrationsByOwner: (provider, ownerKey) => op(() => repo.integrationsByOwner(provider, ownerKey)),
     integrationByOwner: (tenantId, provider, ownerKey) => op(() => repo.integrationByOwner(tenantId, provider, ownerKey)),
     repositoriesOfIntegration: (tenantId, integrationId) => op(() => repo.repositoriesOfIntegration(tenantId, integrationId)),

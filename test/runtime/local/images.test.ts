@@ -4,6 +4,8 @@
  */
 import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync as readdir, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { spawn } from "node:child_process"
+import { createHash } from "node:crypto"
+import { gunzipSync } from "node:zlib"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
@@ -14,6 +16,7 @@ import { ProcessRunnerLive } from "../../../server/runtime/ProcessRunner.ts"
 import { authFileContent, startRegistry, type TestRegistry } from "../../support/registry.ts"
 import { processesMentioning, startSilentRegistry } from "../../support/silent.ts"
 import { pushTestImages, removeTestImages, type TestImageRefs } from "../../support/images.ts"
+import { runCommand } from "../../support/run.ts"
 
 let registry: TestRegistry
 let privateRegistry: TestRegistry
@@ -39,6 +42,8 @@ const makeImageStore = (options: ImageStoreOptions) => {
     lookup: (digest: string) => use((store) => store.lookup(digest)),
     list: () => use((store) => store.list),
     remove: (digest: string) => use((store) => store.remove(digest)),
+    importOciLayout: (layout: string, tag: string, reference: string, onProgress?: (message: string) => void) =>
+      use((store) => store.importOciLayout(layout, tag, { reference, ...(onProgress ? { onProgress: (message) => Effect.sync(() => onProgress(message)) } : {}) })),
     gc: (keep: ReadonlySet<string>) => use((store) => store.gc(keep)),
     stats: () => made!.stats()
   }
@@ -255,6 +260,74 @@ describe("cache", () => {
     // pulling a removed image unpacks it again
     await images.pull(refs.crash)
     expect(images.stats().unpacks).toBe(4)
+  })
+})
+
+/**
+ * Rewrites an OCI layout's gzip layers uncompressed (`application/vnd.oci.image.layer.v1.tar`), as
+ * a build exports them (skopeo's `--dest-oci-accept-uncompressed-layers`); the config is unchanged
+ * (its diff_ids are the uncompressed digests already).
+ */
+const decompressLayout = (layout: string) => {
+  const blob = (digest: string) => join(layout, "blobs", "sha256", digest.slice("sha256:".length))
+  const put = (bytes: Buffer) => {
+    const digest = `sha256:${createHash("sha256").update(bytes).digest("hex")}`
+    writeFileSync(blob(digest), bytes)
+    return { digest, size: bytes.length }
+  }
+  const index = JSON.parse(readFileSync(join(layout, "index.json"), "utf8")) as { manifests: Array<{ digest: string; size: number }> }
+  for (const entry of index.manifests) {
+    const manifest = JSON.parse(readFileSync(blob(entry.digest), "utf8")) as { layers: Array<{ mediaType: string; digest: string; size: number }> }
+    manifest.layers = manifest.layers.map((layer) =>
+      layer.mediaType.endsWith("+gzip") ? { ...layer, mediaType: "application/vnd.oci.image.layer.v1.tar", ...put(gunzipSync(readFileSync(blob(layer.digest)))) } : layer
+    )
+    Object.assign(entry, put(Buffer.from(JSON.stringify(manifest))))
+  }
+  writeFileSync(join(layout, "index.json"), JSON.stringify(index))
+}
+
+describe("importOciLayout", () => {
+  it("imports a built image's OCI layout (uncompressed layers) by its manifest digest, with its config, as a pull would", async () => {
+    const images = store()
+    const layout = join(newRoot(), "layout")
+    // A build's export: the image under a revision's tag, layers uncompressed, beside another image.
+    for (const [ref, tag] of [[refs.httpOk, "r1"], [refs.crash, "r0"]] as const) {
+      await runCommand(["skopeo", "--insecure-policy", "copy", "--quiet", "--src-tls-verify=false", `docker://${ref}`, `oci:${layout}:${tag}`])
+    }
+    decompressLayout(layout)
+    const index = JSON.parse(readFileSync(join(layout, "index.json"), "utf8")) as { manifests: Array<{ digest: string; annotations: Record<string, string> }> }
+    const manifest = index.manifests.find((m) => m.annotations["org.opencontainers.image.ref.name"] === "r1")!
+    const layers = (JSON.parse(readFileSync(join(layout, "blobs", "sha256", manifest.digest.slice(7)), "utf8")) as { layers: Array<{ mediaType: string }> }).layers
+    expect(layers.map((l) => l.mediaType)).toEqual(layers.map(() => "application/vnd.oci.image.layer.v1.tar"))
+
+    const progress: Array<string> = []
+    const image = await images.importOciLayout(layout, "r1", "localhost/slipway/d:r1", (m) => progress.push(m))
+    expect(image.digest).toBe(manifest.digest)
+    expect(image.reference).toBe("localhost/slipway/d:r1")
+    expect(readFileSync(join(image.rootfs, "www", "ok"), "utf8")).toBe("ok")
+    expect(statSync(join(image.rootfs, "bin", "busybox")).uid).toBe(0)
+    expect(image.config).toEqual({
+      entrypoint: [],
+      cmd: ["/bin/sh", "-c", "exec httpd -f -p ${PORT:-8000} -h /www"],
+      env: ["PATH=/bin"],
+      workingDir: "/www",
+      user: "",
+      exposedPorts: [{ port: 8000, protocol: "tcp" }]
+    })
+    expect(progress).toEqual([`unpacking ${image.digest.slice(0, 19)}`])
+    // The runner finds it like a pulled image; nothing of the work is left behind.
+    expect(await images.lookup(image.digest)).toEqual({ ...image })
+    expect(readdir(join(images.root, "tmp"))).toEqual([])
+
+    // Imported again (another revision of the same image): found in the cache, nothing unpacked.
+    const again: Array<string> = []
+    const second = await images.importOciLayout(layout, "r1", "localhost/slipway/d:r2", (m) => again.push(m))
+    expect(second).toEqual({ ...image, reference: "localhost/slipway/d:r2" })
+    expect(again).toEqual([`cached ${image.digest.slice(0, 19)}`])
+    expect(images.stats().copies).toBe(0)
+
+    await expect(images.importOciLayout(layout, "r9", "localhost/slipway/d:r9")).rejects.toThrow(/importing localhost\/slipway\/d:r9: the image layout holds no image tagged "r9"/)
+    await expect(images.importOciLayout(join(layout, "missing"), "r1", "x")).rejects.toThrow(/importing x: /)
   })
 })
 

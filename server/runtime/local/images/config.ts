@@ -76,7 +76,11 @@ const OciImageConfig = Schema.Struct({
     )
   )
 })
-const Descriptor = Schema.Struct({ mediaType: Schema.optional(Schema.String), digest: Schema.String })
+const Descriptor = Schema.Struct({
+  mediaType: Schema.optional(Schema.String),
+  digest: Schema.String,
+  annotations: Schema.optional(Schema.NullOr(Schema.Record(Schema.String, Schema.String)))
+})
 const OciIndex = Schema.Struct({ manifests: Schema.Array(Descriptor) })
 const OciManifest = Schema.Struct({ mediaType: Schema.optional(Schema.String), config: Descriptor })
 
@@ -124,12 +128,21 @@ export const parseExposedPorts = (ports: Readonly<Record<string, unknown>> | nul
   return out.sort((a, b) => a.port - b.port || a.protocol.localeCompare(b.protocol))
 }
 
-/** The image config of the one image in an OCI layout written by skopeo. */
-export const readLayoutConfig = async (layout: string): Promise<ImageConfig> => {
+/** The OCI annotation naming a manifest of a layout (its tag). */
+const REF_NAME = "org.opencontainers.image.ref.name"
+
+/** The manifest digest of `tag` in an OCI layout (without a tag: its first manifest). */
+export const layoutManifestDigest = async (layout: string, tag?: string): Promise<string> => {
   const index = Schema.decodeUnknownSync(OciIndex)(await readJson(join(layout, "index.json")))
-  const first = index.manifests[0]
-  if (first === undefined) throw new Error("the image layout holds no manifest")
-  const manifest = Schema.decodeUnknownSync(OciManifest)(await readJson(blobPath(layout, first.digest)))
+  const found = tag === undefined ? index.manifests[0] : index.manifests.find((m) => m.annotations?.[REF_NAME] === tag)
+  if (found === undefined) throw new Error(tag === undefined ? "the image layout holds no manifest" : `the image layout holds no image tagged ${quote(tag)}`)
+  if (!DIGEST_RE.test(found.digest)) throw new Error(`unexpected digest ${quote(found.digest)} in the image layout`)
+  return found.digest
+}
+
+/** The image config of the image `tag` (default: the first) in an OCI layout. */
+export const readLayoutConfig = async (layout: string, tag?: string): Promise<ImageConfig> => {
+  const manifest = Schema.decodeUnknownSync(OciManifest)(await readJson(blobPath(layout, await layoutManifestDigest(layout, tag))))
   const image = Schema.decodeUnknownSync(OciImageConfig)(await readJson(blobPath(layout, manifest.config.digest)))
   const c = image.config ?? {}
   return {

@@ -15,16 +15,19 @@ export const unpackLayout = (options: {
   readonly layout: string
   readonly bundle: string
   readonly reference: string
+  /** The image's tag in the layout (default: the one a pull writes). */
+  readonly tag?: string | undefined
 }): Effect.Effect<ImageConfig, ImagePullError> =>
   Effect.gen(function* () {
     const { layout, bundle, reference } = options
+    const tag = options.tag ?? LAYOUT_TAG
     const rootless = typeof process.getuid === "function" && process.getuid() !== 0
     yield* options.runner
-      .run([options.umoci, "unpack", ...(rootless ? ["--rootless"] : []), "--image", `${layout}:${LAYOUT_TAG}`, bundle], { timeout: options.timeout })
+      .run([options.umoci, "unpack", ...(rootless ? ["--rootless"] : []), "--image", `${layout}:${tag}`, bundle], { timeout: options.timeout })
       .pipe(Effect.mapError((error) => unpackErrorFrom(error, reference)))
     return yield* Effect.tryPromise({
       try: async () => {
-        const config = await readLayoutConfig(layout).catch((error: unknown) => {
+        const config = await readLayoutConfig(layout, tag).catch((error: unknown) => {
           throw new Error(`unreadable image config (${cut(error instanceof Error ? error.message : String(error), 120)})`)
         })
         // umoci's repack bookkeeping is not needed: only rootfs/ and image.json stay.
