@@ -11,7 +11,7 @@
  * serves; the official SDK talks to what it deployed.
  */
 import { execFile } from "node:child_process"
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { promisify } from "node:util"
@@ -20,14 +20,12 @@ import { Client } from "@langchain/langgraph-sdk"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { startServer } from "../../server/index.ts"
 import { makeLogger } from "../../server/log.ts"
-import { cgroupParentFor } from "../../server/runtime/local/RuntimeRoot.ts"
-import { makeTestRunner } from "../runtime/local/harness.ts"
 import { agentFiles } from "../support/agentRepo.ts"
 import { requireBuildTools } from "../support/builds.ts"
 import { langgraphBase, pushLanggraphBase } from "../support/langgraphBase.ts"
 import { startRegistry, type TestRegistry } from "../support/registry.ts"
 import { TEST_KEY, tempDatabasePath } from "../support/server.ts"
-import { openDatabases } from "./openDatabases.ts"
+import { removeLeftovers, setEnv } from "./leftovers.ts"
 
 const root = join(import.meta.dirname, "..", "..")
 const cliDist = join(root, "node_modules", "@langchain", "langgraph-cli", "dist", "cli")
@@ -37,8 +35,7 @@ type Server = Awaited<ReturnType<typeof startServer>>
 let server: Server
 let registry: TestRegistry
 let baseImage: string
-const saved = { ...process.env }
-const settings = ["SLIPWAY_INSECURE_REGISTRIES", "SLIPWAY_REGISTRY", "SLIPWAY_DEPLOY_DRAIN_MS"]
+let restoreEnv: () => void = () => undefined
 
 /** The JS CLI's own host-backend client and archive (the modules `langgraphjs deploy` runs). */
 interface HostBackendClient {
@@ -62,34 +59,21 @@ beforeAll(async () => {
   await langgraphBase()
   registry = await startRegistry()
   baseImage = (await pushLanggraphBase(registry.host)).replace(/:24$/, "")
-  process.env.SLIPWAY_INSECURE_REGISTRIES = registry.host
   // Nothing here pushes images: the registry Slipway runs is not needed.
-  process.env.SLIPWAY_REGISTRY = "off"
-  process.env.SLIPWAY_DEPLOY_DRAIN_MS = "1000"
+  restoreEnv = setEnv({ SLIPWAY_INSECURE_REGISTRIES: registry.host, SLIPWAY_REGISTRY: "off", SLIPWAY_DEPLOY_DRAIN_MS: "1000" })
   server = await startServer({ port: 0, databasePath: database.path, apiKey: TEST_KEY, runtime: "local", logger: makeLogger("silent") })
   cli = new hostBackend.HostBackendClient(server.url, TEST_KEY)
 }, 900_000)
 
 afterAll(async () => {
   await server?.close()
-  const runtime = join(database.dir, "runtime")
-  const boxes = join(runtime, "boxes")
-  if (existsSync(boxes)) {
-    const cleaner = await makeTestRunner({ root: boxes, cgroupParent: cgroupParentFor(runtime) })
-    for (const box of (await cleaner.recover()).running) await cleaner.destroy(box.id).catch(() => undefined)
-  }
-  await openDatabases({ dataDir: join(runtime, "deployment-data") })
-    .then((databases) => databases.close())
-    .catch(() => undefined)
-  const caches = join(runtime, "builds", "caches")
-  if (existsSync(caches)) for (const key of readdirSync(caches)) await promisify(execFile)("umount", ["-l", join(caches, key, "mnt")]).catch(() => undefined)
+  const leftover = await removeLeftovers(database.dir)
   await registry?.stop()
-  for (const key of settings) {
-    if (saved[key] === undefined) delete process.env[key]
-    else process.env[key] = saved[key]
-  }
+  restoreEnv()
   rmSync(work, { recursive: true, force: true })
   database.remove()
+  // The server stopped everything it ran.
+  expect(leftover).toEqual([])
 }, 300_000)
 
 /** A project directory holding the agent at `version` (as a user's checkout), and its .env. */

@@ -16,13 +16,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { startServer } from "../../server/index.ts"
 import { makeLogger } from "../../server/log.ts"
 import { makeCredentialTokens } from "../../server/registry/access.ts"
-import { cgroupParentFor } from "../../server/runtime/local/RuntimeRoot.ts"
-import { makeTestRunner } from "../runtime/local/harness.ts"
 import { buildTestImages, removeTestImages } from "../support/images.ts"
 import { freePort } from "../support/registry.ts"
 import { runCommand } from "../support/run.ts"
 import { makeRequester, TEST_KEY, tempDatabasePath } from "../support/server.ts"
-import { openDatabases } from "./openDatabases.ts"
+import { removeLeftovers, setEnv } from "./leftovers.ts"
 
 const SECRETS_KEY = "langgraph-deploy-test-secrets-key-0123456789"
 const database = tempDatabasePath("lgdeploy")
@@ -30,8 +28,7 @@ const work = mkdtempSync(join(tmpdir(), "slipway-lgdeploy-"))
 type Server = Awaited<ReturnType<typeof startServer>>
 let server: Server
 let layout: string
-const saved = { ...process.env }
-const settings = ["SLIPWAY_REGISTRY", "SLIPWAY_REGISTRY_ADDR", "SLIPWAY_REGISTRY_GC", "SLIPWAY_DEPLOY_HEALTH_TIMEOUT_MS", "SLIPWAY_DEPLOY_DRAIN_MS"]
+let restoreEnv: () => void = () => undefined
 
 /** The CLI's HostBackendClient: X-Api-Key and Accept: application/json on every request. */
 let cli: ReturnType<typeof makeRequester>
@@ -42,32 +39,26 @@ const call = async (method: string, path: string, payload?: unknown, key?: strin
 
 beforeAll(async () => {
   layout = await buildTestImages()
-  process.env.SLIPWAY_REGISTRY = "on"
-  process.env.SLIPWAY_REGISTRY_ADDR = `127.0.0.1:${await freePort()}`
-  process.env.SLIPWAY_REGISTRY_GC = "off"
-  process.env.SLIPWAY_DEPLOY_HEALTH_TIMEOUT_MS = "20000"
-  process.env.SLIPWAY_DEPLOY_DRAIN_MS = "1000"
+  restoreEnv = setEnv({
+    SLIPWAY_REGISTRY: "on",
+    SLIPWAY_REGISTRY_ADDR: `127.0.0.1:${await freePort()}`,
+    SLIPWAY_REGISTRY_GC: "off",
+    SLIPWAY_DEPLOY_HEALTH_TIMEOUT_MS: "20000",
+    SLIPWAY_DEPLOY_DRAIN_MS: "1000"
+  })
   server = await startServer({ port: 0, databasePath: database.path, apiKey: TEST_KEY, runtime: "local", logger: makeLogger("silent"), secretsKey: SECRETS_KEY })
   cli = makeRequester(server.url, TEST_KEY)
 }, 180_000)
 
 afterAll(async () => {
   await server?.close()
-  const root = join(database.dir, "runtime", "boxes")
-  if (existsSync(root)) {
-    const cleaner = await makeTestRunner({ root, cgroupParent: cgroupParentFor(join(database.dir, "runtime")) })
-    for (const box of (await cleaner.recover()).running) await cleaner.destroy(box.id).catch(() => undefined)
-  }
-  await openDatabases({ dataDir: join(database.dir, "runtime", "deployment-data") })
-    .then((databases) => databases.close())
-    .catch(() => undefined)
+  const leftover = await removeLeftovers(database.dir)
   removeTestImages()
-  for (const key of settings) {
-    if (saved[key] === undefined) delete process.env[key]
-    else process.env[key] = saved[key]
-  }
+  restoreEnv()
   rmSync(work, { recursive: true, force: true })
   database.remove()
+  // The server stopped everything it ran.
+  expect(leftover).toEqual([])
 }, 180_000)
 
 /** `docker push` of a test image with the push token, done by skopeo; the pushed manifest's digest, or the failure's output. */
