@@ -24,8 +24,10 @@
  *   BENCH_SANDBOXES     0 skips the sandbox section (default: it runs after the Postgres one, as
  *                       `npm run bench:sandboxes` does: root and the packages of scripts/setup-host.sh;
  *                       its settings are described in bench/sandboxes.ts)
- *   BENCH_DEPLOYMENTS   0 skips the deployment section (default: it runs last, as `npm run
- *                       bench:deployments` does; settings in bench/deployments.ts)
+ *   BENCH_DEPLOYMENTS   0 skips the deployment section (default: it runs after the sandbox one, as
+ *                       `npm run bench:deployments` does; settings in bench/deployments.ts)
+ *   BENCH_BUILDS        0 skips the builds section (default: it runs last, as `npm run bench:builds`
+ *                       does; settings in bench/builds.ts)
  */
 import { execFileSync } from "node:child_process"
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
@@ -37,7 +39,7 @@ import { type FloorOps, makeFloorOps, openFloorDatabase } from "./floor.ts"
 import { type BenchRequest, type LoadResult, runLoad } from "./load.ts"
 import { postgresScenarioNames, runPostgresSection } from "./postgres-section.ts"
 import { cpuMicros, freePort, mainThreadCpuMicros, num, residentBytes, root, spawnTarget, type Target } from "./procs.ts"
-import { deploymentSection, runSection, sandboxSection, type Section, sectionScenarios, type SectionSpec } from "./sections.ts"
+import { buildSection, deploymentSection, runSection, sandboxSection, type Section, sectionScenarios, type SectionSpec } from "./sections.ts"
 import {
   awaitSamplesDeployed,
   benchKey,
@@ -546,7 +548,8 @@ const main = async () => {
     const sections: Array<[SectionSpec, Section]> = []
     for (const [spec, setting] of [
       [sandboxSection, "BENCH_SANDBOXES"],
-      [deploymentSection, "BENCH_DEPLOYMENTS"]
+      [deploymentSection, "BENCH_DEPLOYMENTS"],
+      [buildSection, "BENCH_BUILDS"]
     ] as const) {
       const wanted = sectionScenarios(spec, ONLY)
       if (env[setting] === "0" || wanted.length === 0) continue

@@ -1,7 +1,7 @@
 /**
  * The sections of `npm run bench` that run as their own scripts (each also runs alone): the
- * sandboxes of the local runtime (bench/sandboxes.ts) and the deployments of the local runtime
- * (bench/deployments.ts). A section is a child process with stdio inherited (its progress shows as
+ * sandboxes of the local runtime (bench/sandboxes.ts), the deployments of the local runtime
+ * (bench/deployments.ts) and its builds (bench/builds.ts). A section is a child process with stdio inherited (its progress shows as
  * it runs) that writes a JSON file with `verdicts`; a section that fails, or cannot run on this
  * machine (not root, a Debian package missing), is one FAIL verdict naming why, never a silent skip.
  */
@@ -64,6 +64,13 @@ export const sandboxSection: SectionSpec = {
   script: "bench/sandboxes.ts",
   results: "bench/results/sandboxes.json",
   scenarios: ["exec", "warm-claim", "cold-create", "files", "burst", "density"]
+}
+
+export const buildSection: SectionSpec = {
+  name: "builds",
+  script: "bench/builds.ts",
+  results: "bench/results/builds.json",
+  scenarios: ["builds"]
 }
 
 export const deploymentSection: SectionSpec = {

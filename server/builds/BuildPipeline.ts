@@ -19,7 +19,7 @@
  * langgraph.json is the CLI's message). Interrupting the build (a superseded revision) kills
  * what runs and removes the workspace, the partial image and the build's layout.
  */
-import { readdirSync, readFileSync } from "node:fs"
+import { chmodSync, lstatSync, readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { Clock, Context, Data, Effect, Layer, Result } from "effect"
 import { filesToRead, langgraphDockerfile, parseConfigText } from "../../core/index.ts"
@@ -105,6 +105,23 @@ export const listFiles = (dir: string): Array<string> =>
     .filter((path) => path !== ".git" && !path.startsWith(".git/"))
     .sort()
 
+/**
+ * Makes an unpacked source readable by the build's unprivileged user (a tarball may hold files of
+ * mode 0600, which the build could not read through its bind mount): a+r, and a+x on directories
+ * and on files executable by their owner. Symbolic links are left alone (never followed).
+ */
+export const readableByBuilds = (dir: string): void => {
+  const open = (path: string) => {
+    const info = lstatSync(path)
+    if (info.isSymbolicLink()) return
+    const mode = info.mode & 0o7777
+    const wanted = mode | 0o444 | (info.isDirectory() || mode & 0o100 ? 0o111 : 0)
+    if (wanted !== mode) chmodSync(path, wanted)
+  }
+  open(dir)
+  for (const entry of readdirSync(dir, { recursive: true, withFileTypes: true }) as Array<import("node:fs").Dirent>) open(join(entry.parentPath, entry.name))
+}
+
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`
 
 const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error))
@@ -129,6 +146,7 @@ export const makeBuildPipeline = Effect.gen(function* () {
         const summary = yield* uploads.extract(source.tenantId, source.deploymentId, source.objectPath, dir).pipe(
           Effect.mapError((error) => new BuildFailed({ step: "source", message: `unpacking the source: ${error.message}` }))
         )
+        yield* Effect.try({ try: () => readableByBuilds(dir), catch: (error) => new BuildFailed({ step: "source", message: `unpacking the source: ${messageOf(error)}` }) })
         yield* say(`unpacked ${summary.entries} entries (${summary.fileBytes} bytes)`)
         return undefined
       }

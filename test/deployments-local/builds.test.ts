@@ -10,7 +10,7 @@
  * private repository is cloned with the integration's read token, which nothing shows.
  */
 import { execFile } from "node:child_process"
-import { createHmac, randomUUID } from "node:crypto"
+import { randomUUID } from "node:crypto"
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { promisify } from "node:util"
@@ -18,15 +18,14 @@ import { Client } from "@langchain/langgraph-sdk"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { DEFAULT_TENANT_ID, startServer } from "../../server/index.ts"
 import { makeLogger } from "../../server/log.ts"
-import { cgroupParentFor } from "../../server/runtime/local/RuntimeRoot.ts"
-import { makeTestRunner } from "../runtime/local/harness.ts"
 import { AGENT_PACKAGE_JSON, agentFiles, agentSource } from "../support/agentRepo.ts"
 import { requireBuildTools } from "../support/builds.ts"
 import { startGitServer, type TestGitServer, type TestRepo } from "../support/gitServer.ts"
 import { langgraphBase, pushLanggraphBase } from "../support/langgraphBase.ts"
 import { startRegistry, type TestRegistry } from "../support/registry.ts"
 import { makeRequester, TEST_KEY, tempDatabasePath } from "../support/server.ts"
-import { openDatabases } from "./openDatabases.ts"
+import { pushDelivery } from "../support/pushes.ts"
+import { closeLocalServer } from "./closeLocalServer.ts"
 
 const PRIVATE_TOKEN = `ghs_${randomUUID().replace(/-/g, "")}`
 const database = tempDatabasePath("builds")
@@ -81,26 +80,8 @@ beforeAll(async () => {
   console.log(`setup: base image ${base.buildSeconds > 0 ? `built in ${base.buildSeconds.toFixed(1)} s` : "cached"}, ready after ${((Date.now() - started) / 1000).toFixed(1)} s`)
 }, 900_000)
 
-/** Fails after `ms` instead of hanging the file. */
-const within = <A>(ms: number, what: string, promise: Promise<A>) =>
-  Promise.race([promise, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${what} took more than ${ms} ms`)), ms).unref())])
-
 afterAll(async () => {
-  let closed: unknown
-  await within(120_000, "server.close()", server?.close() ?? Promise.resolve()).catch((error) => (closed = error))
-  const runtime = join(database.dir, "runtime")
-  const boxes = join(runtime, "boxes")
-  const cleaner = existsSync(boxes) ? await makeTestRunner({ root: boxes, cgroupParent: cgroupParentFor(runtime) }) : undefined
-  const leftover = cleaner ? await cleaner.recover() : { running: [], stopped: [] }
-  for (const box of leftover.running) await cleaner!.destroy(box.id).catch(() => undefined)
-  await openDatabases({ dataDir: join(runtime, "deployment-data") })
-    .then((databases) => databases.close())
-    .catch(() => undefined)
-  // Build caches stay mounted only during builds; a failure may leave one.
-  const caches = join(runtime, "builds", "caches")
-  if (existsSync(caches)) {
-    for (const key of readdirSync(caches)) await promisify(execFile)("umount", ["-l", join(caches, key, "mnt")]).catch(() => undefined)
-  }
+  const { running, closed } = await closeLocalServer(server, database.dir, 120_000)
   await git?.stop()
   await registry?.stop()
   for (const key of ["SLIPWAY_INSECURE_REGISTRIES", "SLIPWAY_DEPLOY_DRAIN_MS"]) {
@@ -109,7 +90,7 @@ afterAll(async () => {
   }
   database.remove()
   if (closed) throw closed
-  expect(leftover.running.map((box) => box.id)).toEqual([])
+  expect(running).toEqual([])
 }, 300_000)
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
@@ -139,20 +120,7 @@ const buildLog = async (deploymentId: string, revisionId: string) => {
 
 /** A push of `sha` to main, delivered to the webhook as GitHub delivers it; answers the revisions it made. */
 const deliverPush = async (sha: string): Promise<Array<string>> => {
-  const body = JSON.stringify({
-    ref: "refs/heads/main",
-    before: "0".repeat(40),
-    after: sha,
-    repository: { full_name: "acme/agent", html_url: repo.url.replace(/\.git$/, ""), clone_url: repo.url, owner: { login: "acme", name: "acme" } },
-    pusher: { name: "someone" },
-    commits: []
-  })
-  const signature = `sha256=${createHmac("sha256", integration.webhook_secret).update(body).digest("hex")}`
-  const { status, body: answer } = await request("POST", "/v1/integrations/gitrepo/webhook", {
-    key: null,
-    raw: body,
-    headers: { "content-type": "application/json", "x-github-event": "push", "x-github-delivery": randomUUID(), "x-hub-signature-256": signature }
-  })
+  const { status, body: answer } = await request("POST", "/v1/integrations/gitrepo/webhook", { key: null, ...pushDelivery(integration.webhook_secret, repo.url, "acme/agent", sha) })
   expect(status, JSON.stringify(answer)).toBe(202)
   return answer.revision_ids
 }

@@ -20,6 +20,7 @@ import { runCommand } from "../support/run.ts"
 import { buildTestImages, pushTestImages, removeTestImages, type TestImageRefs } from "../support/images.ts"
 import { startRegistry, type TestRegistry } from "../support/registry.ts"
 import { makeRequester, TEST_KEY, tempDatabasePath } from "../support/server.ts"
+import { closeLocalServer } from "./closeLocalServer.ts"
 import { openDatabases } from "./openDatabases.ts"
 
 let registry: TestRegistry
@@ -61,20 +62,9 @@ beforeAll(async () => {
   await start()
 }, 180_000)
 
-/** Fails after `ms` instead of hanging the file. */
-const within = <A>(ms: number, what: string, promise: Promise<A>) =>
-  Promise.race([promise, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${what} took more than ${ms} ms`)), ms).unref())])
-
 afterAll(async () => {
-  let closed: unknown
-  await within(90_000, "server.close()", server?.close() ?? Promise.resolve()).catch((error) => (closed = error))
   // Whatever a failure left: boxes, then the database servers.
-  const cleaner = existsSync(boxesRoot()) ? await makeTestRunner({ root: boxesRoot(), cgroupParent: cgroupParentFor(join(database.dir, "runtime")) }) : undefined
-  const leftover = cleaner ? await cleaner.recover() : { running: [], stopped: [] }
-  for (const box of leftover.running) await cleaner!.destroy(box.id).catch(() => undefined)
-  await openDatabases({ dataDir: join(database.dir, "runtime", "deployment-data") })
-    .then((databases) => databases.close())
-    .catch(() => undefined)
+  const { running, closed } = await closeLocalServer(server, database.dir)
   await registry?.stop()
   removeTestImages()
   for (const key of ["SLIPWAY_INSECURE_REGISTRIES", "SLIPWAY_DEPLOY_HEALTH_TIMEOUT_MS", "SLIPWAY_DEPLOY_DRAIN_MS"]) {
@@ -84,7 +74,7 @@ afterAll(async () => {
   database.remove()
   if (closed) throw closed
   // Nothing of the server's is left running.
-  expect(leftover.running.map((box) => box.id)).toEqual([])
+  expect(running).toEqual([])
 }, 180_000)
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))

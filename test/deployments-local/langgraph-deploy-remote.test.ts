@@ -25,7 +25,8 @@ import { requireBuildTools } from "../support/builds.ts"
 import { langgraphBase, pushLanggraphBase } from "../support/langgraphBase.ts"
 import { startRegistry, type TestRegistry } from "../support/registry.ts"
 import { TEST_KEY, tempDatabasePath } from "../support/server.ts"
-import { removeLeftovers, setEnv } from "./leftovers.ts"
+import { setEnv } from "../support/env.ts"
+import { closeLocalServer } from "./closeLocalServer.ts"
 
 const root = join(import.meta.dirname, "..", "..")
 const cliDist = join(root, "node_modules", "@langchain", "langgraph-cli", "dist", "cli")
@@ -66,14 +67,14 @@ beforeAll(async () => {
 }, 900_000)
 
 afterAll(async () => {
-  await server?.close()
-  const leftover = await removeLeftovers(database.dir)
+  const { running, closed } = await closeLocalServer(server, database.dir)
   await registry?.stop()
   restoreEnv()
   rmSync(work, { recursive: true, force: true })
   database.remove()
+  if (closed) throw closed
   // The server stopped everything it ran.
-  expect(leftover).toEqual([])
+  expect(running).toEqual([])
 }, 300_000)
 
 /** A project directory holding the agent at `version` (as a user's checkout), and its .env. */

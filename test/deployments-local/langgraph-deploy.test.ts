@@ -20,7 +20,8 @@ import { buildTestImages, removeTestImages } from "../support/images.ts"
 import { freePort } from "../support/registry.ts"
 import { runCommand } from "../support/run.ts"
 import { makeRequester, TEST_KEY, tempDatabasePath } from "../support/server.ts"
-import { removeLeftovers, setEnv } from "./leftovers.ts"
+import { setEnv } from "../support/env.ts"
+import { closeLocalServer } from "./closeLocalServer.ts"
 
 const SECRETS_KEY = "langgraph-deploy-test-secrets-key-0123456789"
 const database = tempDatabasePath("lgdeploy")
@@ -51,14 +52,14 @@ beforeAll(async () => {
 }, 180_000)
 
 afterAll(async () => {
-  await server?.close()
-  const leftover = await removeLeftovers(database.dir)
+  const { running, closed } = await closeLocalServer(server, database.dir)
   removeTestImages()
   restoreEnv()
   rmSync(work, { recursive: true, force: true })
   database.remove()
+  if (closed) throw closed
   // The server stopped everything it ran.
-  expect(leftover).toEqual([])
+  expect(running).toEqual([])
 }, 180_000)
 
 /** `docker push` of a test image with the push token, done by skopeo; the pushed manifest's digest, or the failure's output. */

@@ -121,7 +121,16 @@ const badValues = async (): Promise<Record<string, { readonly value: string; rea
     SLIPWAY_UPLOAD_URL_TTL: { value: "1", says: /SLIPWAY_UPLOAD_URL_TTL must be an integer between 10 and 86400/ },
     SLIPWAY_UPLOAD_MAX_BYTES: { value: "200MB", says: /SLIPWAY_UPLOAD_MAX_BYTES must be an integer/ },
     SLIPWAY_UPLOAD_MAX_UNPACKED: { value: "-1", says: /SLIPWAY_UPLOAD_MAX_UNPACKED must be an integer/ },
-    SLIPWAY_UPLOAD_MAX_FILES: { value: "0", says: /SLIPWAY_UPLOAD_MAX_FILES must be an integer between 1/ }
+    SLIPWAY_UPLOAD_MAX_FILES: { value: "0", says: /SLIPWAY_UPLOAD_MAX_FILES must be an integer between 1/ },
+    SLIPWAY_INSECURE_GIT_HOSTS: { value: "git.local:80,http://git.local", says: /SLIPWAY_INSECURE_GIT_HOSTS: insecure git host 'http:\/\/git\.local' must be host or host:port/ },
+    SLIPWAY_BUILD_CONCURRENCY: { value: "0", says: /SLIPWAY_BUILD_CONCURRENCY must be a whole number from 1 to 64, got "0"/ },
+    SLIPWAY_BUILD_TIMEOUT_S: { value: "30m", says: /SLIPWAY_BUILD_TIMEOUT_S must be a whole number from 1 to 86400/ },
+    SLIPWAY_BUILD_MEMORY: { value: "4 gigs", says: /SLIPWAY_BUILD_MEMORY: / },
+    SLIPWAY_BUILD_CPUS: { value: "10m", says: /SLIPWAY_BUILD_CPUS must be from 100m/ },
+    SLIPWAY_BUILD_PIDS: { value: "8", says: /SLIPWAY_BUILD_PIDS must be a whole number from 64/ },
+    SLIPWAY_BUILD_DISK: { value: "1Mi", says: /SLIPWAY_BUILD_DISK must be at least/ },
+    SLIPWAY_BUILD_CACHE_MAX: { value: "-1Gi", says: /SLIPWAY_BUILD_CACHE_MAX/ },
+    SLIPWAY_BUILD_KEEP_IMAGES: { value: "0", says: /SLIPWAY_BUILD_KEEP_IMAGES must be a whole number from 1 to 100/ }
   }
 }
 

@@ -1,5 +1,5 @@
 /**
- * The `local` deployment driver: an `external_container` revision runs on this machine.
+ * The `local` deployment driver: a revision runs on this machine (its image pulled, or built from its source).
  *
  * A rollout: CREATING → QUEUED → AWAITING_DEPLOY (the deployment's PostgreSQL database and
  * Redis are provisioned meanwhile: the deployment is AWAITING_DATABASE until they are, then
@@ -30,11 +30,15 @@
  * controller's answer, and one not applied (the revision was superseded meanwhile) ends the fiber.
  *
  * Where the image comes from is the revision's image source: `external_container` pulls
- * `image_uri`; `internal_docker` pulls `image_uri` from the server's registry with its own
- * pull-only credentials (`Registry.pullCredentials`); `gitrepo` and `internal_source` (an
- * uploaded tarball) are built by the build pipeline (`buildImage`). At start (`serve` with `restore`) the active revision of every deployment is started
- * again (fresh boxes; replicas left by a previous process are removed first), without a new
- * revision. See docs/deployments-local.md.
+ * `image_uri`; `internal_docker` pulls `image_uri` from the server's registry with the server's
+ * own pull-only credentials (`Registry.pullCredentials`); `gitrepo` (one commit of its
+ * repository) and `internal_source` (an uploaded tarball, `langgraph deploy --remote`) are built
+ * by the build pipeline (server/builds/BuildPipeline.ts): QUEUED (behind the deployment's rollouts
+ * under way: pushes queue) → AWAITING_BUILD (a build slot) → BUILDING → AWAITING_DEPLOY with the
+ * commit built, or BUILD_FAILED; the build log streams into the revision's build log. At start
+ * (`serve` with `restore`) the active revision of every deployment is started again (fresh boxes;
+ * replicas left by a previous process are removed first; a built image is taken from the image
+ * store or the build cache), without a new revision. See docs/deployments-local.md.
  */
 import { randomBytes } from "node:crypto"
 import { mkdirSync, readFileSync, rmSync } from "node:fs"
@@ -724,7 +728,7 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
       yield* proxy.setTargets(work.deploymentId, run.targets)
       serving.set(work.deploymentId, run)
       run.live = true
-      yield* Deferred.succeed(run.settled, undefined)
+      yield* settle(run)
       const [applied] = mode === "serve" ? [true] : yield* channel.report([{ ...ids, from: run.status, to: "DEPLOYED", message: `Deployed: ${count} replica${count === 1 ? "" : "s"} healthy` }])
       if (!applied) {
         // Superseded at the last moment: the previous revision serves again.
@@ -767,7 +771,7 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
         Effect.catchDefect((defect) => Effect.sync(() => log.error("deployment revision crashed", { revision_id: work.revisionId, error: messageOf(defect) }))),
         Effect.ensuring(
           Effect.andThen(
-            Deferred.succeed(run.settled, undefined),
+            settle(run),
             Effect.sync(() => {
               if (runs.get(work.revisionId) === run) runs.delete(work.revisionId)
             })
@@ -775,6 +779,13 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
         )
       )
     }
+
+    /** The run no longer holds its deployment's later rollouts back (it serves, or it ended). */
+    const settle = (run: Run) =>
+      Effect.andThen(
+        Effect.sync(() => rollouts.delete(run)),
+        Deferred.succeed(run.settled, undefined)
+      )
 
     const launch = (work: RevisionWork, mode: "rollout" | "serve") =>
       Effect.gen(function* () {
@@ -792,10 +803,7 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
           behind,
           image: undefined
         }
-        if (mode === "rollout") {
-          rollouts.add(run)
-          yield* Effect.forkDetach(Effect.andThen(Deferred.await(run.settled), Effect.sync(() => rollouts.delete(run))))
-        }
+        if (mode === "rollout") rollouts.add(run)
         runs.set(work.revisionId, run)
         run.fiber = yield* FiberMap.run(revisions, work.revisionId, runRevision(run, mode))
       })

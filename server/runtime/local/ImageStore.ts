@@ -31,6 +31,7 @@ import { makeImageCache } from "./images/cache.ts"
 import { type CachedImage, cut, type ImageStoreOptions, imageStoreOptionsFromEnv, shortDigest } from "./images/config.ts"
 import { importLayout, type ImportLayoutOptions } from "./images/importLayout.ts"
 import { importTree } from "./images/importTree.ts"
+import { makeLayerStore } from "./images/layers.ts"
 import { type ImageConfig, ImagePullError, ImageStoreError, type ImageStoreStats, type PulledImage, type PullOptions } from "./images/model.ts"
 import { makeRegistryClient, type Source } from "./images/registry.ts"
 import { makeShared } from "./images/shared.ts"
@@ -102,6 +103,7 @@ export const makeImageStore = (options: ImageStoreOptions): Effect.Effect<ImageS
     const counters = { resolves: 0, copies: 0, unpacks: 0, cacheHits: 0 }
     const cache = yield* makeImageCache(root)
     const registry = makeRegistryClient({ runner, cache, skopeo, insecure, resolveTimeout: options.timeouts?.resolveMs ?? 2 * 60_000, copyTimeout, counters })
+    const layers = makeLayerStore({ runner, cache, root, timeout: unpackTimeout })
     const byReference = makeShared<PulledImage, ImagePullError>()
     const byDigest = makeShared<CachedImage, ImagePullError>()
 
@@ -181,7 +183,14 @@ export const makeImageStore = (options: ImageStoreOptions): Effect.Effect<ImageS
         )
       })
 
-    const remove = (digest: string) => Effect.flatMap(cache.checkDigest(digest), cache.discard)
+    /** The unpacked layers no cached image links to any more go (images imported from a layout share them). */
+    const pruneLayers = Effect.gen(function* () {
+      const referenced = new Set<string>()
+      for (const digest of yield* cache.digests) for (const layer of (yield* cache.read(digest))?.layers ?? []) referenced.add(layer)
+      const removed = yield* layers.prune(referenced)
+      if (removed.length > 0) options.log?.info("image layers removed", { layers: removed.length })
+    })
+    const remove = (digest: string) => Effect.flatMap(cache.checkDigest(digest), cache.discard).pipe(Effect.tap(() => pruneLayers))
 
     return ImageStore.of({
       root,
@@ -194,7 +203,7 @@ export const makeImageStore = (options: ImageStoreOptions): Effect.Effect<ImageS
       remove,
       importTree: (source, importOptions) => importTree({ runner, cache, timeout: unpackTimeout }, source, importOptions),
       importOciLayout: (layout, tag, importOptions) =>
-        importLayout({ runner, cache, umoci, timeout: unpackTimeout }, layout, tag, importOptions).pipe(
+        importLayout({ runner, cache, layers, umoci, timeout: unpackTimeout, warn: options.log?.warn }, layout, tag, importOptions).pipe(
           Effect.tap((image) => Effect.sync(() => options.log?.info("image imported", { reference: image.reference, digest: image.digest })))
         ),
       gc: (keep) =>
@@ -202,7 +211,7 @@ export const makeImageStore = (options: ImageStoreOptions): Effect.Effect<ImageS
           Effect.filter(digests.filter((digest) => !keep.has(digest)), (digest) =>
             Effect.tap(cache.discard(digest), (removed) => Effect.sync(() => removed && options.log?.info("image removed", { digest })))
           )
-        ),
+        ).pipe(Effect.tap(() => pruneLayers)),
       stats: () => ({ ...counters })
     })
   })

@@ -3,7 +3,7 @@
  * themselves (umoci + static busybox), pulled with the real skopeo and umoci.
  */
 import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync as readdir, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs"
-import { spawn } from "node:child_process"
+import { execFileSync, spawn } from "node:child_process"
 import { createHash } from "node:crypto"
 import { gunzipSync } from "node:zlib"
 import { createServer } from "node:net"
@@ -286,6 +286,30 @@ const decompressLayout = (layout: string) => {
   writeFileSync(join(layout, "index.json"), JSON.stringify(index))
 }
 
+/** Adds to an OCI layout the image `tag` with one more (uncompressed) layer holding what `fill` writes, as `newTag`. */
+const appendLayer = (layout: string, tag: string, newTag: string, fill: (dir: string) => void) => {
+  const blob = (digest: string) => join(layout, "blobs", "sha256", digest.slice("sha256:".length))
+  const put = (bytes: Buffer) => {
+    const digest = `sha256:${createHash("sha256").update(bytes).digest("hex")}`
+    writeFileSync(blob(digest), bytes)
+    return { digest, size: bytes.length }
+  }
+  const tree = mkdtempSync(join(tmpdir(), "slipway-layer-"))
+  fill(tree)
+  const tar = execFileSync("tar", ["-c", "--numeric-owner", "--owner=0", "--group=0", "-C", tree, "."])
+  rmSync(tree, { recursive: true, force: true })
+  const layer = put(tar)
+  const index = JSON.parse(readFileSync(join(layout, "index.json"), "utf8")) as { manifests: Array<{ digest: string; size: number; annotations: Record<string, string> }> }
+  const entry = index.manifests.find((m) => m.annotations["org.opencontainers.image.ref.name"] === tag)!
+  const manifest = JSON.parse(readFileSync(blob(entry.digest), "utf8")) as { config: { digest: string; size: number }; layers: Array<unknown> }
+  const config = JSON.parse(readFileSync(blob(manifest.config.digest), "utf8")) as { rootfs: { diff_ids: Array<string> } }
+  config.rootfs.diff_ids.push(layer.digest)
+  const newConfig = put(Buffer.from(JSON.stringify(config)))
+  const newManifest = put(Buffer.from(JSON.stringify({ ...manifest, config: { ...manifest.config, ...newConfig }, layers: [...manifest.layers, { mediaType: "application/vnd.oci.image.layer.v1.tar", ...layer }] })))
+  index.manifests.push({ ...entry, ...newManifest, annotations: { "org.opencontainers.image.ref.name": newTag } })
+  writeFileSync(join(layout, "index.json"), JSON.stringify(index))
+}
+
 describe("importOciLayout", () => {
   it("imports a built image's OCI layout (uncompressed layers) by its manifest digest, with its config, as a pull would", async () => {
     const images = store()
@@ -328,6 +352,42 @@ describe("importOciLayout", () => {
 
     await expect(images.importOciLayout(layout, "r9", "localhost/slipway/d:r9")).rejects.toThrow(/importing localhost\/slipway\/d:r9: the image layout holds no image tagged "r9"/)
     await expect(images.importOciLayout(join(layout, "missing"), "r1", "x")).rejects.toThrow(/importing x: /)
+  })
+
+  it("assembles a rebuilt image from the layers it shares with an earlier one (hard links, nothing unpacked twice), with its whiteouts; removing images removes unused layers", async () => {
+    const images = store()
+    const layout = join(newRoot(), "layout")
+    await runCommand(["skopeo", "--insecure-policy", "copy", "--quiet", "--src-tls-verify=false", `docker://${refs.httpOk}`, `oci:${layout}:r1`])
+    decompressLayout(layout)
+    // r2: r1 plus a layer that whites out /www/ok, makes /home opaque (emptied) and adds files.
+    appendLayer(layout, "r1", "r2", (dir) => {
+      mkdirSync(join(dir, "www"), { recursive: true })
+      writeFileSync(join(dir, "www", ".wh.ok"), "")
+      writeFileSync(join(dir, "www", "new"), "new\n")
+      mkdirSync(join(dir, "home"), { recursive: true })
+      writeFileSync(join(dir, "home", ".wh..wh..opq"), "")
+      writeFileSync(join(dir, "home", "only"), "only\n")
+    })
+    const layersDir = join(images.root, "layers")
+    const r1 = await images.importOciLayout(layout, "r1", "localhost/slipway/d:r1")
+    const unpacked = readdir(layersDir).filter((entry) => !entry.endsWith(".json"))
+    const r2 = await images.importOciLayout(layout, "r2", "localhost/slipway/d:r2")
+    // One more layer unpacked; the shared files are the same inodes.
+    expect(readdir(layersDir).filter((entry) => !entry.endsWith(".json"))).toHaveLength(unpacked.length + 1)
+    expect(statSync(join(r2.rootfs, "bin", "busybox")).ino).toBe(statSync(join(r1.rootfs, "bin", "busybox")).ino)
+    expect(readFileSync(join(r1.rootfs, "www", "ok"), "utf8")).toBe("ok")
+    expect(existsSync(join(r2.rootfs, "www", "ok"))).toBe(false)
+    expect(readFileSync(join(r2.rootfs, "www", "new"), "utf8")).toBe("new\n")
+    expect(readdir(join(r2.rootfs, "home"))).toEqual(["only"])
+    expect(readdir(join(r1.rootfs, "home"))).toEqual(["user"])
+    expect(readdir(join(r2.rootfs, "www")).filter((name) => name.startsWith(".wh."))).toEqual([])
+    expect(r2.config).toEqual(r1.config)
+    // Removing r1 keeps the layers r2 links to; removing r2 too leaves none.
+    expect(await images.remove(r1.digest)).toBe(true)
+    expect(readFileSync(join(r2.rootfs, "bin", "busybox")).length).toBeGreaterThan(0)
+    expect(readdir(layersDir).filter((entry) => !entry.endsWith(".json"))).toHaveLength(unpacked.length + 1)
+    expect(await images.remove(r2.digest)).toBe(true)
+    expect(readdir(layersDir)).toEqual([])
   })
 })
 

@@ -82,7 +82,17 @@ const Descriptor = Schema.Struct({
   annotations: Schema.optional(Schema.NullOr(Schema.Record(Schema.String, Schema.String)))
 })
 const OciIndex = Schema.Struct({ manifests: Schema.Array(Descriptor) })
-const OciManifest = Schema.Struct({ mediaType: Schema.optional(Schema.String), config: Descriptor })
+const OciManifest = Schema.Struct({ mediaType: Schema.optional(Schema.String), config: Descriptor, layers: Schema.optional(Schema.Array(Descriptor)) })
+const OciRootfs = Schema.Struct({ rootfs: Schema.Struct({ diff_ids: Schema.Array(Schema.String) }) })
+
+/** The layers of the image `tag` of an OCI layout, bottom first: each blob's path and its diff_id. */
+export const readLayoutLayers = async (layout: string, tag: string): Promise<ReadonlyArray<{ readonly diffId: string; readonly blob: string }>> => {
+  const manifest = Schema.decodeUnknownSync(OciManifest)(await readJson(blobPath(layout, await layoutManifestDigest(layout, tag))))
+  const { rootfs } = Schema.decodeUnknownSync(OciRootfs)(await readJson(blobPath(layout, manifest.config.digest)))
+  const layers = manifest.layers ?? []
+  if (layers.length !== rootfs.diff_ids.length) throw new Error(`the image has ${layers.length} layers but ${rootfs.diff_ids.length} diff_ids`)
+  return layers.map((layer, index) => ({ diffId: rootfs.diff_ids[index]!, blob: blobPath(layout, layer.digest) }))
+}
 
 /** What `image.json` of a cached image holds. */
 export const CachedImage = Schema.Struct({
@@ -92,6 +102,8 @@ export const CachedImage = Schema.Struct({
   pulledAt: Schema.String,
   /** Pulled with credentials: a later pull by digest must show it may read the image too. */
   private: Schema.optionalKey(Schema.Boolean),
+  /** Imported from a layout (a build): its layers' diff_ids, whose unpacked trees its rootfs links to (layers.ts). */
+  layers: Schema.optionalKey(Schema.Array(Schema.String)),
   config: Schema.Struct({
     entrypoint: Schema.Array(Schema.String),
     cmd: Schema.Array(Schema.String),
