@@ -232,7 +232,7 @@ export const runPostgresSection = async (only?: ReadonlySet<string>): Promise<Po
   try {
     const databaseUrl = await postgres.createDatabase("bench")
     const sqlitePath = join(sqliteDir, "slipway.db")
-    const onPostgres = await slipway("slipway-postgres", { DATABASE_URL: databaseUrl })
+    const onPostgres = await slipway("slipway-postgres", { DATABASE_URL: databaseUrl, SLIPWAY_SECRETS_KEY: "bench-postgres-secrets-key" })
     children.push(onPostgres)
     const onSqlite = await slipway("slipway-sqlite", { DATABASE_PATH: sqlitePath })
     children.push(onSqlite)

@@ -17,7 +17,7 @@
  *   burst         100 simultaneous creates (wait_for_ready): errors counted
  *   density       200 idle boxes: resident memory (RSS and PSS of the box processes, the server's RSS,
  *                 MemAvailable drop), then deleted
- *   files         upload and download of a 64 MiB file vs a plain copy on the same disk
+ *   files         upload and download of a 64 MiB file with curl vs a plain copy on the same disk (each >= 0.5x)
  *
  * Environment: BENCH_SAMPLES (exec and claim samples, default 200), BENCH_CREATES (cold creates, default 30),
  * BENCH_DENSITY (boxes, default 200), BENCH_BURST (default 100), BENCH_ONLY (comma-separated scenarios),
@@ -39,7 +39,7 @@ import { processRunner } from "../server/runtime/ProcessRunner.ts"
 import { makeTestRunner, type TestBox } from "../test/runtime/local/harness.ts"
 import { pushTestImages, removeTestImages } from "../test/support/images.ts"
 import { startRegistry } from "../test/support/registry.ts"
-import { freePort, num, residentBytes, root, spawnTarget, type Target } from "./procs.ts"
+import { freePort, num, probe, residentBytes, root, spawnTarget, type Target } from "./procs.ts"
 import type { Verdict } from "./sections.ts"
 
 const env = process.env
@@ -369,18 +369,28 @@ const exec = async (box: Box) => {
   log(`exec ratio to the runner's own exec (exec helper, no HTTP, p50): http ${ratio("http", "runner")}x, http (node:http) ${ratio("httpNode", "runner")}x, ws ${ratio("ws", "runner")}x`)
 }
 
+/** curl as the client of the file scenario: a file's bytes sent and received the way a user's `curl -F` / `curl -o` does, at C speed. */
+const curl = (args: ReadonlyArray<string>, what: string, output = "/dev/null") => {
+  const r = spawnSync("curl", ["-sS", "-o", output, "-w", "%{http_code}", "-H", `x-api-key: ${KEY}`, ...args], { encoding: "utf8" })
+  if (r.error) throw new Error(`${what}: curl: ${r.error.message} (install the Debian package curl)`)
+  if (r.status !== 0 || !r.stdout.startsWith("2")) throw new Error(`${what}: curl exit ${r.status}, HTTP ${r.stdout}: ${r.stderr}`)
+}
+
 const files = async (box: Box) => {
   const dir = join(dataDir!, "files")
   mkdirSync(dir, { recursive: true })
   const source = join(dir, "source.bin")
   writeFileSync(source, randomBytes(FILE_BYTES))
   const content = await readFile(source)
+  const received = join(dir, "received.bin")
   const rate = (ms: number) => round(FILE_BYTES / 1024 / 1024 / (ms / 1000), 0)
   const up: Record<string, Array<number>> = { layer: [], tmpfs: [] }
   const down: Record<string, Array<number>> = { layer: [], tmpfs: [] }
   const copy: Array<number> = []
   // `layer`: the box's home, on its writable layer (overlay on a loop-mounted ext4 image);
   // `tmpfs`: the box's own /tmp, in memory, which leaves out the box's disk path.
+  // The client is curl, file to file like the plain copy it is compared with (the JS clients'
+  // fetch costs more CPU per MiB than the server does: it is not what is measured here).
   const serverPid = target!.process.pid!
   const cpu = { up: 0, down: 0 }
   const places: Array<[string, string]> = [["layer", "/home/user/big.bin"], ["tmpfs", "/tmp/big.bin"]]
@@ -392,23 +402,16 @@ const files = async (box: Box) => {
     copy.push(rate(cpMs))
     rmSync(join(dir, `copy-${i}.bin`))
     for (const [place, path] of places) {
-      const form = new FormData()
-      form.append("file", new Blob([content]), "big.bin")
       let mark = cpuMs(serverPid)
-      const [upMs, response] = await timed(() => fetch(`${box.dataplane_url}/upload?path=${path}`, { method: "POST", headers: { "x-api-key": KEY }, body: form }))
-      const upBody = await response.text()
-      if (response.status !== 200) throw new Error(`upload: ${response.status} ${upBody}`)
+      const [upMs] = await timed(async () => curl(["-F", `file=@${source};filename=big.bin`, `${box.dataplane_url}/upload?path=${path}`], "upload"))
       up[place]!.push(rate(upMs))
       cpu.up += cpuMs(serverPid) - mark
       mark = cpuMs(serverPid)
-      const [downMs, bytes] = await timed(async () => {
-        const r = await fetch(`${box.dataplane_url}/download?path=${path}`, { headers: { "x-api-key": KEY } })
-        if (r.status !== 200) throw new Error(`download: ${r.status}`)
-        return Buffer.from(await r.arrayBuffer())
-      })
-      if (!bytes.equals(content)) throw new Error("downloaded bytes differ from the uploaded file")
+      const [downMs] = await timed(async () => curl([`${box.dataplane_url}/download?path=${path}`], "download", received))
       down[place]!.push(rate(downMs))
       cpu.down += cpuMs(serverPid) - mark
+      if (!(await readFile(received)).equals(content)) throw new Error("downloaded bytes differ from the uploaded file")
+      rmSync(received)
       await execHttp(box, `rm -f ${path}`)
     }
   }
@@ -423,7 +426,7 @@ const files = async (box: Box) => {
   const perMiB = (ms: number) => round(ms / (places.length * 3 * 64), 2)
   const serverCpuMsPerMiB = { upload: perMiB(cpu.up), download: perMiB(cpu.down) }
   log(`files: server CPU per MiB (ms): ${JSON.stringify(serverCpuMsPerMiB)}`)
-  results.files = { serverCpuMsPerMiB, bytes: FILE_BYTES, uploadMBs: up, downloadMBs: down, cpMBs: copy, nodeCopyFileMBs: nodeCopy }
+  results.files = { client: "curl", serverCpuMsPerMiB, bytes: FILE_BYTES, uploadMBs: up, downloadMBs: down, cpMBs: copy, nodeCopyFileMBs: nodeCopy }
   log(`files 64 MiB: upload ${up.layer!.join("/")} MB/s (tmpfs ${up.tmpfs!.join("/")}), download ${down.layer!.join("/")} MB/s (tmpfs ${down.tmpfs!.join("/")}), cp ${copy.join("/")} MB/s, copyFile ${nodeCopy} MB/s`)
 }
 
@@ -529,11 +532,17 @@ const verdictsOf = (r: Record<string, any>): Array<Verdict> => {
     const cp = median(r.files.cpMBs)
     const up = median(r.files.uploadMBs.layer)
     const down = median(r.files.downloadMBs.layer)
-    // The issue asks for the figure against a plain copy, without a number: reported, not judged.
+    // Issue 30: each direction at least half a plain copy of the same file on the same disk.
+    const cpu = r.files.serverCpuMsPerMiB
     verdicts.push({
-      target: "sandboxes: upload / download MB/s against a plain file copy (reported)",
-      pass: true,
-      detail: `upload ${up} MB/s (${round(up / cp, 2)}x cp), download ${down} MB/s (${round(down / cp, 2)}x cp), cp ${cp} MB/s`
+      target: "sandboxes: upload of 64 MiB >= 0.5x a plain file copy",
+      pass: up >= 0.5 * cp,
+      detail: `upload ${up} MB/s (${round(up / cp, 2)}x cp ${cp} MB/s), server CPU ${cpu.upload} ms/MiB`
+    })
+    verdicts.push({
+      target: "sandboxes: download of 64 MiB >= 0.5x a plain file copy",
+      pass: down >= 0.5 * cp,
+      detail: `download ${down} MB/s (${round(down / cp, 2)}x cp ${cp} MB/s), server CPU ${cpu.download} ms/MiB`
     })
   }
   return verdicts
@@ -601,6 +610,10 @@ const main = async () => {
     probePath: "/health",
     timeoutMs: 60_000
   })
+  // The port answers 503 "Starting" until the local runtime is up (an exec helper to build, a loaded machine): wait for it.
+  for (const deadline = Date.now() + 120_000; (await probe(`${target.url}/health`)) !== 200; await sleep(20)) {
+    if (Date.now() > deadline) throw new Error("the server did not finish starting within 120 s")
+  }
   log(`server up in ${round(target.startupMs, 0)} ms at ${target.url}`)
   const template = await api("POST", "/v2/sandboxes/templates", { name: "small", image: "python:3.12-slim", resources: { cpu: "500m", memory: "64Mi", storage: "64Mi" } })
   if (template.status !== 201) throw new Error(`template: ${template.status} ${JSON.stringify(template.body)}`)

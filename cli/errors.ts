@@ -7,7 +7,7 @@
  *   3  not found: the deployment, revision, sandbox or database named does not exist
  *   4  authentication or authorization: the API key was refused or does not grant the tenant
  *   5  unreachable: no answer from the server (connection refused, DNS, timeout of a request)
- *   6  timed out waiting for a revision to be DEPLOYED
+ *   6  timed out waiting for a revision to be DEPLOYED (or a sandbox to be ready)
  *   7  not available on this server: no sandbox dataplane configured, or no log endpoints
  *
  * `sandbox exec` exits with the remote command's own exit code once the command ran.
@@ -47,7 +47,8 @@ const byTag: Record<string, number> = {
   Unauthorized: ExitCode.auth,
   Forbidden: ExitCode.auth,
   TransportError: ExitCode.unreachable,
-  RevisionTimeout: ExitCode.timeout
+  RevisionTimeout: ExitCode.timeout,
+  SandboxTimeout: ExitCode.timeout
 }
 
 /** The exit code for an error tag (a client error's `_tag`, or a DeployFailure's `kind`). */

@@ -86,14 +86,16 @@ export const list = async (settings: Settings, output: Output, options: { limit:
   const page = await call(clientFor(settings).listBoxes({ query: { limit: options.limit, offset: options.offset } as any }), "listing sandboxes")
   output.result(page, () =>
     table(
-      ["NAME", "STATUS", "TEMPLATE", "POOL", "CREATED", "DATAPLANE"],
+      ["NAME", "STATUS", "TEMPLATE", "POOL", "CREATED", "DATAPLANE", "MESSAGE"],
       (page.sandboxes as ReadonlyArray<any>).map((box) => [
         box.name,
         box.status,
         box.template_name ?? (box.snapshot_id ? `snapshot ${box.snapshot_id}` : (box.image ?? "")),
         box.pool_name ?? "",
         String(box.created_at),
-        box.dataplane_url ?? "(none)"
+        box.dataplane_url ?? "(none)",
+        // Why a box failed (or what it waits for).
+        box.status_message ?? ""
       ])
     )
   )

@@ -21,6 +21,7 @@ declare -A probes=(
   [redis-server]=/usr/bin/redis-server
   [chromium]=/usr/bin/chromium
   [openssl]=/usr/bin/openssl
+  [curl]=/usr/bin/curl
   [gcc]=/usr/bin/gcc
   [libc6-dev]=/usr/include/stdio.h
 )

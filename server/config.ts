@@ -44,6 +44,16 @@ export interface ServerConfig {
    */
   readonly metricsToken?: string | undefined
   /**
+   * Where other replicas reach this one (`SLIPWAY_INTERNAL_URL`); default `http://HOST:PORT`
+   * (with the default HOST=127.0.0.1 that is this machine only). docs/replicas.md.
+   */
+  readonly internalUrl?: string | undefined
+  /**
+   * The secret replicas share to forward requests to each other (`SLIPWAY_INTERNAL_TOKEN`, at
+   * least 16 characters); required on PostgreSQL with the local runtime.
+   */
+  readonly internalToken?: string | undefined
+  /**
    * Git hosts (`host:port`, a bare host meaning port 80) whose repositories may be fetched over
    * plain `http://` (`SLIPWAY_INSECURE_GIT_HOSTS`): `repo_url` accepts them, builds clone from them.
    */
@@ -105,22 +115,36 @@ export const postgresUrlProblem = (name: string, raw: string): string | undefine
  * Why a public base URL is unusable, or undefined: it must be an absolute http(s) URL (clients
  * are handed `{SLIPWAY_PUBLIC_URL}/sandboxes/{id}` as `dataplane_url`), without query or fragment.
  */
-const publicUrlProblem = (raw: string): string | undefined => {
+export const baseUrlProblem = (name: string, raw: string): string | undefined => {
   const url = URL.canParse(raw) ? new URL(raw) : undefined
   if (url === undefined || (url.protocol !== "http:" && url.protocol !== "https:") || url.hostname === "") {
-    return `SLIPWAY_PUBLIC_URL must be an http:// or https:// URL such as http://slipway.example.com:8080, got "${raw}"`
+    return `${name} must be an http:// or https:// URL such as http://slipway.example.com:8080, got "${raw}"`
   }
   if (url.search !== "" || url.hash !== "" || url.username !== "" || url.password !== "") {
-    return `SLIPWAY_PUBLIC_URL must be a base URL without credentials, query or fragment, got "${raw}"`
+    return `${name} must be a base URL without credentials, query or fragment, got "${raw}"`
   }
   return undefined
 }
 
+/** At least 16 characters, no blanks: a secret that is sent as a header. */
+const tokenProblem = (name: string, value: string): string | undefined =>
+  /^[\x21-\x7e]{16,}$/.test(value) ? undefined : `${name} must be at least 16 visible ASCII characters without spaces (e.g. openssl rand -hex 32)`
+
 /** Checks values that only make sense once parsed, so a bad setting fails before the port opens. */
 export const validateConfig = (config: ServerConfig): ServerConfig => {
-  if (config.publicUrl !== undefined) {
-    const problem = publicUrlProblem(config.publicUrl)
+  for (const [name, value] of [
+    ["SLIPWAY_PUBLIC_URL", config.publicUrl],
+    ["SLIPWAY_INTERNAL_URL", config.internalUrl]
+  ] as const) {
+    const problem = value === undefined ? undefined : baseUrlProblem(name, value)
     if (problem !== undefined) throw new ConfigError(problem)
+  }
+  if (config.internalToken !== undefined) {
+    const problem = tokenProblem("SLIPWAY_INTERNAL_TOKEN", config.internalToken)
+    if (problem !== undefined) throw new ConfigError(problem)
+  }
+  if (config.databaseUrl !== undefined && config.runtime === "local" && config.internalToken === undefined) {
+    throw new ConfigError(sharedRuntimeNeeds("SLIPWAY_INTERNAL_TOKEN"))
   }
   for (const [name, value] of [
     ["SLIPWAY_TENANT_ID", config.defaultTenantId],
@@ -148,6 +172,12 @@ export const validateConfig = (config: ServerConfig): ServerConfig => {
   }
   return config
 }
+
+/** Why a start on PostgreSQL with the local runtime is refused without `name`. */
+export const sharedRuntimeNeeds = (name: "SLIPWAY_INTERNAL_TOKEN" | "SLIPWAY_DEPLOYMENT_POSTGRES_URL"): string =>
+  name === "SLIPWAY_INTERNAL_TOKEN"
+    ? "SLIPWAY_INTERNAL_TOKEN is required on PostgreSQL (DATABASE_URL) with the local runtime: replicas forward requests for the boxes and deployments they do not run to the replica that does, authenticated with this shared secret; set the same value (e.g. openssl rand -hex 32) on every replica (docs/replicas.md)"
+    : "SLIPWAY_DEPLOYMENT_POSTGRES_URL is required on PostgreSQL (DATABASE_URL) with the local runtime: a deployment may be served by any replica, so its database must live on a PostgreSQL server every replica reaches (docs/replicas.md)"
 
 const logLevels: ReadonlyArray<LogLevel> = ["debug", "info", "warn", "error", "silent"]
 
@@ -196,6 +226,8 @@ export const configFromEnv = (env: NodeJS.ProcessEnv = process.env): ServerConfi
     unauthenticatedMaxBody: setting("SLIPWAY_UNAUTHENTICATED_MAX_BODY", 1024, 1024 * 1024, defaultConfig.unauthenticatedMaxBody),
     shutdownGraceMs: setting("SLIPWAY_SHUTDOWN_GRACE_MS", 0, 3_600_000, defaultConfig.shutdownGraceMs),
     metricsToken: pick("SLIPWAY_METRICS_TOKEN"),
+    internalUrl: pick("SLIPWAY_INTERNAL_URL")?.replace(/\/+$/, ""),
+    internalToken: pick("SLIPWAY_INTERNAL_TOKEN"),
     insecureGitHosts: (pick("SLIPWAY_INSECURE_GIT_HOSTS") ?? "")
       .split(",")
       .map((entry) => entry.trim())

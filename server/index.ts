@@ -15,8 +15,10 @@ import { type Logger, makeLogger } from "./log.ts"
 import { makeServerMetrics, Metrics } from "./metrics.ts"
 import { ServerEnv, type ServerModule } from "./module.ts"
 import { controllers, modules as defaultModules, runtimes, type ServerServices, type Substitution } from "./modules.ts"
+import { resolveReplicaIdentity } from "./replicas/identity.ts"
+import { layerReplicas } from "./replicas/Replicas.ts"
 import { RuntimeChoiceLive } from "./runtime/select.ts"
-import { resolveSecretsKeys } from "./secrets/secretsKey.ts"
+import { resolveSecretsKeys, type SecretsKeys, secretsKeyProblem } from "./secrets/secretsKey.ts"
 import { KeyStore } from "./store/KeyStore.ts"
 import { describeDatabase, storesFor } from "./store/index.ts"
 import { SqliteDatabase } from "./store/sqlite/index.ts"
@@ -76,26 +78,20 @@ export const startServer = async (options: StartOptions = {}): Promise<SlipwaySe
   const { logger, modules = defaultModules, substitute = Layer.empty, ...overrides } = options
   const requested: ServerConfig = validateConfig({ ...defaultConfig, ...overrides })
   const log = logger ?? makeLogger(requested.logLevel)
-  // Secrets are encrypted at rest by default: without SLIPWAY_SECRETS_KEY, with a key kept beside the database.
-  const secrets = resolveSecretsKeys({ databasePath: requested.databasePath, secretsKey: requested.secretsKey })
-  if (secrets.created) {
-    log.warn("generated the key that encrypts secrets at rest; keep it with the database's backups (without it stored secrets cannot be read)", {
-      key_file: secrets.path
-    })
-  }
-  if (secrets.previous.length > 0) log.warn("a secrets key rotation did not finish: run `npm run keys -- secrets rotate` again", { key_file: secrets.path })
-  const config: ServerConfig = { ...requested, secretsKey: secrets.key, previousSecretsKeys: secrets.previous }
+  // Refused before anything is written (a key file) or opened (the port).
+  const keyProblem = secretsKeyProblem(requested)
+  if (keyProblem !== undefined) throw new Error(keyProblem)
 
   const server = createServer({
     keepAliveTimeout: 5_000,
     // A client that trickles its headers (slowloris) or its body is cut off; node checks both
     // every `connectionsCheckingInterval`.
-    headersTimeout: config.headersTimeoutMs,
-    requestTimeout: config.requestTimeoutMs,
-    connectionsCheckingInterval: Math.max(100, Math.min(1_000, Math.floor(config.headersTimeoutMs / 4)))
+    headersTimeout: requested.headersTimeoutMs,
+    requestTimeout: requested.requestTimeoutMs,
+    connectionsCheckingInterval: Math.max(100, Math.min(1_000, Math.floor(requested.headersTimeoutMs / 4)))
   })
   // Past the cap node destroys new sockets at once: stalled clients cannot take the memory.
-  server.maxConnections = config.maxConnections
+  server.maxConnections = requested.maxConnections
   // The port opens before the stores are ready (migrations may wait on another replica's lock):
   // until then every request gets 503 + Retry-After, instead of hanging with no listener.
   let app: RequestListener | undefined
@@ -105,12 +101,38 @@ export const startServer = async (options: StartOptions = {}): Promise<SlipwaySe
     response.writeHead(503, { "content-type": "application/json", "retry-after": "1" })
     response.end('{"detail":"Starting, retry shortly"}')
   })
-  const address = await listen(server, config.port, config.host)
+  const address = await listen(server, requested.port, requested.host)
+  // Secrets are encrypted at rest by default: without SLIPWAY_SECRETS_KEY, with a key kept beside
+  // the database, generated once the port is ours (a start that cannot listen leaves nothing behind).
+  let secrets: SecretsKeys
+  try {
+    secrets = resolveSecretsKeys(requested)
+  } catch (error) {
+    await new Promise<void>((resolve) => server.close(() => resolve()))
+    throw error
+  }
+  if (secrets.created) {
+    log.warn("generated the key that encrypts secrets at rest; keep it with the database's backups (without it stored secrets cannot be read)", {
+      key_file: secrets.path
+    })
+  }
+  if (secrets.previous.length > 0) log.warn("a secrets key rotation did not finish: run `npm run keys -- secrets rotate` again", { key_file: secrets.path })
+  const config: ServerConfig = { ...requested, secretsKey: secrets.key, previousSecretsKeys: secrets.previous }
   const publicUrl = config.publicUrl ?? `http://${hostForUrl(address.address)}:${address.port}`
+
+  // This replica among those sharing the database (docs/replicas.md): its id, the address others reach it at.
+  const identity = resolveReplicaIdentity(config.databasePath)
+  const internalUrl = config.internalUrl ?? `http://${hostForUrl(address.address)}:${address.port}`
 
   const scope = Effect.runSync(Scope.make())
   const metrics = makeServerMetrics()
-  const base = RuntimeChoiceLive.pipe(Layer.provideMerge(Layer.mergeAll(storesFor(config), Layer.succeed(ServerEnv, { config, log, publicUrl }), Layer.succeed(Metrics, metrics))))
+  const base = layerReplicas({ identity, internalUrl }).pipe(
+    Layer.provideMerge(
+      RuntimeChoiceLive.pipe(
+        Layer.provideMerge(Layer.mergeAll(storesFor(config, identity.id), Layer.succeed(ServerEnv, { config, log, publicUrl }), Layer.succeed(Metrics, metrics)))
+      )
+    )
+  )
   // The order of server/modules.ts: base, runtimes, substitutions, controllers.
   const all = controllers.pipe(Layer.provideMerge(substitute.pipe(Layer.provideMerge(runtimes.pipe(Layer.provideMerge(base))))))
   let context

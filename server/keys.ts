@@ -11,7 +11,7 @@ import { ConfigError, configFromEnv, type ServerConfig } from "./config.ts"
 import { KeyStore } from "./store/KeyStore.ts"
 import { type Stores, storesFor } from "./store/index.ts"
 import { requireUuid } from "./cli.ts"
-import { resolveSecretsKeys } from "./secrets/secretsKey.ts"
+import { resolveSecretsKeys, secretsKeyProblem } from "./secrets/secretsKey.ts"
 import { integrationCommand } from "./deployments/admin.ts"
 import { secretsCommand } from "./secrets/admin.ts"
 import { quotaCommand } from "./sandboxes/admin.ts"
@@ -94,7 +94,9 @@ const main = async () => {
   if (databaseUrl === undefined && databasePath !== ":memory:" && !existsSync(databasePath) && !values["create-database"]) {
     fail(`no database at ${databasePath}: set DATABASE_PATH to the server's file, or pass --create-database to create it`)
   }
-  const secrets = resolveSecretsKeys({ databasePath: config!.databasePath, secretsKey: config!.secretsKey })
+  const keyProblem = secretsKeyProblem(config!)
+  if (keyProblem !== undefined) fail(keyProblem)
+  const secrets = resolveSecretsKeys(config!)
   if (secrets.created) process.stderr.write(`keys: generated the key that encrypts secrets at rest in ${secrets.path}; keep it with the database's backups\n`)
   config = { ...config!, secretsKey: secrets.key, previousSecretsKeys: secrets.previous }
   const scope = Effect.runSync(Scope.make())

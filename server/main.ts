@@ -5,6 +5,7 @@ import { makeDirectory } from "./directories.ts"
 import { tuneGc } from "./gcTuning.ts"
 import { startServer } from "./index.ts"
 import { isFileDatabase } from "./dataDir.ts"
+import { secretsKeyProblem } from "./secrets/secretsKey.ts"
 import { settingProblem, unknownSettings } from "./settings.ts"
 import { describeDatabase } from "./store/index.ts"
 
@@ -16,7 +17,7 @@ const configure = (): ServerConfig => {
   for (const warning of unknownSettings(process.env)) process.stderr.write(`slipway: warning: ${warning}\n`)
   tuneGc()
   const config = configFromEnv()
-  const problem = settingProblem(process.env)
+  const problem = settingProblem(process.env) ?? secretsKeyProblem(config)
   if (problem !== undefined) throw new ConfigError(problem)
   if (config.databaseUrl === undefined && isFileDatabase(config.databasePath)) {
     try {

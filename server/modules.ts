@@ -3,7 +3,8 @@
  * builds them, and the areas it serves. A new area adds its Layers and its module here.
  *
  * 1. the base services, from the configuration: `ServerEnv`, `Metrics`, the stores (with the
- *    backend's `RevisionLeases`), the `RuntimeChoice` (`SLIPWAY_RUNTIME` and this host);
+ *    backend's `RevisionLeases` and `ClusterStore`), the `RuntimeChoice` (`SLIPWAY_RUNTIME` and
+ *    this host), `Replicas` (this replica among those sharing the database: docs/replicas.md);
  * 2. the runtimes it selects, on the base services: each area's driver and the channel it reports
  *    on (`DeploymentObservations`, `SandboxObservations`), the deployments' `LogStore` and
  *    `DeploymentProxy`, the sandboxes' `Dataplane`. With the local runtime both areas' drivers
@@ -12,7 +13,8 @@
  * 3. the substitutions a caller asked for (tests: a failing driver, a slow store), on 1 and 2:
  *    they replace the service of the same tag (and may wrap it);
  * 4. the controllers, on all of that;
- * 5. each module's routes and raw HTTP, from any of these services.
+ * 5. each module's routes and raw HTTP, from any of these services (the replicas' hook first: it
+ *    refuses internal requests without the shared secret before any other hook sees them).
  *
  * Everything is typed: a Layer or a module that needs a service nothing here provides does not
  * compile.
@@ -23,12 +25,14 @@ import { type Metrics, metricsModule } from "./metrics.ts"
 import type { ServerEnv, ServerModule } from "./module.ts"
 import { sandboxAccessModule } from "./sandboxes/access/module.ts"
 import { sandboxController, sandboxModule, sandboxRuntime } from "./sandboxes/module.ts"
+import type { Replicas } from "./replicas/Replicas.ts"
+import { replicasModule } from "./replicas/module.ts"
 import type { RuntimeChoice } from "./runtime/select.ts"
 import type { Stores } from "./store/index.ts"
 import { systemModule } from "./system/routes.ts"
 
 /** What `startServer` builds from the configuration, before any area. */
-export type BaseServices = ServerEnv | Metrics | Stores | RuntimeChoice
+export type BaseServices = ServerEnv | Metrics | Stores | RuntimeChoice | Replicas
 
 /** The runtimes of both areas, built on the base services. */
 export const runtimes = Layer.mergeAll(deploymentRuntime, sandboxRuntime)
@@ -46,4 +50,4 @@ export type ServerServices = SubstitutableServices | Layer.Success<typeof contro
 export type Substitution = Layer.Layer<never, unknown, SubstitutableServices>
 
 /** Every area the server serves. */
-export const modules: ReadonlyArray<ServerModule<ServerServices>> = [systemModule, deploymentsModule, sandboxModule, sandboxAccessModule, metricsModule]
+export const modules: ReadonlyArray<ServerModule<ServerServices>> = [replicasModule, systemModule, deploymentsModule, sandboxModule, sandboxAccessModule, metricsModule]

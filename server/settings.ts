@@ -94,6 +94,8 @@ export const knownSettings: ReadonlyArray<Setting> = [
   { name: "SLIPWAY_SHUTDOWN_GRACE_MS", readBy: server },
   { name: "SLIPWAY_METRICS_TOKEN", readBy: server },
   { name: "SLIPWAY_INSECURE_GIT_HOSTS", readBy: server },
+  { name: "SLIPWAY_INTERNAL_URL", readBy: server },
+  { name: "SLIPWAY_INTERNAL_TOKEN", readBy: server },
   // server/gcTuning.ts (tuneGc checks it, first thing)
   { name: "SLIPWAY_HEAP_GROWING_PERCENT", readBy: server },
   // sandboxes and the local runtime

@@ -271,9 +271,13 @@ export const deploymentEndpoints = {
     path: "/v2/deployments/{deployment_id}/revisions/{revision_id}/redeploy",
     tag: "revisions",
     summary: "Make a previously deployed revision the active one",
+    description:
+      "Make a previously deployed revision the active one. Answers once the deployment's URL serves it (at once on a runtime that " +
+      "serves nothing); 400 when it cannot be served again (the revision that served before stays active), 503 when it is still " +
+      "starting after about 25 s (send the redeploy again to go on waiting; the previous revision serves meanwhile)",
     params: RevisionParams,
     success: Deployment,
-    errors: [400, 404, 422],
+    errors: [400, 404, 422, 503],
     ...langsmith
   }),
   listListeners: endpoint({

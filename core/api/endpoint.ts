@@ -47,6 +47,8 @@ export interface Endpoint<
   readonly params: P
   readonly query: Q
   readonly body: B
+  /** An empty request body stands for `{}` (every field's default) instead of a 422 "Field required". */
+  readonly bodyOptional?: boolean | undefined
   readonly success: S
   /** Documented error statuses, for the OpenAPI document. */
   readonly errors: ReadonlyArray<number>
@@ -71,6 +73,7 @@ export interface EndpointSpec {
   readonly params?: Schema.Top
   readonly query?: Schema.Top
   readonly body?: Schema.Top
+  readonly bodyOptional?: boolean
   readonly success?: Schema.Top
   readonly errors?: ReadonlyArray<number>
   readonly queryArrays?: ReadonlyArray<string>

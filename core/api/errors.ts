@@ -49,6 +49,19 @@ export class SandboxValidationError extends Schema.TaggedError<SandboxValidation
 /** Sandbox area: 400 `{"error":"Unsupported"}`, a feature of the real API that Slipway does not offer (capturing a box as a snapshot). */
 export class SandboxUnsupported extends Schema.TaggedError<SandboxUnsupported>()("SandboxUnsupported", message) {}
 
+/**
+ * Sandbox area: 422 `{"error": <reason>, "message"}`: a box created with `wait_for_ready` failed
+ * (its image could not be pulled, it exited, it could not start). `reason` is the official
+ * clients' `LangSmithSandboxCreationError.errorType`: `ImagePull`, `CrashLoop` or `SandboxConfig`.
+ */
+export class SandboxCreationFailed extends Schema.TaggedError<SandboxCreationFailed>()("SandboxCreationFailed", {
+  reason: Schema.String,
+  message: Schema.String
+}) {}
+
+/** Sandbox area: 408 `{"error":"Timeout"}`: a box created with `wait_for_ready` was not ready within its `timeout` (it goes on starting). */
+export class SandboxTimeout extends Schema.TaggedError<SandboxTimeout>()("SandboxTimeout", message) {}
+
 /** 429: volume create or resize over the organization's storage quota. Sizes are canonical quantities. */
 export class QuotaExceeded extends Schema.TaggedError<QuotaExceeded>()("QuotaExceeded", {
   limit: Schema.String,
@@ -83,6 +96,8 @@ export type ApiError =
   | TemplateNotFound
   | SandboxValidationError
   | SandboxUnsupported
+  | SandboxCreationFailed
+  | SandboxTimeout
   | QuotaExceeded
   | ServerError
 
@@ -128,6 +143,10 @@ export const toErrorResponse = (error: ApiError): ErrorResponse => {
       return { status: 400, body: sandboxBody("ValidationError", error.message) }
     case "SandboxUnsupported":
       return { status: 400, body: sandboxBody("Unsupported", error.message) }
+    case "SandboxCreationFailed":
+      return { status: 422, body: sandboxBody(error.reason, error.message) }
+    case "SandboxTimeout":
+      return { status: 408, body: sandboxBody("Timeout", error.message) }
     case "QuotaExceeded":
       return { status: 429, body: { detail: error.message } }
     case "ServerError":
@@ -173,6 +192,9 @@ export const fromErrorResponse = (status: number, body: unknown): ApiError => {
   }
   if (detail !== null && typeof detail === "object" && "error" in detail) {
     const { error, message: text } = detail as { error: unknown; message?: unknown }
+    // A box that failed or was not ready in time, answered to a create with wait_for_ready.
+    if (status === 422 && typeof error === "string") return new SandboxCreationFailed({ reason: error, message: String(text ?? "") })
+    if (status === 408) return new SandboxTimeout({ message: String(text ?? "") })
     const ErrorClass = sandboxErrors[error as keyof typeof sandboxErrors]
     if (ErrorClass) return new ErrorClass({ message: String(text ?? "") })
   }

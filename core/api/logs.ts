@@ -15,6 +15,8 @@
  * by `id`). The answer is `{logs: [{id, timestamp, level, message, ...}], next_offset}` where
  * `timestamp` is epoch milliseconds (the CLI formats numbers as epoch ms) and `next_offset` an
  * opaque cursor after the last entry returned (the CLI keeps its previous offset when it is null).
+ * Every field has a default, so a request without a body (`curl -X POST …/build_logs`) asks for
+ * the defaults (`bodyOptional`), as FastAPI does for an optional body.
  *
  * The lead adds `logEndpoints` to the API table (core/api/index.ts).
  */
@@ -85,6 +87,7 @@ export const logEndpoints = {
     summary: "A revision's build log (image pull and unpack), filtered and paged",
     params: RevisionParams,
     body: LogsRequest,
+    bodyOptional: true,
     success: LogsResponse,
     errors: [404, 422]
   }),
@@ -97,6 +100,7 @@ export const logEndpoints = {
     summary: "The deployment's runtime logs (process output, health results) across its revisions, filtered and paged",
     params: DeploymentParams,
     body: LogsRequest,
+    bodyOptional: true,
     success: LogsResponse,
     errors: [404, 422]
   }),
@@ -109,6 +113,7 @@ export const logEndpoints = {
     summary: "One revision's runtime logs, filtered and paged",
     params: RevisionParams,
     body: LogsRequest,
+    bodyOptional: true,
     success: LogsResponse,
     errors: [404, 422]
   })

@@ -40,8 +40,8 @@ const errorSchemas: JsonObject = {
         properties: {
           error: {
             type: "string",
-            enum: ["NotFound", "Conflict", "ResourceInUse", "ResizeError", "TemplateNotFound", "ValidationError"],
-            description: "The kind of error",
+            enum: ["NotFound", "Conflict", "ResourceInUse", "ResizeError", "TemplateNotFound", "ValidationError", "Unsupported", "ImagePull", "CrashLoop", "SandboxConfig", "Timeout"],
+            description: "The kind of error (a sandbox created with wait_for_ready: ImagePull, CrashLoop or SandboxConfig when it failed, Timeout when it was not ready in time)",
             examples: ["NotFound"]
           },
           message: { type: "string", description: "What went wrong", examples: ["Sandbox 'my-sandbox' not found"] }
@@ -60,6 +60,7 @@ const statusText: Record<number, string> = {
   401: "Missing or invalid API key",
   403: "The key does not grant this tenant",
   404: "Not Found",
+  408: "Not ready within the timeout",
   409: "Conflict",
   413: "Request body too large",
   415: "Unsupported media type",
@@ -209,11 +210,18 @@ const parameterDescriptions: Record<string, string> = {
 }
 
 const errorResponse = (endpoint: Endpoint, status: number) => {
+  const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` })
+  const sandbox = endpoint.area === "sandbox"
+  // A sandbox endpoint that documents 422 itself answers it for a failure too (a box created with wait_for_ready), besides a bad request.
   const schema =
-    status === 422 ? "HTTPValidationError" : endpoint.area === "sandbox" && [400, 404, 409].includes(status) ? "SandboxErrorDetail" : "ErrorDetail"
+    status === 422
+      ? sandbox && endpoint.errors.includes(422)
+        ? { anyOf: [ref("HTTPValidationError"), ref("SandboxErrorDetail")] }
+        : ref("HTTPValidationError")
+      : ref(sandbox && [400, 404, 408, 409].includes(status) ? "SandboxErrorDetail" : "ErrorDetail")
   return {
     description: statusText[status] ?? `Error ${status}`,
-    content: { "application/json": { schema: { $ref: `#/components/schemas/${schema}` } } }
+    content: { "application/json": { schema } }
   }
 }
 
@@ -261,7 +269,7 @@ export const makeOpenApiDocument = (endpoints: ReadonlyArray<Endpoint>, info: Op
       responses
     }
     if (endpoint.body) {
-      operation.requestBody = { required: true, content: { "application/json": { schema: toJsonSchema(endpoint.body, components) } } }
+      operation.requestBody = { required: endpoint.bodyOptional !== true, content: { "application/json": { schema: toJsonSchema(endpoint.body, components) } } }
     }
     // X-Tenant-Id goes with either key scheme (optional: a key's own tenant is the default).
     if (endpoint.auth) operation.security = [{ ApiKey: [], TenantId: [] }, { BearerAuth: [], TenantId: [] }, { ApiKey: [] }, { BearerAuth: [] }]

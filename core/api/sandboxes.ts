@@ -232,12 +232,14 @@ export const sandboxEndpoints = {
     summary: "Create a sandbox from a template (name generated when absent)",
     description:
       "Create a sandbox from a template; without a name one is generated from the template's. With wait_for_ready the answer " +
-      "comes once the sandbox is ready or failed (at most timeout seconds), otherwise at once. Its dataplane_url runs commands " +
+      "comes once the sandbox is ready (201), failed (422 whose error is ImagePull, CrashLoop or SandboxConfig and whose message " +
+      "says why) or still starting after timeout seconds (408; it goes on starting), otherwise at once. A name held by a sandbox " +
+      "that failed is taken over: that sandbox is deleted. Its dataplane_url runs commands " +
       "and moves files (null when the server's runtime cannot execute)",
     status: 201,
     body: CreateBox,
     success: Sandbox,
-    errors: [400, 409]
+    errors: [400, 408, 409, 422]
   }),
   listBoxes: endpoint({
     name: "listBoxes",

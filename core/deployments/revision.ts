@@ -101,20 +101,21 @@ export interface DeploymentStatusInput {
   readonly deleting: boolean
   /**
    * Whether the deployment's database and cache are provisioned (a runtime that provisions them
-   * says so). Absent: a runtime without databases, where the first deployed revision stands for it.
+   * says so; false while they are not). Absent: a runtime without databases.
    */
   readonly databaseReady?: boolean | undefined
 }
 
 /**
  * The deployment status is derived, never stored on its own, so it cannot disagree with the
- * revisions: AWAITING_DELETE while a delete runs; AWAITING_DATABASE until its database and cache
- * are provisioned (without a runtime that provisions them: until some revision has deployed);
- * then UNUSED when scaled to zero, else READY. UNKNOWN is never produced locally.
+ * revisions (design.md §5): AWAITING_DELETE while a delete runs; AWAITING_DATABASE until a
+ * revision has deployed (whatever became of its database meanwhile: a deployment whose only
+ * revision failed serves nothing) and while a runtime says its database and cache are not
+ * provisioned; then UNUSED when scaled to zero, else READY. UNKNOWN is never produced locally.
  */
 export const deploymentStatus = ({ activeRevisionId, maxScale, deleting, databaseReady }: DeploymentStatusInput): DeploymentStatus => {
   if (deleting) return "AWAITING_DELETE"
-  if (!(databaseReady ?? activeRevisionId !== null)) return "AWAITING_DATABASE"
+  if (activeRevisionId === null || databaseReady === false) return "AWAITING_DATABASE"
   return maxScale === 0 ? "UNUSED" : "READY"
 }
 

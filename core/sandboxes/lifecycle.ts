@@ -56,5 +56,26 @@ export const nextBoxState = (state: BoxState, event: BoxEvent): BoxState | null 
   }
 }
 
+/**
+ * Why a box failed, as the official clients name it (`LangSmithSandboxCreationError.errorType`):
+ * its image could not be pulled, its init exited, or it could not start for another reason.
+ */
+export const boxFailureKinds = ["ImagePull", "CrashLoop", "SandboxConfig"] as const
+export type BoxFailureKind = (typeof boxFailureKinds)[number]
+
+/** What a failed box's `status_message` starts with, per kind: the message says why in words, and the kind can be read back. */
+const failurePhrases: Record<BoxFailureKind, string> = {
+  ImagePull: "image pull failed",
+  CrashLoop: "box exited unexpectedly",
+  SandboxConfig: "box could not start"
+}
+
+/** The `status_message` of a box that failed for `kind`: its phrase, then the runtime's detail. */
+export const boxFailure = (kind: BoxFailureKind, detail: string): string => `${failurePhrases[kind]}: ${detail}`
+
+/** The kind a failed box's `status_message` names (`SandboxConfig` when it names none, e.g. a runtime's own words). */
+export const boxFailureKind = (statusMessage: string | null): BoxFailureKind =>
+  boxFailureKinds.find((kind) => statusMessage?.startsWith(`${failurePhrases[kind]}:`)) ?? "SandboxConfig"
+
 /** States in which the runtime should have the box's processes running. */
 export const wantsRunning = (status: BoxLifecycle): boolean => status === "provisioning" || status === "ready"

@@ -28,8 +28,9 @@ import { randomBytes } from "node:crypto"
 import { join, resolve } from "node:path"
 import { Clock, Context, Data, Duration, Effect, Fiber, Layer, Queue, Semaphore, type Scope } from "effect"
 import { type CommandFailed, HOST_ENV, ProcessRunner } from "../runtime/ProcessRunner.ts"
-import { createCgroup, detectLimitsMode, type LimitsMode, listCgroups, removeCgroup } from "../runtime/local/cgroups.ts"
+import { createCgroup, detectLimitsMode, type LimitsMode, listCgroups, removeCgroup, removeCgroupParent } from "../runtime/local/cgroups.ts"
 import { unsearchableAncestor } from "../runtime/local/host.ts"
+import { socketDirectory } from "../runtime/local/RuntimeRoot.ts"
 import { which } from "../runtime/local/tools.ts"
 import { BuildLogParser, type BuildLogEvent, type StepInfo, type StepSummary } from "./buildLog.ts"
 import { BUILD_UID_RANGE, type CacheInfo, isCacheKey, listCaches, type MountedCache, mountCache, removeCache } from "./cache.ts"
@@ -246,6 +247,8 @@ export const makeImageBuilder = Effect.gen(function*() {
   const limitsMode = yield* Effect.sync(() => detectLimitsMode(cgroupParent))
   // Cgroups of builds a previous server process left (their processes are killed).
   yield* Effect.forEach(listCgroups(limitsMode, cgroupParent), (id) => removeCgroup(limitsMode, cgroupParent, id), { discard: true })
+  // The builds' cgroup parent goes with the builder (each build removes its own cgroup first).
+  yield* Effect.addFinalizer(() => Effect.sync(() => void removeCgroupParent(limitsMode, cgroupParent)))
 
   const slots = yield* Semaphore.make(settings.concurrency)
   const allocation = yield* Semaphore.make(1)
@@ -328,7 +331,7 @@ export const makeImageBuilder = Effect.gen(function*() {
         writeFileSync(join(containers, "containers.conf"), CONTAINERS_CONF, { mode: 0o644 })
         mkdirSync(join(containers, "registries.d"), { mode: 0o755 })
         writeFileSync(join(work, "Dockerfile"), request.dockerfile, { mode: 0o644 })
-        for (const sub of ["out", "egress", "auth"]) {
+        for (const sub of ["out", "auth"]) {
           mkdirSync(join(work, sub), { mode: 0o700 })
           chownSync(join(work, sub), hostUid, hostUid)
         }
@@ -445,7 +448,23 @@ export const makeImageBuilder = Effect.gen(function*() {
 
       // 4. The build, with only the egress proxy for a network.
       const egress = { allowed: 0, refused: 0 }
-      yield* serveEgressProxy(join(work, "egress", EGRESS_SOCKET), {
+      // The proxy's socket in a short directory of its own (a socket path has at most 107 bytes,
+      // which a deep data directory would exceed), searchable, its inner directory the build's.
+      const egressDir = yield* socketDirectory.pipe(
+        Effect.flatMap((base) =>
+          Effect.try({
+            try: () => {
+              chmodSync(base, 0o711)
+              const dir = join(base, "egress")
+              mkdirSync(dir, { mode: 0o700 })
+              chownSync(dir, cache.hostUid, cache.hostUid)
+              return dir
+            },
+            catch: (e) => fail("sandbox", `preparing the egress proxy: ${toError(e).message}`)
+          })
+        )
+      )
+      yield* serveEgressProxy(join(egressDir, EGRESS_SOCKET), {
         owner: cache.hostUid,
         onDecision: (d) => {
           if (d.allowed) egress.allowed++
@@ -475,7 +494,7 @@ export const makeImageBuilder = Effect.gen(function*() {
       const status = yield* runStreaming(
         runner,
         sandboxed(cache, work, budArgv, {
-          network: { egressDir: join(work, "egress") },
+          network: { egressDir },
           cgroupProcs,
           binds: [
             { source: join(work, "Dockerfile"), target: "/build/Dockerfile", readOnly: true },
@@ -569,7 +588,7 @@ export const makeImageBuilder = Effect.gen(function*() {
       const work = yield* Effect.acquireRelease(
         Effect.try({
           try: () => {
-            // Short: the egress proxy's unix socket lives in it (a socket path must fit in 108 bytes).
+            // Its pid first: the work directories of dead server processes are removed at start.
             const dir = join(workRoot, `${process.pid}-${randomBytes(6).toString("hex")}`)
             mkdirSync(dir, { mode: 0o711 })
             return dir

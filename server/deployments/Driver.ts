@@ -6,7 +6,7 @@
  * (images run under bubblewrap, `drivers/local.ts`) and later `kubernetes`; `SLIPWAY_RUNTIME`
  * selects one.
  */
-import { Context, Deferred, Effect, Layer, Queue } from "effect"
+import { Context, Data, Deferred, Effect, Layer, Queue } from "effect"
 import type { RevisionStatus, Secret, Source, SourceConfig, SourceRevisionConfig } from "../../core/index.ts"
 
 /** A revision to roll out, from the state it is in now. */
@@ -103,8 +103,22 @@ export class DeploymentDriver extends Context.Service<
      * revision (`restore: false`). Completes once the work is under way.
      */
     readonly serve: (active: ReadonlyArray<RevisionWork>, options: { readonly restore: boolean }) => Effect.Effect<void>
+    /**
+     * Completes once the deployment's URL routes new requests to this revision's replicas (at
+     * once when it already does, or for a driver that serves nothing); fails with why it will not
+     * (its run failed or was stopped first, or nothing runs it). What a redeploy waits for.
+     */
+    readonly awaitServing: (work: RevisionWork) => Effect.Effect<void, ServeError>
     /** Removes everything a deployment runs; completes once it is gone. */
     readonly teardown: (tenantId: string, deploymentId: string, since: string) => Effect.Effect<void>
+    /**
+     * Another replica serves the deployment now (several replicas): what this one runs of its
+     * active revision finishes its requests and stops, in the background; its data (the
+     * database, the logs) stays. Unfinished revisions are not touched (their leases decide).
+     */
+    readonly release: (deploymentId: string) => Effect.Effect<void>
   }
 >()("slipway/DeploymentDriver") {}
 
+/** A revision the driver was asked to serve does not (`awaitServing`), and why. */
+export class ServeError extends Data.TaggedError("ServeError")<{ readonly message: string }> {}

@@ -13,8 +13,15 @@
  * revisions this process drives is `RevisionLeases`' business (PostgreSQL: leases shared between
  * replicas; SQLite: one replica that holds everything). Background work (the channel, the lease
  * rounds, deletes) runs in the controller's `FiberSet`, interrupted when its layer closes.
+ *
+ * With several replicas (docs/replicas.md) each deployment's active revision is served by one
+ * replica (`ClusterStore`): this controller serves those its replica owns (at start, those a
+ * previous process on its data directory served and those nobody serves), becomes the owner of
+ * what its driver deploys or redeploys, gives up (`driver.release`) what another replica took,
+ * takes over the deployments of replicas whose lease expired, and routes the URLs of the
+ * deployments others serve to them (`DeploymentProxy.setRemote`).
  */
-import { Clock, Context, Deferred, Effect, FiberMap, FiberSet, Layer, Option, Schedule } from "effect"
+import { Clock, Context, Deferred, Effect, FiberMap, FiberSet, Layer, Option, Schedule, Semaphore } from "effect"
 import { activate, canAdvance, databaseReadyOf, deploymentStatus, isTerminal, type Secret } from "../../core/index.ts"
 import { ServerEnv } from "../module.ts"
 import { DeploymentStore, type DeploymentRecord } from "../store/DeploymentStore.ts"
@@ -22,11 +29,14 @@ import { type RevisionRecord, RevisionStore } from "../store/RevisionStore.ts"
 import { RevisionLeases } from "../store/RevisionLeases.ts"
 import type { StoreError } from "../store/StoreError.ts"
 import { Transactions } from "../store/Transactions.ts"
-import { type DatabaseObservation, DeploymentDriver, DeploymentObservations, type Observation, type RevisionWork } from "./Driver.ts"
+import { type DatabaseObservation, DeploymentDriver, DeploymentObservations, type Observation, type RevisionWork, ServeError } from "./Driver.ts"
 import { makeSecretBox } from "../secrets/secrets.ts"
 import { Metrics } from "../metrics.ts"
 import { Registry } from "../registry/Registry.ts"
 import { SourceUploads } from "../uploads/SourceUploads.ts"
+import { Replicas } from "../replicas/Replicas.ts"
+import { ClusterStore, type DeploymentRef } from "../store/ClusterStore.ts"
+import { DeploymentProxy, deploymentUrl } from "./local/proxy.ts"
 
 export class DeploymentController extends Context.Service<
   DeploymentController,
@@ -35,10 +45,18 @@ export class DeploymentController extends Context.Service<
     readonly revisionCreated: (deployment: DeploymentRecord, revision: RevisionRecord, secrets: ReadonlyArray<Secret>) => Effect.Effect<void>
     /** The caller's transaction superseded these revisions (SKIPPED or INTERRUPTED): stop their work. */
     readonly revisionsStopped: (revisionIds: ReadonlyArray<string>) => Effect.Effect<void>
-    /** A redeploy made this (once DEPLOYED) revision the active one: have it serve again. */
-    readonly revisionActivated: (tenantId: string, deploymentId: string, revisionId: string) => Effect.Effect<void>
+    /**
+     * A redeploy made this (once DEPLOYED) revision the active one: have it serve again. Completes
+     * once the deployment's URL routes to it; fails with why it will not.
+     */
+    readonly revisionActivated: (tenantId: string, deploymentId: string, revisionId: string) => Effect.Effect<void, ServeError>
     /** The deployment was marked AWAITING_DELETE: tear it down, then remove it. */
     readonly deleteRequested: (tenantId: string, deploymentId: string, since: string) => Effect.Effect<void>
+    /**
+     * Several replicas: reads which deployments other replicas serve and routes their URLs
+     * there (done every third of the lease; also when a URL matches nothing here).
+     */
+    readonly refreshRoutes: Effect.Effect<void>
   }
 >()("slipway/DeploymentController") {}
 
@@ -61,6 +79,15 @@ export const makeDeploymentController = Effect.gen(function* () {
   const metrics = Option.getOrUndefined(yield* Effect.serviceOption(Metrics))
   /** Revisions this replica leased and handed to its driver. */
   const held = new Set<string>()
+  // Several replicas: each active revision is served by one of them (`ClusterStore`); the
+  // others route its URL there. One replica (SQLite): this one serves them all.
+  const replicas = yield* Replicas
+  const cluster = yield* ClusterStore
+  const proxy = Option.getOrUndefined(yield* Effect.serviceOption(DeploymentProxy))
+  const me = replicas.self.id
+  const { publicUrl } = yield* ServerEnv
+  /** Deployments whose active revision this replica serves (several replicas), with their tenant. */
+  const serving = new Map<string, string>()
 
   const openSecrets = (sealed: ReadonlyArray<Secret>) => sealed.map(({ name, value }) => ({ name, value: box.open(value) }))
 
@@ -113,6 +140,8 @@ export const makeDeploymentController = Effect.gen(function* () {
     if (moved && deployed) {
       const deployment = yield* deploymentStore.deployment(tenantId, deploymentId)
       if (deployment && deployment.status !== "AWAITING_DELETE") {
+        // This replica's driver deployed it, so this replica serves it from now on.
+        if (replicas.shared) yield* cluster.serveDeployment(tenantId, deploymentId, me)
         const { active_revision_id } = activate(revisionId)
         const status = deploymentStatus({
           activeRevisionId: active_revision_id,
@@ -165,7 +194,18 @@ export const makeDeploymentController = Effect.gen(function* () {
           else if (isTerminal(observation.to)) held.delete(observation.revisionId)
         })
         for (const id of dropped) held.delete(id)
-        return dropped.length > 0 ? Effect.ignore(leases.release(dropped)) : Effect.void
+        // A revision deployed here: this replica serves its deployment; the others route to it
+        // (and the one that served it before lets it go) as soon as they hear.
+        let deployedHere = false
+        batch.forEach((observation, index) => {
+          if ("_tag" in observation || !applied[index] || observation.to !== "DEPLOYED" || observation.from === "DEPLOYED") return
+          if (replicas.shared) serving.set(observation.deploymentId, observation.tenantId)
+          deployedHere = true
+        })
+        return Effect.andThen(
+          dropped.length > 0 ? Effect.ignore(leases.release(dropped)) : Effect.void,
+          deployedHere && replicas.shared ? replicas.nudgeAll("deployments") : Effect.void
+        )
       })
     )
 
@@ -188,6 +228,7 @@ export const makeDeploymentController = Effect.gen(function* () {
 
   const finishDelete = (tenantId: string, deploymentId: string, since: string) =>
     Effect.gen(function* () {
+      serving.delete(deploymentId)
       yield* driver.teardown(tenantId, deploymentId, since)
       // What `langgraph deploy` pushed and uploaded goes with it (the registry's blobs at its next garbage collection).
       yield* registry.removeRepository(tenantId, deploymentId).pipe(
@@ -228,15 +269,29 @@ export const makeDeploymentController = Effect.gen(function* () {
 
   const startedAt = yield* Clock.currentTimeMillis
 
-  // The active revision of every deployment serves again (a driver that runs something brings
-  // it back or re-attaches), before unfinished revisions are resumed.
-  const active = yield* Effect.orDie(revisionStore.activeRevisions())
-  const activeWork: Array<RevisionWork> = []
-  for (const item of active) {
-    const work = yield* Effect.orDie(storedWork(item.tenant_id, item.deployment_id, item.revision_id))
-    if (work) activeWork.push(work)
+  /** The active revisions of these deployments (those that have one), as work for the driver. */
+  const activeWorkOf = Effect.fnUntraced(function* (refs: ReadonlyArray<DeploymentRef> | undefined) {
+    const wanted = refs && new Set(refs.map((ref) => ref.deployment_id))
+    const work: Array<RevisionWork> = []
+    for (const item of yield* revisionStore.activeRevisions()) {
+      if (wanted && !wanted.has(item.deployment_id)) continue
+      const one = yield* storedWork(item.tenant_id, item.deployment_id, item.revision_id)
+      if (one) work.push(one)
+    }
+    return work
+  })
+
+  // The active revision of every deployment this replica serves runs again (a driver that runs
+  // something brings it back or re-attaches), before unfinished revisions are resumed. Several
+  // replicas: the deployments it served before (a previous process on its data directory), and
+  // those nobody serves or whose replica stopped answering.
+  let mineAtStart: ReadonlyArray<DeploymentRef> | undefined
+  if (replicas.shared) {
+    yield* Effect.orDie(cluster.claimDeployments(me, 100_000))
+    mineAtStart = yield* Effect.orDie(cluster.deploymentsOf(me))
+    for (const ref of mineAtStart) serving.set(ref.deployment_id, ref.tenant_id)
   }
-  yield* driver.serve(activeWork, { restore: true })
+  yield* driver.serve(yield* Effect.orDie(activeWorkOf(mineAtStart)), { restore: true })
 
   // Resume what a previous process left unfinished (or was killed in the middle of).
   const unfinished = yield* Effect.orDie(leases.claim(10_000))
@@ -250,11 +305,65 @@ export const makeDeploymentController = Effect.gen(function* () {
   for (const item of pending) yield* runDelete(item.tenant_id, item.id, item.updated_at)
   if (unfinished.length + pending.length > 0) log.info("runtime resumed", { revisions: unfinished.length, deletes: pending.length, driver: driver.name })
 
+  /** Routes the URLs of deployments other replicas serve to them; forgets routes of deployments served nowhere else any more. */
+  const routesLock = yield* Semaphore.make(1)
+  const refreshRoutes = routesLock.withPermits(1)(
+    Effect.gen(function* () {
+      // Only where requests can be forwarded (the local runtime requires the shared secret; the simulated one serves no URL).
+      if (!replicas.shared || proxy === undefined || replicas.forwarder === undefined) return
+      const remote = yield* cluster.remoteDeployments(me)
+      const before = yield* proxy.remotes
+      const now = new Set<string>()
+      for (const item of remote) {
+        if (serving.has(item.deployment_id)) continue
+        now.add(item.deployment_id)
+        const current = before.get(item.deployment_id)
+        if (current?.id === item.replica.id && current.url === item.replica.internal_url) continue
+        yield* proxy
+          .setRemote(item.deployment_id, { name: item.name, url: deploymentUrl(publicUrl, item.name, item.custom_url) }, { id: item.replica.id, url: item.replica.internal_url })
+          .pipe(Effect.catch((error) => Effect.sync(() => log.warn("deployment URL not routed", { deployment_id: item.deployment_id, error: error.message }))))
+      }
+      // Deleted, or served here now (the driver set its targets): not forwarded any more.
+      for (const key of before.keys()) if (!now.has(key) && !serving.has(key)) yield* proxy.remove(key)
+    })
+  ).pipe(Effect.catch((error) => Effect.sync(() => log.warn("deployment routes not refreshed", { error: error.message }))))
+
+  /**
+   * Several replicas: this replica serves what the store says it serves. Deployments it lost (a
+   * newer revision deployed elsewhere, a redeploy elsewhere, a delete) are routed away and
+   * released (or torn down when deleted); those of replicas that stopped answering are claimed
+   * and served here, with no new revision.
+   */
+  const ownership = Effect.gen(function* () {
+    if (!replicas.shared) return
+    const mine = new Map((yield* cluster.deploymentsOf(me)).map((ref) => [ref.deployment_id, ref.tenant_id]))
+    const lost = [...serving].filter(([id]) => !mine.has(id))
+    for (const [id] of lost) serving.delete(id)
+    const claimed = yield* cluster.claimDeployments(me, 64)
+    for (const ref of claimed) mine.set(ref.deployment_id, ref.tenant_id)
+    const gained = [...mine].filter(([id]) => !serving.has(id)).map(([deployment_id, tenant_id]) => ({ deployment_id, tenant_id }))
+    for (const ref of gained) serving.set(ref.deployment_id, ref.tenant_id)
+    // Where the others are first: requests for what this replica lost go to its new replica.
+    yield* refreshRoutes
+    for (const [id, tenantId] of lost) {
+      const deployment = yield* deploymentStore.deployment(tenantId, id)
+      if (deployment === undefined || deployment.status === "AWAITING_DELETE") yield* runDelete(tenantId, id, deployment?.updated_at ?? new Date().toISOString())
+      else yield* driver.release(id)
+    }
+    if (gained.length > 0) {
+      const work = yield* activeWorkOf(gained)
+      yield* driver.serve(work, { restore: false })
+      log.info("deployments taken over", { deployments: work.length, replica: me })
+      yield* replicas.nudgeAll("deployments")
+    }
+  })
+
   // Every third of a lease: renew ours (a revision taken over meanwhile is stopped here), then
   // claim what nobody holds: new revisions of any replica, and those of replicas that died.
   // Deletes a dead replica left are finished by whoever sees them a lease later.
   const every = Math.max(50, Math.floor(leases.leaseMs / 3))
   const round = Effect.gen(function* () {
+    yield* ownership
     const mine = [...held]
     const kept = new Set(yield* leases.renew(mine))
     for (const id of mine) {
@@ -279,8 +388,18 @@ export const makeDeploymentController = Effect.gen(function* () {
     }
   }).pipe(Effect.catch((error) => Effect.sync(() => log.warn("lease round failed", { error: error.message }))))
   yield* FiberSet.run(background, round.pipe(Effect.delay(every), Effect.repeat(Schedule.spaced(every))))
-  // On shutdown, give the leases up so another replica takes the work at once.
-  yield* Effect.addFinalizer(() => Effect.ignore(leases.release([...held])))
+  if (replicas.shared) {
+    yield* refreshRoutes
+    // Another replica deployed, redeployed or took over a deployment: look now, not at the next round.
+    yield* replicas.listen("deployments", Effect.andThen(Effect.ignore(ownership), refreshRoutes))
+  }
+  // On shutdown, give the leases and the deployments served here up so another replica takes them at once.
+  yield* Effect.addFinalizer(() =>
+    Effect.andThen(
+      Effect.ignore(leases.release([...held])),
+      replicas.shared ? Effect.andThen(Effect.ignore(cluster.releaseDeployments(me, [...serving.keys()])), replicas.nudgeAll("deployments")) : Effect.void
+    )
+  )
 
   return DeploymentController.of({
     revisionCreated: (deployment, revision, secrets) =>
@@ -291,10 +410,27 @@ export const makeDeploymentController = Effect.gen(function* () {
     revisionsStopped: (revisionIds) => Effect.forEach(revisionIds, (id) => (held.delete(id), driver.stop(id)), { discard: true }),
     revisionActivated: (tenantId, deploymentId, revisionId) =>
       storedWork(tenantId, deploymentId, revisionId).pipe(
-        Effect.flatMap((work) => (work ? driver.serve([work], { restore: false }) : Effect.void)),
-        Effect.catch((error) => Effect.sync(() => log.error("redeploy could not be started", { revision_id: revisionId, error: error.message })))
+        // A redeploy runs on the replica that received it: it serves the deployment from now on.
+        Effect.tap((work) =>
+          work && replicas.shared
+            ? Effect.andThen(cluster.serveDeployment(tenantId, deploymentId, me), Effect.sync(() => void serving.set(deploymentId, tenantId)))
+            : Effect.void
+        ),
+        Effect.mapError((error) => new ServeError({ message: `its record could not be read or written: ${error.message}` })),
+        Effect.flatMap((work) =>
+          work
+            ? Effect.andThen(
+                driver.serve([work], { restore: false }),
+                Effect.andThen(replicas.shared ? replicas.nudgeAll("deployments") : Effect.void, driver.awaitServing(work))
+              )
+            : Effect.void
+        ),
+        Effect.tapError((error) => Effect.sync(() => log.warn("redeployed revision does not serve", { revision_id: revisionId, error: error.message })))
       ),
-    deleteRequested: runDelete
+    deleteRequested: (tenantId, deploymentId, since) =>
+      // Served by another replica: it tears down what it runs when it hears (now, if it answers).
+      Effect.andThen(runDelete(tenantId, deploymentId, since), replicas.shared && !serving.has(deploymentId) ? replicas.nudgeAll("deployments") : Effect.void),
+    refreshRoutes
   })
 })
 

@@ -7,18 +7,20 @@
  * deployment's URL and the registry's token realm and upload URLs.
  */
 import type { IncomingMessage, ServerResponse } from "node:http"
+import type { Duplex } from "node:stream"
 import { Effect, Layer } from "effect"
 import { BuildPipelineLive } from "../builds/BuildPipeline.ts"
 import { GitSourceLive } from "../builds/GitSource.ts"
 import { ImageBuilderLive } from "../builds/ImageBuilder.ts"
 import { BuildSettingsLive } from "../builds/settings.ts"
-import { ServerEnv } from "../module.ts"
+import { type RawHttp, ServerEnv } from "../module.ts"
 import { RegistryLive } from "../registry/Registry.ts"
+import { Replicas } from "../replicas/Replicas.ts"
 import { SourceUploadsLive } from "../uploads/SourceUploads.ts"
 import { LocalRuntimeLive } from "../runtime/local/LocalRuntime.ts"
 import { RuntimeRootLive } from "../runtime/local/RuntimeRoot.ts"
 import { RuntimeChoice } from "../runtime/select.ts"
-import { DeploymentControllerLive } from "./controller.ts"
+import { DeploymentController, DeploymentControllerLive } from "./controller.ts"
 import { LocalDeploymentDriver, localDeploymentOptionsFromEnv } from "./drivers/local.ts"
 import { SimulatedDeploymentDriver } from "./drivers/simulated.ts"
 import { DeploymentObservationsLive } from "./Driver.ts"
@@ -81,15 +83,59 @@ export const deploymentController = DeploymentControllerLive
 
 /**
  * The deployments area's raw HTTP: the registry's token realm and the upload URLs, then each
- * deployment's URL, HTTP and WebSocket (a driver that runs nothing sets no route: it answers nothing).
+ * deployment's URL, HTTP and WebSocket (a driver that runs nothing sets no route: it answers
+ * nothing). Several replicas: a `{public}/d/{name}` URL that
+ * matches nothing here may be a deployment another replica started serving a moment ago: the
+ * routes are read again (at most twice a second) and the request matched once more.
  */
 const deploymentHttp = Effect.gen(function* () {
   const proxy = yield* DeploymentProxy
   const sources = yield* sourceHttp
-  return {
-    request: (request: IncomingMessage, response: ServerResponse) => sources.request(request, response) || proxy.handle(request, response),
-    upgrade: proxy.handleUpgrade
+  const replicas = yield* Replicas
+  if (!replicas.shared || replicas.forwarder === undefined) {
+    return {
+      request: (request: IncomingMessage, response: ServerResponse) => sources.request(request, response) || proxy.handle(request, response),
+      upgrade: proxy.handleUpgrade
+    } satisfies RawHttp
   }
+  const { publicUrl } = yield* ServerEnv
+  const controller = yield* DeploymentController
+  const runFork = Effect.runForkWith(yield* Effect.context<never>())
+  const prefix = `${new URL(publicUrl).pathname.replace(/\/+$/, "")}/d/`
+  let last = 0
+  let pending: Promise<void> | undefined
+  const refreshed = (): Promise<void> => {
+    if (pending) return pending
+    if (Date.now() - last < 500) return Promise.resolve()
+    last = Date.now()
+    pending = new Promise<void>((resolve) => runFork(controller.refreshRoutes).addObserver(() => resolve())).finally(() => (pending = undefined))
+    return pending
+  }
+  const notFound = (response: ServerResponse) => {
+    response.writeHead(404, { "content-type": "application/json", "content-length": "22" })
+    response.end('{"detail":"Not Found"}')
+  }
+  return {
+    request: (request: IncomingMessage, response: ServerResponse) => {
+      if (sources.request(request, response) || proxy.handle(request, response)) return true
+      if (!(request.url ?? "").startsWith(prefix)) return false
+      void refreshed().then(() => {
+        if (!proxy.handle(request, response)) {
+          request.resume()
+          notFound(response)
+        }
+      })
+      return true
+    },
+    upgrade: (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+      if (proxy.handleUpgrade(request, socket, head)) return true
+      if (!(request.url ?? "").startsWith(prefix)) return false
+      void refreshed().then(() => {
+        if (!proxy.handleUpgrade(request, socket, head)) socket.end("HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\ncontent-length: 22\r\nconnection: close\r\n\r\n{\"detail\":\"Not Found\"}")
+      })
+      return true
+    }
+  } satisfies RawHttp
 })
 
 export const deploymentsModule = {

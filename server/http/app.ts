@@ -235,7 +235,10 @@ const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true })
 /** Parses and validates the JSON body of a request; `undefined` stands for "no body expected". */
 const decodeBody = (route: CompiledRoute, raw: Buffer, contentType: string | undefined): Result.Result<unknown, ApiError> => {
   if (!route.decodeBody) return Result.succeed(undefined)
-  if (raw.length === 0) return Result.fail(ValidationError.single(["body"], "Field required", "missing"))
+  if (raw.length === 0) {
+    // A body whose every field has a default may be left out: that is asking for the defaults.
+    return route.endpoint.bodyOptional ? Result.mapError(route.decodeBody({}), (issues) => new ValidationError({ issues })) : Result.fail(ValidationError.single(["body"], "Field required", "missing"))
+  }
   if (!isJsonContentType(contentType)) {
     return Result.fail(new UnsupportedMediaType({ message: `Unsupported media type ${JSON.stringify(contentType)}: send application/json` }))
   }

@@ -14,7 +14,7 @@
  *   a `CommandFailed`.
  */
 import { spawn as spawnChild, type ChildProcess } from "node:child_process"
-import type { Readable, Writable } from "node:stream"
+import type { Readable, Stream, Writable } from "node:stream"
 import { Context, Data, Deferred, Duration, Effect, Layer, type Scope } from "effect"
 
 export type CommandFailureKind = "spawn" | "exit" | "signal" | "timeout" | "output"
@@ -92,8 +92,8 @@ export interface SpawnOptions {
   readonly env?: Readonly<Record<string, string>> | undefined
   readonly cleanEnv?: boolean | undefined
   readonly cwd?: string | undefined
-  /** One entry per fd from 0; default `["ignore", "pipe", "pipe"]`. */
-  readonly stdio?: ReadonlyArray<"pipe" | "ignore" | "inherit"> | undefined
+  /** One entry per fd from 0; default `["ignore", "pipe", "pipe"]`. A stream with a descriptor (a socket) is handed to the process as that fd. */
+  readonly stdio?: ReadonlyArray<"pipe" | "ignore" | "inherit" | Stream> | undefined
   /** The signal the process group gets when the scope closes (default SIGTERM)... */
   readonly killSignal?: NodeJS.Signals | undefined
   /** ...and how long it has to exit before SIGKILL (default 2 seconds). */

@@ -44,12 +44,26 @@ export class SandboxDriver extends Context.Service<
   SandboxDriver,
   {
     readonly name: string
+    /**
+     * Its volumes live on this replica's disk (the local runtime): with several replicas, a box
+     * that mounts one runs where it lives. False where volumes are rows only or reachable from
+     * anywhere.
+     */
+    readonly volumesOnThisReplica: boolean
     /** Brings a box up (new, started again, or resumed after a server restart), in the background: what happens is observed. */
     readonly start: (work: BoxWork) => Effect.Effect<void>
     /** Ends the box's processes (its bring-up too, when still under way); its files are kept for a later start. */
     readonly stop: (sandboxId: string) => Effect.Effect<void>
     /** Ends the box's processes and frees its disk; completes once it is gone. */
     readonly teardown: (sandboxId: string) => Effect.Effect<void>
+    /**
+     * At start, before any box is started: settles what a previous process on this data
+     * directory left (it may have been killed). `owned` says, for each box this server is to
+     * run (`"run"`: it is started next, and may be adopted) or to keep (`"keep"`: stopped or
+     * failed, its files kept for a later start); anything a previous process left running of
+     * the rest is ended, and boxes not in `owned` at all are freed from disk.
+     */
+    readonly recover: (owned: ReadonlyMap<string, "run" | "keep">) => Effect.Effect<void>
     /** Volumes: real storage of a size, growable (no-ops for a driver without storage). */
     readonly createVolume: (volumeId: string, sizeBytes: bigint) => Effect.Effect<void, VolumeError>
     readonly resizeVolume: (volumeId: string, sizeBytes: bigint) => Effect.Effect<void, VolumeError>

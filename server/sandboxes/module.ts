@@ -16,6 +16,8 @@ import { snapshotRoutes } from "./routes/snapshots.ts"
 import { templateRoutes } from "./routes/templates.ts"
 import { volumeRoutes } from "./routes/volumes.ts"
 import { makeSandboxRouteContext } from "./routeContext.ts"
+import { volumeCallsHttp } from "./volumeCalls.ts"
+import type { RawHttp } from "../module.ts"
 
 /**
  * The driver and the dataplane over the server's one `LocalRuntimeLive` (the deployment area
@@ -39,5 +41,9 @@ export const sandboxController = SandboxControllerLive
 export const sandboxModule = {
   name: "sandboxes",
   routes: Effect.map(makeSandboxRouteContext, (context) => [...templateRoutes(context), ...volumeRoutes(context), ...poolRoutes(context), ...boxRoutes(context), ...snapshotRoutes(context)]),
-  http: dataplaneHttp
+  // The dataplane's URLs, and the calls other replicas make to the one that holds a volume.
+  http: Effect.map(Effect.all([dataplaneHttp, volumeCallsHttp]), ([dataplane, volumeCalls]) => ({
+    request: (request, response) => volumeCalls.request(request, response) || (dataplane.request?.(request, response) ?? false),
+    ...(dataplane.upgrade ? { upgrade: dataplane.upgrade } : {})
+  }) satisfies RawHttp)
 }

@@ -6,6 +6,8 @@
 import { Effect, Result } from "effect"
 import { fromBytes, generateSandboxName, type Sandbox } from "../../core/index.ts"
 import { ServerEnv } from "../module.ts"
+import { Replicas } from "../replicas/Replicas.ts"
+import { ClusterStore } from "../store/ClusterStore.ts"
 import { PoolStore } from "../store/PoolStore.ts"
 import { QuotaStore } from "../store/QuotaStore.ts"
 import { type SandboxRecord, SandboxStore } from "../store/SandboxStore.ts"
@@ -17,6 +19,7 @@ import { SandboxController } from "./controller.ts"
 import { Dataplane } from "./dataplane/Dataplane.ts"
 import { SandboxDriver } from "./Driver.ts"
 import { effectiveQuota, parseQuota } from "./quota.ts"
+import { makeVolumeOperations } from "./volumeCalls.ts"
 
 /**
  * The image of a box created with neither a template nor a snapshot (the real API's "default
@@ -38,7 +41,11 @@ export const makeSandboxRouteContext = Effect.gen(function* () {
   const controller = yield* SandboxController
   const dataplane = yield* Dataplane
   const driver = yield* SandboxDriver
-  const { config } = yield* ServerEnv
+  const { config, log } = yield* ServerEnv
+  const replicas = yield* Replicas
+  const cluster = yield* ClusterStore
+  /** Grows or deletes a volume on the replica whose disk holds it. */
+  const onVolumeHolder = yield* makeVolumeOperations
 
   // Fail at start, not on the first volume request, when the configured default is not a quantity.
   const configuredQuota = parseQuota(config.storageQuota)
@@ -91,7 +98,7 @@ export const makeSandboxRouteContext = Effect.gen(function* () {
     )
   })
 
-  return { transaction, sandboxStore, volumeStore, templateStore, poolStore, snapshotStore, controller, driver, config, sandboxJson, storage, freeSandboxName, launch, defaultSandboxImage }
+  return { transaction, sandboxStore, volumeStore, templateStore, poolStore, snapshotStore, controller, driver, config, log, replicas, cluster, onVolumeHolder, sandboxJson, storage, freeSandboxName, launch, defaultSandboxImage }
 })
 
 export type SandboxRouteContext = Effect.Success<typeof makeSandboxRouteContext>

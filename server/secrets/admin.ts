@@ -1,6 +1,7 @@
 /**
  * `npm run keys -- secrets rotate`: re-seals every stored secret value, webhook secret and
- * registry password with a new key, in one transaction. Values stored in plaintext (written before encryption was on by
+ * registry password with a new key, and the database's check value of the key (check.ts), in one
+ * transaction. Values stored in plaintext (written before encryption was on by
  * default) are sealed on the way.
  *
  * With the generated key file: the new key goes to `<key file>.next` first, the transaction
@@ -12,10 +13,12 @@
 import { existsSync } from "node:fs"
 import { Effect } from "effect"
 import type { AdminCommand } from "../admin.ts"
+import { ClusterStore } from "../store/ClusterStore.ts"
 import { DeploymentStore } from "../store/DeploymentStore.ts"
 import { IntegrationStore } from "../store/IntegrationStore.ts"
 import { RegistryStore } from "../store/RegistryStore.ts"
 import { Transactions } from "../store/Transactions.ts"
+import { SECRETS_CHECK, sealedCheck } from "./check.ts"
 import { newSecretsKey, promoteNextKey, writeKeyFile } from "./secretsKey.ts"
 import { makeSecretBox } from "./secrets.ts"
 
@@ -48,7 +51,10 @@ export const secretsCommand: AdminCommand = {
           Effect.all({
             secretValues: Effect.flatMap(DeploymentStore, (store) => store.resealSecrets(reseal)),
             webhookSecrets: Effect.flatMap(IntegrationStore, (store) => store.resealWebhookSecrets(reseal)),
-            registryPasswords: Effect.flatMap(RegistryStore, (store) => store.resealRegistryPasswords(reseal))
+            registryPasswords: Effect.flatMap(RegistryStore, (store) => store.resealRegistryPasswords(reseal)),
+            // The check every replica opens at start (check.ts): sealed with the new key, so a
+            // replica still on the old key refuses to start instead of sealing with it.
+            check: Effect.flatMap(ClusterStore, (store) => store.putSetting(SECRETS_CHECK, sealedCheck(newKey)))
           })
         )
       })

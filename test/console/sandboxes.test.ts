@@ -174,4 +174,23 @@ describe("console: a box's terminal on the local runtime", () => {
     await browser.screenshot("console-terminal")
     expect(browser.pageErrors).toEqual([])
   })
+
+  it("shows a box that failed with its cause, and offers no terminal for it", async () => {
+    await ok(server.request("POST", "/v2/sandboxes/templates", { body: { name: "missing", image: "nosuchimage:1", resources: { cpu: "500m", memory: "256Mi" } } }))
+    const created = await server.request("POST", "/v2/sandboxes/boxes", { body: { template_name: "missing", name: "broken", wait_for_ready: true, timeout: 60 } })
+    expect(created.status).toBe(422)
+    const { page } = browser
+    await page.click("nav >> text=Sandboxes")
+    const row = page.locator('#boxes tr[data-name="broken"]')
+    await row.locator("[data-status=failed]").waitFor()
+    expect(await row.textContent()).toContain("image pull failed: pull docker.io/library/nosuchimage:1")
+    expect(await row.textContent()).toContain("none (failed)")
+    await row.locator("a").click()
+    const notice = page.locator("#box-failed")
+    await notice.waitFor()
+    expect(await notice.textContent()).toContain(`through the Docker Hub mirror ${mirror.host}`)
+    expect(await page.locator("#terminal").count()).toBe(0)
+    await browser.screenshot("console-box-failed")
+    expect(browser.pageErrors).toEqual([])
+  })
 })

@@ -81,7 +81,7 @@ beforeAll(async () => {
 }, 900_000)
 
 afterAll(async () => {
-  const { running, closed } = await closeLocalServer(server, database.dir, 120_000)
+  const { running, leftCgroups, closed } = await closeLocalServer(server, database.dir, 120_000)
   await git?.stop()
   await registry?.stop()
   for (const key of ["SLIPWAY_INSECURE_REGISTRIES", "SLIPWAY_DEPLOY_DRAIN_MS"]) {
@@ -91,6 +91,7 @@ afterAll(async () => {
   database.remove()
   if (closed) throw closed
   expect(running).toEqual([])
+  expect(leftCgroups).toEqual([])
 }, 300_000)
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
@@ -147,7 +148,26 @@ describe("a gitrepo deployment built and served by the local runtime", () => {
     expect(created.status, JSON.stringify(created.body)).toBe(201)
     deploymentId = created.body.id
     const started = Date.now()
+    // The build log as the CLI follows it: pages of what came since the last `next_offset`.
+    const pages: Array<ReadonlyArray<string>> = []
+    let following = true
+    const follower = (async () => {
+      let offset: string | undefined
+      const page = async () => {
+        const { body } = await request("POST", `/v1/projects/${deploymentId}/revisions/${created.body.latest_revision_id}/build_logs`, {
+          body: { order: "asc", limit: 50, ...(offset ? { offset } : {}) }
+        })
+        pages.push((body.logs as Array<{ message: string }>).map((entry) => entry.message))
+        offset = body.next_offset ?? offset
+        return body.logs.length as number
+      }
+      while (following) if ((await page()) < 50) await sleep(200)
+      // What came after the last poll.
+      while ((await page()) === 50);
+    })()
     const seen = await waitRevision(deploymentId, created.body.latest_revision_id)
+    following = false
+    await follower
     console.log(`first build and rollout: ${((Date.now() - started) / 1000).toFixed(1)} s; ${seen.messages.join(" → ")}`)
     expect(seen.last.status, seen.last.status_message).toBe("DEPLOYED")
     // Every state seen was the next one of a build's path (a poll may miss a short one), building included.
@@ -158,6 +178,9 @@ describe("a gitrepo deployment built and served by the local runtime", () => {
     expect(seen.last.source_revision_config.repo_commit_sha).toBe(repo.commits[0])
 
     const log = await buildLog(deploymentId, created.body.latest_revision_id)
+    // It streamed: many polls brought new lines while it built, and the pages add up to the log, no line twice.
+    expect(pages.filter((page) => page.length > 0).length).toBeGreaterThan(5)
+    expect(pages.flat()).toEqual(log)
     expect(log).toContain(`checked out commit ${repo.commits[0]}`)
     expect(log).toContain("STEP 5/8: RUN npm ci")
     expect(log.some((line) => /^added \d+ packages/.test(line))).toBe(true)
@@ -173,13 +196,14 @@ describe("a gitrepo deployment built and served by the local runtime", () => {
   it("a push builds the pushed commit and switches to it with no failed request", async () => {
     expect(deploymentId, "the first test deployed").toBeDefined()
     const [sha] = await repo.push([{ files: { "src/agent.ts": agentSource("v2") }, message: "agent v2" }])
-    const answers: Array<string> = []
+    const answers: Array<{ readonly sent: number; readonly answer: string }> = []
     const failures: Array<string> = []
     let polling = true
     const poller = (async () => {
       while (polling) {
+        const sent = Date.now()
         try {
-          answers.push((await ask(name, "poll")).answer ?? "(none)")
+          answers.push({ sent, answer: (await ask(name, "poll")).answer ?? "(none)" })
         } catch (error) {
           failures.push(String((error as Error).message ?? error))
         }
@@ -188,17 +212,23 @@ describe("a gitrepo deployment built and served by the local runtime", () => {
     const started = Date.now()
     const [revisionId] = await deliverPush(sha!)
     const seen = await waitRevision(deploymentId, revisionId!)
-    const seconds = (Date.now() - started) / 1000
-    await sleep(1000)
+    const deployedAt = Date.now()
+    const seconds = (deployedAt - started) / 1000
+    // A few more requests, all sent after DEPLOYED.
+    const deadline = Date.now() + 60_000
+    while (answers.filter((a) => a.sent > deployedAt).length < 3 && failures.length === 0 && Date.now() < deadline) await sleep(100)
     polling = false
     await poller
     console.log(`source-only push to DEPLOYED: ${seconds.toFixed(1)} s, ${answers.length} requests during it`)
     expect(seen.last.status, seen.last.status_message).toBe("DEPLOYED")
     expect(seen.last.source_revision_config.repo_commit_sha).toBe(sha)
     expect(failures).toEqual([])
-    expect(answers[0]).toBe("slipway v1 answers: POLL")
-    expect(answers.at(-1)).toBe("slipway v2 answers: POLL")
-    expect(new Set(answers)).toEqual(new Set(["slipway v1 answers: POLL", "slipway v2 answers: POLL"]))
+    expect(answers[0]!.answer).toBe("slipway v1 answers: POLL")
+    expect(new Set(answers.map((a) => a.answer))).toEqual(new Set(["slipway v1 answers: POLL", "slipway v2 answers: POLL"]))
+    // Once DEPLOYED, every request is the new revision's (one in flight at the switch finishes on the old).
+    const after = answers.filter((a) => a.sent > deployedAt)
+    expect(after.length).toBeGreaterThan(0)
+    expect(after.every((a) => a.answer === "slipway v2 answers: POLL")).toBe(true)
     // A source-only push reused every layer before ADD (the config's dockerfile_lines), not ADD's.
     const log = await buildLog(deploymentId, revisionId!)
     expect(log.some((line) => /^STEP 2\/8 done in .* \(cached\)$/.test(line))).toBe(true)

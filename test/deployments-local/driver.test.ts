@@ -3,7 +3,8 @@
  * (Debian's docker-registry) serving test images built here, real boxes, Slipway's own
  * PostgreSQL and a Redis per deployment. Asserts the states and their messages, the deployment
  * URL (also during a rollout between two healthy revisions), DEPLOY_FAILED for a crash and a
- * health timeout, the CLI's log endpoints, a server restart and delete.
+ * health timeout, the CLI's log endpoints, a server restart and delete, from a data directory
+ * deeper than a unix socket path may be long.
  */
 import { join } from "node:path"
 import { existsSync, readdirSync } from "node:fs"
@@ -21,13 +22,16 @@ import { buildTestImages, pushTestImages, removeTestImages, type TestImageRefs }
 import { startRegistry, type TestRegistry } from "../support/registry.ts"
 import { makeRequester, TEST_KEY, tempDatabasePath } from "../support/server.ts"
 import { closeLocalServer } from "./closeLocalServer.ts"
+import { slipway } from "../cli/run.ts"
 import { openDatabases } from "./openDatabases.ts"
 
 let registry: TestRegistry
 let refs: TestImageRefs
 /** busybox serving /tmp/www: `ok`, `version` (the VERSION secret) and `env` (its environment). */
 let versioned: string
-const database = tempDatabasePath("deploylocal")
+// Deep on purpose: every unix socket of the runtime (port bridges, egress, PostgreSQL) must work
+// whatever the data directory's length (a socket path has at most 107 bytes).
+const database = tempDatabasePath("deploylocal", { deep: true })
 type Server = Awaited<ReturnType<typeof startServer>>
 let server: Server
 let request: ReturnType<typeof makeRequester>
@@ -63,8 +67,9 @@ beforeAll(async () => {
 }, 180_000)
 
 afterAll(async () => {
-  // Whatever a failure left: boxes, then the database servers.
-  const { running, closed } = await closeLocalServer(server, database.dir)
+  // A stopped server leaves no cgroup of its own behind (its boxes' nor their empty parent); then
+  // whatever a failure left: boxes, the database servers.
+  const { running, closed, leftCgroups } = await closeLocalServer(server, database.dir)
   await registry?.stop()
   removeTestImages()
   for (const key of ["SLIPWAY_INSECURE_REGISTRIES", "SLIPWAY_DEPLOY_HEALTH_TIMEOUT_MS", "SLIPWAY_DEPLOY_DRAIN_MS"]) {
@@ -75,6 +80,7 @@ afterAll(async () => {
   if (closed) throw closed
   // Nothing of the server's is left running.
   expect(running).toEqual([])
+  expect(leftCgroups).toEqual([])
 }, 180_000)
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
@@ -201,6 +207,8 @@ describe("a revision runs, serves and logs", () => {
     expect(seen.last.status_message).toMatch(/exited \(exit code 1\) before it was healthy: crash: exiting at once/)
     const answer = await get("crasher", "/ok")
     expect(answer.status).toBe(503)
+    // Its database was provisioned, but nothing deployed: the deployment is not READY (design.md §5).
+    expect((await request("GET", `/v2/deployments/${d.id}`)).body).toMatchObject({ status: "AWAITING_DATABASE", active_revision_id: null })
     expect(await replicaBoxes(d.latest_revision_id)).toHaveLength(0)
   }, 120_000)
 
@@ -306,15 +314,20 @@ describe("rollout", () => {
     expect(await replicaBoxes(app.v1)).toHaveLength(0)
   }, 180_000)
 
-  it("redeploy of the older revision starts it again and switches to it", async () => {
+  it("redeploy of the older revision starts it again and answers once the URL serves it; so does slipway rollback", async () => {
+    // The older revision's replicas are gone: the redeploy starts them, and answers only once they serve.
+    expect(await replicaBoxes(app.v1)).toHaveLength(0)
     const r = await request("POST", `/v2/deployments/${app.id}/revisions/${app.v1}/redeploy`)
-    expect(r.status).toBe(200)
-    const deadline = Date.now() + 30_000
-    while ((await get("agent", "/version")).text !== "v1" && Date.now() < deadline) await sleep(100)
-    expect(await get("agent", "/version")).toEqual({ status: 200, text: "v1" })
-    const back = await request("POST", `/v2/deployments/${app.id}/revisions/${app.v2}/redeploy`)
-    expect(back.status).toBe(200)
-    while ((await get("agent", "/version")).text !== "v2" && Date.now() < deadline + 30_000) await sleep(100)
+    expect(r.status, JSON.stringify(r.body)).toBe(200)
+    expect(r.body.active_revision_id).toBe(app.v1)
+    for (let i = 0; i < 5; i++) expect(await get("agent", "/version")).toEqual({ status: 200, text: "v1" })
+    // The CLI's rollback (to the newer one here) waits the same way: served when it exits.
+    const rollback = await slipway(["rollback", "agent", "--to", app.v2!], { SLIPWAY_URL: server.url, SLIPWAY_API_KEY: TEST_KEY })
+    expect(rollback.code, rollback.stderr).toBe(0)
+    for (let i = 0; i < 5; i++) expect(await get("agent", "/version")).toEqual({ status: 200, text: "v2" })
+    // Redeploying what already serves answers at once.
+    const again = await request("POST", `/v2/deployments/${app.id}/revisions/${app.v2}/redeploy`)
+    expect(again.status).toBe(200)
     expect(await get("agent", "/version")).toEqual({ status: 200, text: "v2" })
   }, 90_000)
 })

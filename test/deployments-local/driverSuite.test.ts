@@ -18,6 +18,7 @@ import { storesFor } from "../../server/store/index.ts"
 import { DeploymentProxyLive } from "../../server/deployments/local/proxy.ts"
 import { makeLogger } from "../../server/log.ts"
 import { ServerEnv } from "../../server/module.ts"
+import { layerSingleReplica } from "../../server/replicas/Replicas.ts"
 import { LocalRuntimeLive } from "../../server/runtime/local/LocalRuntime.ts"
 import { deploymentDriverSuite, type SuiteServices } from "../runtime/deploymentDriver.suite.ts"
 import { pushTestImages, removeTestImages, type TestImageRefs } from "../support/images.ts"
@@ -59,7 +60,7 @@ const driver = () =>
     Layer.provide(deploymentSourcesForTests(database.path, makeLogger("silent"))),
     Layer.provide(LocalRuntimeLive),
     Layer.provide(Layer.orDie(storesFor({ databasePath: database.path, databaseUrl: undefined }))),
-    Layer.provide(env),
+    Layer.provide(Layer.mergeAll(env, layerSingleReplica())),
     Layer.fresh
   )
 

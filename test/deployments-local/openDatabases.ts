@@ -10,7 +10,7 @@ export const openDatabases = async (options: DeploymentDatabasesOptions) => {
   return {
     provision: (id: string, o?: ProvisionOptions) => Effect.runPromise(service.provision(id, o)),
     release: (id: string) => Effect.runPromise(service.release(id)),
-    recover: () => Effect.runPromise(service.recover),
+    recover: () => Effect.runPromise(service.recover()),
     close: () => Effect.runPromise(Scope.close(scope, Exit.void))
   }
 }

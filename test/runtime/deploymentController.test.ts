@@ -13,10 +13,11 @@ import { TestClock } from "effect/testing"
 import { afterAll } from "vitest"
 import { defaultConfig } from "../../server/config.ts"
 import { DeploymentController, DeploymentControllerLive } from "../../server/deployments/controller.ts"
-import { DeploymentObservationsLive } from "../../server/deployments/Driver.ts"
+import { DeploymentObservations, DeploymentObservationsLive } from "../../server/deployments/Driver.ts"
 import { SimulatedDeploymentDriver } from "../../server/deployments/drivers/simulated.ts"
 import { makeLogger } from "../../server/log.ts"
 import { ServerEnv } from "../../server/module.ts"
+import { layerSingleReplica } from "../../server/replicas/Replicas.ts"
 import { DeploymentStore } from "../../server/store/DeploymentStore.ts"
 import type { Stores } from "../../server/store/index.ts"
 import { KeyStore } from "../../server/store/KeyStore.ts"
@@ -35,14 +36,14 @@ const env = Layer.succeed(ServerEnv, { config: defaultConfig, log, publicUrl: "h
 const sources = deploymentSourcesForTests(join(dir, "uploads.db"), log)
 
 /** A fresh file; `seed` runs before the controller starts (what a previous process left). */
-const withController = <A, E>(seed: Effect.Effect<unknown, unknown, Stores>, test: Effect.Effect<A, E, Stores | DeploymentController>) => {
+const withController = <A, E>(seed: Effect.Effect<unknown, unknown, Stores>, test: Effect.Effect<A, E, Stores | DeploymentController | DeploymentObservations>) => {
   const stores = Layer.fresh(SqliteStores({ path: join(dir, `${randomUUID()}.db`) }))
   const seeded = Layer.effectDiscard(Effect.orDie(seed)).pipe(Layer.provideMerge(stores))
   const controller = DeploymentControllerLive.pipe(
     Layer.provide(SimulatedDeploymentDriver({ stepMs })),
-    Layer.provide(DeploymentObservationsLive),
+    Layer.provideMerge(DeploymentObservationsLive),
     Layer.provide(sources),
-    Layer.provide(env)
+    Layer.provide(Layer.mergeAll(env, layerSingleReplica()))
   )
   return Effect.provide(test, controller.pipe(Layer.provideMerge(seeded)))
 }
@@ -77,6 +78,25 @@ describe("deployment controller", () => {
           expect((yield* revisions.revision(item.tenantId, item.deploymentId, item.revisionId))).toMatchObject({ status: "DEPLOYED", status_message: "Deployed" })
           expect(yield* store.deployment(item.tenantId, item.deploymentId)).toMatchObject({ status: "READY", active_revision_id: item.revisionId })
         }
+      })
+    )
+  })
+
+  it.effect("a deployment whose database is ready but whose only revision failed stays AWAITING_DATABASE (it serves nothing)", () => {
+    const seeded = { tenantId: "", deploymentId: "", revisionId: "" }
+    const seed = Effect.gen(function* () {
+      const tenantId = yield* tenant
+      const { deployment, revision } = deploymentWithRevision(tenantId)
+      yield* (yield* DeploymentStore).createDeployment(deployment, { ...revision, status: "DEPLOY_FAILED", status_message: "replica exited" }, randomUUID())
+      Object.assign(seeded, { tenantId, deploymentId: deployment.id, revisionId: revision.id })
+    })
+    return withController(
+      seed,
+      Effect.gen(function* () {
+        const channel = yield* DeploymentObservations
+        // The local runtime provisions the database beside the rollout and says so.
+        expect(yield* channel.report([{ _tag: "Database", tenantId: seeded.tenantId, deploymentId: seeded.deploymentId, ready: true }])).toEqual([true])
+        expect(yield* (yield* DeploymentStore).deployment(seeded.tenantId, seeded.deploymentId)).toMatchObject({ status: "AWAITING_DATABASE", active_revision_id: null })
       })
     )
   })

@@ -6,7 +6,7 @@
  */
 import { randomUUID } from "node:crypto"
 import { expect, it } from "@effect/vitest"
-import { Clock, Deferred, Effect, type Scope } from "effect"
+import { Clock, Deferred, Effect, Exit, type Scope } from "effect"
 import type { RevisionStatus } from "../../core/index.ts"
 import { DeploymentDriver, DeploymentObservations, type Observation, type RevisionWork } from "../../server/deployments/Driver.ts"
 
@@ -133,6 +133,23 @@ export const deploymentDriverSuite = (name: string, provide: <A, E>(effect: Effe
         const revision = work(options.healthyImage, yield* Clock.currentTimeMillis, "DEPLOYED")
         yield* driver.serve([revision], { restore: false })
         yield* options.advance(options.settleMs)
+        expect(seen.filter((observation) => observation.revisionId === revision.revisionId)).toEqual([])
+      })
+    )
+  )
+
+  it.effect(`${name}: awaitServing completes once the revision served again is what the URL routes to`, () =>
+    provide(
+      Effect.gen(function* () {
+        const { driver, seen } = yield* recording()
+        const revision = work(options.healthyImage, yield* Clock.currentTimeMillis, "DEPLOYED")
+        yield* driver.serve([revision], { restore: false })
+        const waiting = yield* Effect.forkChild(driver.awaitServing(revision))
+        yield* options.advance(options.settleMs)
+        const exit = waiting.pollUnsafe()
+        expect(exit !== undefined && Exit.isSuccess(exit), String(exit)).toBe(true)
+        // Asked again once it serves: at once, and nothing was started twice or reported.
+        expect(Exit.isSuccess(yield* Effect.exit(driver.awaitServing(revision)))).toBe(true)
         expect(seen.filter((observation) => observation.revisionId === revision.revisionId)).toEqual([])
       })
     )

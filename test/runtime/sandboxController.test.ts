@@ -15,6 +15,7 @@ import { afterAll } from "vitest"
 import { defaultConfig } from "../../server/config.ts"
 import { makeLogger } from "../../server/log.ts"
 import { ServerEnv } from "../../server/module.ts"
+import { layerSingleReplica } from "../../server/replicas/Replicas.ts"
 import { SandboxController, SandboxControllerLive } from "../../server/sandboxes/controller.ts"
 import { UnavailableDataplane } from "../../server/sandboxes/dataplane/Dataplane.ts"
 import { SandboxObservationsLive } from "../../server/sandboxes/Driver.ts"
@@ -36,7 +37,7 @@ const withController = <A, E>(seed: Effect.Effect<unknown, unknown, SandboxStore
   const seeded = Layer.effectDiscard(Effect.orDie(seed)).pipe(Layer.provideMerge(stores))
   const controller = SandboxControllerLive.pipe(
     Layer.provide(Layer.mergeAll(SimulatedSandboxDriver, UnavailableDataplane).pipe(Layer.provideMerge(SandboxObservationsLive))),
-    Layer.provide(env)
+    Layer.provide(Layer.mergeAll(env, layerSingleReplica()))
   )
   return Effect.provide(test, controller.pipe(Layer.provideMerge(seeded)))
 }

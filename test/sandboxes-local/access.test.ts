@@ -51,8 +51,15 @@ const databaseBytes = () => [t.databasePath, `${t.databasePath}-wal`].filter(exi
 
 const privateImage = () => testImageRefs(privateRegistry.host).busybox
 
+/** A box created with wait_for_ready, as it is then: ready (201), or failed (422 ImagePull naming why; the box stays, failed). */
 const createBox = async (template: string, name: string, key = t.key) => {
   const created = await t.request("POST", "/v2/sandboxes/boxes", { key, body: { template_name: template, name, wait_for_ready: true, timeout: 120 } })
+  if (created.status === 422) {
+    expect(created.body.detail.error).toBe("ImagePull")
+    const box = (await t.request("GET", `/v2/sandboxes/boxes/${name}`, { key })).body
+    expect(created.body.detail.message).toBe(`sandbox ${name} failed: ${box.status_message}`)
+    return box as { id: string; name: string; status: string; status_message: string | null }
+  }
   expect(created.status).toBe(201)
   return created.body as { id: string; name: string; status: string; status_message: string | null }
 }

@@ -4,23 +4,33 @@
  * busybox image the tests build), and the published npm `langsmith` sandbox clients, unmodified,
  * doing their main job: create a template and a sandbox, run commands, write and read files.
  */
+import { randomBytes } from "node:crypto"
+import { dirname, join } from "node:path"
 import * as Current from "langsmith/sandbox"
+import { handleSandboxCreationError } from "langsmith/lib/sandbox/helpers.mjs"
 import * as Legacy from "langsmith-05/experimental/sandbox"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { makeLogger } from "../../server/log.ts"
+import { cgroupParentFor } from "../../server/runtime/local/RuntimeRoot.ts"
+import { cgroupDirsNamed } from "../runtime/local/harness.ts"
 import { type ImageMirror, startImageMirror } from "../support/mirror.ts"
 import { startTestServer, type TestServer } from "../support/server.ts"
 
 let mirror: ImageMirror
 let t: TestServer
+const logs: Array<string> = []
 
 beforeAll(async () => {
   mirror = await startImageMirror()
-  t = await startTestServer({ runtime: "local" })
+  t = await startTestServer({ runtime: "local", logger: makeLogger("info", (line) => void logs.push(line)) })
 }, 180_000)
 
 afterAll(async () => {
+  const cgroupParent = t && cgroupParentFor(join(dirname(t.databasePath), "runtime"))
   await t?.close()
   await mirror?.stop()
+  // A stopped server leaves no cgroup of its own behind (its boxes' nor their empty parent).
+  if (cgroupParent) expect(cgroupDirsNamed(cgroupParent)).toEqual([])
 }, 60_000)
 
 const legacy = () => new Legacy.SandboxClient({ apiKey: t.key, apiEndpoint: `${t.url}/v2/sandboxes` })
@@ -54,6 +64,91 @@ describe("langsmith@0.12.0 langsmith/sandbox against the local runtime", () => {
     await sandbox.write("data/x.bin", new Uint8Array([0, 1, 2, 255]))
     expect(Array.from(await sandbox.read("data/x.bin"))).toEqual([0, 1, 2, 255])
   })
+})
+
+describe("large files", () => {
+  it("a download of 1 MiB or more is relayed from the box to the client (whole, ranged, exact bytes); the langsmith client reads it", async () => {
+    const box = (await t.request("GET", "/v2/sandboxes/boxes/py-one")).body
+    const content = randomBytes(3 * 1024 * 1024 + 17)
+    const form = new FormData()
+    form.append("file", new Blob([content]), "big.bin")
+    const uploaded = await fetch(`${box.dataplane_url}/upload?path=/home/user/big.bin`, { method: "POST", headers: { "x-api-key": t.key }, body: form })
+    expect(uploaded.status).toBe(200)
+    const whole = await fetch(`${box.dataplane_url}/download?path=/home/user/big.bin`, { headers: { "x-api-key": t.key } })
+    expect(whole.status).toBe(200)
+    // The relay wrote the body on the connection, which is then not reused.
+    expect(whole.headers.get("connection")).toBe("close")
+    expect(whole.headers.get("content-length")).toBe(String(content.length))
+    expect(Buffer.from(await whole.arrayBuffer()).equals(content)).toBe(true)
+    const start = 1024 * 1024 + 5
+    const ranged = await fetch(`${box.dataplane_url}/download?path=/home/user/big.bin`, { headers: { "x-api-key": t.key, range: `bytes=${start}-` } })
+    expect(ranged.status).toBe(206)
+    expect(ranged.headers.get("content-range")).toBe(`bytes ${start}-${content.length - 1}/${content.length}`)
+    expect(Buffer.from(await ranged.arrayBuffer()).equals(content.subarray(start))).toBe(true)
+    // A small one goes the ordinary way (keep-alive).
+    const small = await fetch(`${box.dataplane_url}/download?path=/home/user/big.bin`, { headers: { "x-api-key": t.key, range: "bytes=0-99" } })
+    expect(small.headers.get("connection")).not.toBe("close")
+    expect(Buffer.from(await small.arrayBuffer()).equals(content.subarray(0, 100))).toBe(true)
+    const sandbox = await new Current.SandboxClient({ apiKey: t.key, apiEndpoint: `${t.url}/v2/sandboxes`, maxRetries: 0 }).getSandbox("py-one")
+    expect(Buffer.from(await sandbox.read("/home/user/big.bin")).equals(content)).toBe(true)
+    expect(await sandbox.run("rm /home/user/big.bin && echo gone")).toMatchObject({ stdout: "gone\n" })
+  }, 60_000)
+})
+
+describe("a sandbox whose image cannot be pulled", () => {
+  it("the start-up log names the registry mirror and the insecure registries in force", () => {
+    const line = logs.find((entry) => entry.includes("image registries"))
+    expect(line).toBeDefined()
+    expect(line).toContain(mirror.host)
+    expect(JSON.parse(line!)).toMatchObject({ mirror: mirror.host, insecure_registries: [mirror.host] })
+  })
+
+  it("createSandbox fails with the pull error (naming the mirror); commands get that error, not a retry; a retry with the same name works", async () => {
+    const client = legacy()
+    await client.createTemplate("missing", { image: "nosuchimage:1", cpu: "500m", memory: "256Mi", storage: "256Mi" })
+    // The create as the clients send it, its answer read by the current client's own handler (its
+    // createSandbox names snapshots, not templates; 0.5.21's reads a 422's body twice and throws a TypeError).
+    const response = await fetch(`${t.url}/v2/sandboxes/boxes`, {
+      method: "POST",
+      headers: { "x-api-key": t.key, "content-type": "application/json" },
+      body: JSON.stringify({ template_name: "missing", name: "broken", wait_for_ready: true, timeout: 60 })
+    })
+    expect(response.status).toBe(422)
+    const failure = await handleSandboxCreationError(response).then(
+      () => undefined,
+      (error: unknown) => error
+    )
+    expect(failure).toBeInstanceOf(Current.LangSmithSandboxCreationError)
+    expect((failure as Current.LangSmithSandboxCreationError).errorType).toBe("ImagePull")
+    expect((failure as Error).message).toMatch(/^sandbox broken failed: image pull failed: pull docker\.io\/library\/nosuchimage:1: (manifest unknown|not found)/)
+    expect((failure as Error).message).toContain(`through the Docker Hub mirror ${mirror.host}`)
+    const status = (await t.request("GET", "/v2/sandboxes/boxes/broken/status")).body
+    expect(status.status).toBe("failed")
+
+    // A command on the failed box: a clear error carrying status_message, and the box is not started again.
+    const box = (await t.request("GET", "/v2/sandboxes/boxes/broken")).body
+    const refused = await fetch(`${box.dataplane_url}/execute`, {
+      method: "POST",
+      headers: { "x-api-key": t.key, "content-type": "application/json" },
+      body: JSON.stringify({ command: "true", timeout: 10 })
+    })
+    expect(refused.status).toBe(400)
+    expect(await refused.json()).toEqual({
+      detail: { error: "NotReady", message: expect.stringContaining(`Sandbox broken failed: ${status.status_message}`), status: "failed", status_message: status.status_message }
+    })
+    // The current client runs commands over WebSocket: the refusal's text reaches it as the protocol's error frame.
+    const current = new Current.SandboxClient({ apiKey: t.key, apiEndpoint: `${t.url}/v2/sandboxes`, maxRetries: 0 })
+    await expect((await current.getSandbox("broken")).run("true")).rejects.toThrow(/Sandbox broken failed: image pull failed/)
+    // The legacy client refuses a box that is not ready itself, from the status the API answers.
+    await expect((await client.getSandbox("broken")).run("true")).rejects.toThrow(/status: failed/)
+    expect((await t.request("GET", "/v2/sandboxes/boxes/broken/status")).body).toEqual(status)
+
+    // The same name again, from a template that works: the failed box is replaced.
+    const retried = await client.createSandbox("py", { name: "broken", timeout: 120 })
+    expect(retried.id).not.toBe(box.id)
+    expect(await retried.run("echo back")).toMatchObject({ stdout: "back\n", exit_code: 0 })
+    expect((await t.request("DELETE", "/v2/sandboxes/boxes/broken")).status).toBe(204)
+  }, 180_000)
 })
 
 describe("the dataplane's tenancy", () => {

@@ -1,10 +1,11 @@
 /**
  * The key that seals secrets at rest: generated once beside the database (0600), shared by
  * processes starting together, opened with the key of an unfinished rotation too; and
- * `secrets rotate` with SLIPWAY_SECRETS_KEY set re-seals with SLIPWAY_NEW_SECRETS_KEY.
+ * `secrets rotate` with SLIPWAY_SECRETS_KEY set re-seals with SLIPWAY_NEW_SECRETS_KEY, the
+ * database's check value of the key included (a server with another key is refused at start).
  */
 import { execFile } from "node:child_process"
-import { readFileSync, statSync, writeFileSync } from "node:fs"
+import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { promisify } from "node:util"
 import Database from "better-sqlite3"
@@ -25,6 +26,48 @@ describe("resolveSecretsKeys", () => {
       expect(results[0]!.key).toMatch(/^[0-9a-f]{64}$/)
       expect(statSync(secretsKeyPath(database.path)).mode & 0o777).toBe(0o600)
       expect(resolveSecretsKeys({ databasePath: ":memory:", secretsKey: undefined }).source).toBe("memory")
+    } finally {
+      database.remove()
+    }
+  })
+
+  it("on PostgreSQL (DATABASE_URL) takes SLIPWAY_SECRETS_KEY and creates no key file beside DATABASE_PATH; a key file already there is still read", () => {
+    const database = tempDatabasePath("slipway-keyfile")
+    const databaseUrl = "postgres://slipway@127.0.0.1:5432/slipway"
+    try {
+      expect(() => resolveSecretsKeys({ databasePath: database.path, databaseUrl, secretsKey: undefined })).toThrow(/DATABASE_URL is set, so SLIPWAY_SECRETS_KEY must be too/)
+      expect(existsSync(secretsKeyPath(database.path))).toBe(false)
+      expect(resolveSecretsKeys({ databasePath: database.path, databaseUrl, secretsKey: "shared" })).toMatchObject({ key: "shared", source: "env" })
+      expect(existsSync(secretsKeyPath(database.path))).toBe(false)
+      // Made by an earlier version (or for SQLite before a move to PostgreSQL): its sealed values stay readable.
+      const made = resolveSecretsKeys({ databasePath: database.path, secretsKey: undefined })
+      expect(resolveSecretsKeys({ databasePath: database.path, databaseUrl, secretsKey: undefined })).toMatchObject({ key: made.key, source: "file", created: false })
+    } finally {
+      database.remove()
+    }
+  })
+
+  it("a server that cannot listen (a bad HOST) or has no key for its PostgreSQL database writes no key file", async () => {
+    const database = tempDatabasePath("slipway-keyfile")
+    try {
+      await expect(startServer({ port: 0, host: "203.0.113.1", databasePath: database.path, apiKey: TEST_KEY, secretsKey: undefined, logLevel: "silent" })).rejects.toThrow(/EADDRNOTAVAIL/)
+      expect(existsSync(secretsKeyPath(database.path))).toBe(false)
+      await expect(
+        startServer({ port: 0, databasePath: database.path, databaseUrl: "postgres://slipway@127.0.0.1:1/slipway", apiKey: TEST_KEY, secretsKey: undefined, logLevel: "silent" })
+      ).rejects.toThrow(/SLIPWAY_SECRETS_KEY must be too/)
+      expect(existsSync(secretsKeyPath(database.path))).toBe(false)
+      // `npm start` says so in one line and exits 2, before it opens anything.
+      const started = await promisify(execFile)(process.execPath, ["server/main.ts"], {
+        cwd: join(import.meta.dirname, "../.."),
+        env: { PATH: process.env.PATH ?? "", DATABASE_PATH: database.path, DATABASE_URL: "postgres://slipway@127.0.0.1:1/slipway", PORT: "0" },
+        encoding: "utf8"
+      }).then(
+        () => ({ code: 0, stderr: "" }),
+        (error: { code: number; stderr: string }) => error
+      )
+      expect(started.code).toBe(2)
+      expect(started.stderr.trim()).toMatch(/^slipway: DATABASE_URL is set, so SLIPWAY_SECRETS_KEY must be too/)
+      expect(existsSync(secretsKeyPath(database.path))).toBe(false)
     } finally {
       database.remove()
     }
@@ -60,6 +103,8 @@ describe("npm run keys -- secrets rotate with SLIPWAY_SECRETS_KEY", () => {
         })
       ).body
       await server.close()
+      // Another key on the same database is refused before anything runs.
+      await expect(startServer({ port: 0, databasePath: database.path, apiKey: TEST_KEY, secretsKey: newKey, logLevel: "silent" })).rejects.toThrow(/secrets check value/)
       const run = (env: Record<string, string>) =>
         promisify(execFile)(process.execPath, ["server/keys.ts", "secrets", "rotate"], {
           cwd: join(import.meta.dirname, "../.."),
@@ -76,6 +121,10 @@ describe("npm run keys -- secrets rotate with SLIPWAY_SECRETS_KEY", () => {
       expect(makeSecretBox(newKey).open(stored)).toBe("the-value")
       expect(() => makeSecretBox(oldKey).open(stored)).toThrow()
 
+      // The database's check value was re-sealed with the rest: the old key is refused at start now.
+      await expect(startServer({ port: 0, databasePath: database.path, apiKey: TEST_KEY, secretsKey: oldKey, logLevel: "silent" })).rejects.toThrow(
+        /cannot open the database's secrets check value[^]*Set the same SLIPWAY_SECRETS_KEY on every replica/
+      )
       server = await startServer({ port: 0, databasePath: database.path, apiKey: TEST_KEY, secretsKey: newKey, logLevel: "silent" })
       const patched = await makeRequester(server.url, TEST_KEY)("PATCH", `/v2/deployments/${created.id}`, { body: { secrets: [{ name: "S", value: "********" }, { name: "T", value: "t" }] } })
       expect(patched.status, JSON.stringify(patched.body)).toBe(200)

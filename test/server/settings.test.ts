@@ -99,6 +99,8 @@ const badValues = async (): Promise<Record<string, { readonly value: string; rea
     SLIPWAY_UNAUTHENTICATED_MAX_BODY: { value: "10", says: /SLIPWAY_UNAUTHENTICATED_MAX_BODY must be an integer between 1024/ },
     SLIPWAY_SHUTDOWN_GRACE_MS: { value: "soon", says: /SLIPWAY_SHUTDOWN_GRACE_MS must be an integer/ },
     SLIPWAY_METRICS_TOKEN: { value: "short", says: /SLIPWAY_METRICS_TOKEN must be at least 16 characters/ },
+    SLIPWAY_INTERNAL_URL: { value: "replica-2:8080", says: /SLIPWAY_INTERNAL_URL must be an http:\/\/ or https:\/\/ URL/ },
+    SLIPWAY_INTERNAL_TOKEN: { value: "short secret", says: /SLIPWAY_INTERNAL_TOKEN must be at least 16 visible ASCII characters/ },
     LOG_LEVEL: { value: "loud", says: /LOG_LEVEL must be one of/ },
     SLIPWAY_RUNTIME: { value: "docker", says: /SLIPWAY_RUNTIME must be one of auto, simulated, local/ },
     SLIPWAY_REGISTRY_MIRROR: { value: "ftp://mirror.example", says: /SLIPWAY_REGISTRY_MIRROR: .*only http:\/\/ and https:\/\/ mirrors/ },

@@ -378,6 +378,25 @@ export const deploymentStoreSuite = (backend: string, stores: Layer.Layer<Stores
       })
     )
 
+    it.effect("keeps an integration's read token apart from its record: set, read and cleared within its tenant only", () =>
+      Effect.gen(function* () {
+        const { integrationStore } = yield* allStores
+        const [owner, stranger] = [yield* tenant, yield* tenant]
+        const integration = { id: randomUUID(), tenant_id: owner, provider: "github", owner: unique("t"), owner_key: unique("t"), webhook_secret: "sealed", installed_at: at() }
+        yield* integrationStore.insertIntegration(integration)
+        expect(yield* integrationStore.readToken(owner, integration.id)).toBeUndefined()
+        expect(yield* integrationStore.setReadToken(stranger, integration.id, "sealed-token")).toBe(false)
+        expect(yield* integrationStore.setReadToken(owner, integration.id, "sealed-token")).toBe(true)
+        expect(yield* integrationStore.readToken(owner, integration.id)).toBe("sealed-token")
+        expect(yield* integrationStore.readToken(stranger, integration.id)).toBeUndefined()
+        // The record as listed and looked up does not carry it.
+        expect(yield* integrationStore.integration(owner, integration.id)).toEqual(integration)
+        expect(yield* integrationStore.setReadToken(owner, integration.id, null)).toBe(true)
+        expect(yield* integrationStore.readToken(owner, integration.id)).toBeUndefined()
+        expect(yield* integrationStore.setReadToken(owner, randomUUID(), "x")).toBe(false)
+      })
+    )
+
     it.effect("removes an integration only in its own tenant", () =>
       Effect.gen(function* () {
         const { integrationStore } = yield* allStores
@@ -493,6 +512,7 @@ export const deploymentStoreSuite = (backend: string, stores: Layer.Layer<Stores
         yield* deploymentStore.createDeployment(deployment, { ...revision, secrets: deployment.secrets }, randomUUID())
         const integration = { id: randomUUID(), tenant_id: tenantId, provider: "github", owner: unique("s"), owner_key: unique("s"), webhook_secret: "sealed-w", installed_at: at() }
         yield* integrationStore.insertIntegration(integration)
+        yield* integrationStore.setReadToken(tenantId, integration.id, "sealed-t")
 
         // The store holds other tests' values too: a failing reseal must leave every one as it was.
         const resealAll = (reseal: (stored: string) => string) =>
@@ -506,12 +526,14 @@ export const deploymentStoreSuite = (backend: string, stores: Layer.Layer<Stores
         expect(refused._tag).toBe("StoreError")
         expect((yield* deploymentStore.deployment(tenantId, deployment.id))?.secrets).toEqual(deployment.secrets)
         expect((yield* integrationStore.integration(tenantId, integration.id))?.webhook_secret).toBe("sealed-w")
+        expect(yield* integrationStore.readToken(tenantId, integration.id)).toBe("sealed-t")
 
         const counts = yield* resealAll((stored) => `re:${stored}`)
         expect(counts.secretValues).toBeGreaterThanOrEqual(4)
-        expect(counts.webhookSecrets).toBeGreaterThanOrEqual(1)
+        expect(counts.webhookSecrets).toBeGreaterThanOrEqual(2)
         expect((yield* deploymentStore.deployment(tenantId, deployment.id))?.secrets).toEqual([{ name: "A", value: "re:sealed-a" }, { name: "B", value: "re:sealed-b" }])
         expect((yield* integrationStore.integration(tenantId, integration.id))?.webhook_secret).toBe("re:sealed-w")
+        expect(yield* integrationStore.readToken(tenantId, integration.id)).toBe("re:sealed-t")
       })
     )
   })

@@ -19,11 +19,13 @@ let url: string
 let replicas: Array<ChildServer> = []
 const unused = tempDatabasePath("slipway-pg-replicas") // DATABASE_PATH is ignored when DATABASE_URL is set
 const LEASE_MS = 1500
+/** The replicas of one PostgreSQL database share the key that seals its secrets (required with DATABASE_URL). */
+const SECRETS_KEY = "replicas-share-this-secrets-key"
 
 const spawnReplica = (databaseUrl: string, env: Record<string, string> = {}) =>
   spawnServer({
     databasePath: unused.path,
-    env: { DATABASE_URL: databaseUrl, SLIPWAY_STORAGE_QUOTA: QUOTA, SLIPWAY_LEASE_MS: String(LEASE_MS), SLIPWAY_RUNTIME: "simulated", ...env }
+    env: { DATABASE_URL: databaseUrl, SLIPWAY_SECRETS_KEY: SECRETS_KEY, SLIPWAY_STORAGE_QUOTA: QUOTA, SLIPWAY_LEASE_MS: String(LEASE_MS), SLIPWAY_RUNTIME: "simulated", ...env }
   })
 
 const sql = async <R>(text: string, params: Array<unknown> = [], database = url): Promise<Array<R>> => {
@@ -51,7 +53,7 @@ afterAll(async () => {
 const mintKey = async (databaseUrl: string): Promise<string> => {
   const { stdout } = await promisify(execFile)(process.execPath, ["server/keys.ts", "create", "--tenant", crypto.randomUUID()], {
     cwd: join(import.meta.dirname, "../.."),
-    env: { ...process.env, DATABASE_URL: databaseUrl },
+    env: { ...process.env, DATABASE_URL: databaseUrl, SLIPWAY_SECRETS_KEY: SECRETS_KEY },
     encoding: "utf8"
   })
   return stdout.trim()

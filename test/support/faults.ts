@@ -7,16 +7,18 @@
  *   `graph_config_path` / `repo_ref` (gitrepo) contains `fail-create`, `fail-build` or
  *   `fail-deploy` fails at that step: CREATING becomes CREATE_FAILED; BUILDING becomes
  *   BUILD_FAILED (external_container has no build state: there QUEUED does); DEPLOYING becomes
- *   DEPLOY_FAILED.
- * - `markedSandboxFailures`: a box whose template image contains `fail-start` fails to start; a
- *   snapshot whose image contains `fail-pull` fails to pull.
+ *   DEPLOY_FAILED. One whose image contains `fail-serve` deploys, but cannot be served again
+ *   (a redeploy's `awaitServing` fails).
+ * - `markedSandboxFailures`: a box whose template image contains `fail-start` fails to start (its
+ *   image cannot be pulled: the kind `ImagePull`), one whose image contains `never-ready` stays
+ *   provisioning; a snapshot whose image contains `fail-pull` fails to pull.
  * - `heldQuotaDecisions(ms)`: every quota decision (reading the organization's usage, inside the
  *   create or resize transaction) is held open `ms` before it goes on, so a race test shows that
  *   the transaction, not luck, keeps the quota.
  */
 import { Context, Deferred, Effect, Layer, Queue } from "effect"
-import type { RevisionStatus, Source, SourceRevisionConfig } from "../../core/index.ts"
-import { type DatabaseObservation, DeploymentDriver, DeploymentObservations, type Observation } from "../../server/deployments/Driver.ts"
+import { boxFailure, type RevisionStatus, type Source, type SourceRevisionConfig } from "../../core/index.ts"
+import { type DatabaseObservation, DeploymentDriver, DeploymentObservations, type Observation, ServeError } from "../../server/deployments/Driver.ts"
 import { ImageError, SandboxDriver, SandboxObservations } from "../../server/sandboxes/Driver.ts"
 import { QuotaStore } from "../../server/store/QuotaStore.ts"
 
@@ -75,7 +77,11 @@ export const markedDeploymentFailures = Layer.effectContext(
             if (failure) marked.set(work.revisionId, failure)
             return driver.apply(work)
           }),
-        stop: (revisionId) => Effect.suspend(() => (marked.delete(revisionId), driver.stop(revisionId)))
+        stop: (revisionId) => Effect.suspend(() => (marked.delete(revisionId), driver.stop(revisionId))),
+        awaitServing: (work) =>
+          markedFields(work.source, work.sourceRevisionConfig).some((field) => field?.includes("fail-serve") === true)
+            ? Effect.fail(new ServeError({ message: "replica exited (exit code 1) before it was healthy (fail-serve marker)" }))
+            : driver.awaitServing(work)
       })
     ).pipe(
       Context.add(
@@ -104,11 +110,15 @@ export const markedSandboxFailures = Layer.effect(
       start: (work) =>
         work.template.image.includes("fail-start")
           ? Effect.flatMap(Deferred.make<void>(), (applied) =>
-              Queue.offer(observations, { sandboxId: work.sandboxId, event: { _tag: "Failed", message: "Box could not be started (fail-start marker)" }, applied }).pipe(
-                Effect.andThen(Deferred.await(applied))
-              )
+              Queue.offer(observations, {
+                sandboxId: work.sandboxId,
+                event: { _tag: "Failed", message: boxFailure("ImagePull", `pull ${work.template.image}: manifest unknown (fail-start marker)`) },
+                applied
+              }).pipe(Effect.andThen(Deferred.await(applied)))
             )
-          : driver.start(work),
+          : work.template.image.includes("never-ready")
+            ? Effect.void
+            : driver.start(work),
       prepareImage: (image, registryAuth) =>
         image.includes("fail-pull")
           ? Effect.fail(new ImageError({ message: `image ${image} could not be pulled (fail-pull marker)` }))

@@ -163,3 +163,14 @@ export const startPostgres = async (): Promise<PostgresServer> => {
     throw error
   }
 }
+
+/** Runs one statement on the database at `url` (a connection of its own) and answers its rows. */
+export const queryDatabase = async <R>(url: string, text: string, params: ReadonlyArray<unknown> = []): Promise<Array<R>> => {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    return (await client.query(text, [...params])).rows as Array<R>
+  } finally {
+    await client.end()
+  }
+}

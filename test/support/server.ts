@@ -4,7 +4,7 @@
  */
 import { Effect, Layer } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
-import { chmodSync, mkdtempSync, rmSync } from "node:fs"
+import { chmodSync, mkdirSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { type StartOptions, startServer, type SlipwayServer } from "../../server/index.ts"
@@ -13,11 +13,14 @@ import { markedFailures } from "./faults.ts"
 
 export const TEST_KEY = "slw_test_key_0123456789abcdefghijklmnopqrstuv"
 
-export const tempDatabasePath = (label = "slipway") => {
-  const dir = mkdtempSync(join(tmpdir(), `${label}-`))
+export const tempDatabasePath = (label = "slipway", options: { readonly deep?: boolean } = {}) => {
+  const top = mkdtempSync(join(tmpdir(), `${label}-`))
   // The local runtime's boxes run as unprivileged uids that must traverse to their state (o+x).
-  chmodSync(dir, 0o711)
-  return { path: join(dir, "slipway.db"), dir, remove: () => rmSync(dir, { recursive: true, force: true }) }
+  chmodSync(top, 0o711)
+  // `deep`: a data directory far longer than a unix socket path may be (107 bytes), as a user's may be.
+  const dir = options.deep ? join(top, ...Array.from({ length: 6 }, (_, index) => `a-rather-long-directory-name-${index}`)) : top
+  if (options.deep) mkdirSync(dir, { recursive: true, mode: 0o711 })
+  return { path: join(dir, "slipway.db"), dir, remove: () => rmSync(top, { recursive: true, force: true }) }
 }
 
 export interface ApiResponse<T = any> {

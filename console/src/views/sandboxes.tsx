@@ -72,7 +72,7 @@ export const BoxList = ({ session }: { session: Session }) => {
                   <BoxSource box={box} snapshots={snapshots.value} />
                 </td>
                 <td>{box.pool_name ?? <span class="muted">—</span>}</td>
-                <td>{box.dataplane_url ? "available" : <span class="muted">not available</span>}</td>
+                <td>{box.status === "failed" ? <span class="muted">none (failed)</span> : box.dataplane_url ? "available" : <span class="muted">not available</span>}</td>
                 <td>
                   <Time iso={box.created_at} />
                 </td>
@@ -176,7 +176,13 @@ export const BoxPage = ({ session, name }: { session: Session; name: string }) =
             </dd>
           </dl>
           <h3>Terminal</h3>
-          {box.dataplane_url ? (
+          {box.status === "failed" ? (
+            <p class="notice" id="box-failed">
+              This sandbox failed: <strong>{box.status_message ?? "no reason was given"}</strong>. It runs nothing, so it has no terminal, and it is not
+              started again on its own: <em>Start</em> tries once more; or delete it, fix the cause (its image, its template) and create it again (the
+              same name may be reused).
+            </p>
+          ) : box.dataplane_url ? (
             <Terminal session={session} dataplaneUrl={box.dataplane_url} />
           ) : (
             <p class="notice" id="no-dataplane">

@@ -52,7 +52,7 @@ import { Egress } from "../../runtime/local/egress.ts"
 import { imageEnvironment, ImageStore, type PulledImage } from "../../runtime/local/ImageStore.ts"
 import type { PullOptions } from "../../runtime/local/images/model.ts"
 import { RuntimeRoot } from "../../runtime/local/RuntimeRoot.ts"
-import { type DatabaseObservation, DeploymentDriver, DeploymentObservations, type Observation, type RevisionWork } from "../Driver.ts"
+import { type DatabaseObservation, DeploymentDriver, DeploymentObservations, type Observation, type RevisionWork, ServeError } from "../Driver.ts"
 import { DeploymentDatabases, type ProvisionedDatabases } from "../local/databases.ts"
 import { checkHealth, type HealthMode, type HealthResult, pollHealth } from "../local/health.ts"
 import { type LogKind, LogStore } from "../local/logs.ts"
@@ -157,8 +157,7 @@ const describeExit = (exit: ExitStatus) => exit.signal ?? `exit code ${exit.code
 /**
  * A replica's box id: its revision, its index and a suffix of its own run, so a revision started
  * again (a redeploy) never shares an id with the boxes of its previous run, which may still be
- * draining. Short, because the box runner's unix sockets live under its state directory and a
- * socket path must fit in 108 bytes.
+ * draining. Short: it names the box's state directory and cgroup.
  */
 export const replicaBoxId = (revisionId: string, index: number, run: string = randomBytes(3).toString("hex")): string =>
   `${replicaBoxPrefix(revisionId)}${index}-${run}`
@@ -192,6 +191,8 @@ interface Run {
   readonly behind: ReadonlyArray<Run>
   /** The image its replicas run, once known. */
   image: PulledImage | undefined
+  /** Completed when the URL switches to it; failed with why when it ends first (`awaitServing`). */
+  readonly switched: Deferred.Deferred<void, ServeError>
 }
 
 /** A started replica: its box, the forward the proxy and health checks use, its main process's first exit. */
@@ -223,7 +224,7 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
     const boxes = yield* BoxRunner
     const images = yield* ImageStore
     const egress = yield* Egress
-    const { root } = yield* RuntimeRoot
+    const { root, sockets } = yield* RuntimeRoot
     const databases = yield* DeploymentDatabases
     const logs = yield* LogStore
     const proxy = yield* DeploymentProxy
@@ -426,7 +427,7 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
               { boxPort: BOX_POSTGRES_PORT, host: pg.host, port: pg.port },
               { boxPort: BOX_REDIS_PORT, host: redis.host, port: redis.port }
             ],
-            join(root, "egress")
+            sockets
           ),
           (error) => failed(error.message)
         )
@@ -742,6 +743,7 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
         }
         return yield* Effect.interrupt
       }
+      yield* Deferred.succeed(run.switched, undefined)
       yield* append(work, "deploy", `serving: ${count} replica${count === 1 ? "" : "s"} at ${route.url}`)
       // The previous run drains and stops in its own fiber's release.
       if (previous && previous !== run && previous.fiber) yield* FiberSet.run(retiring, Fiber.interrupt(previous.fiber))
@@ -759,6 +761,7 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
       ).pipe(
         Effect.catchTag("RolloutFailed", ({ message, status }) =>
           Effect.gen(function* () {
+            yield* Deferred.fail(run.switched, new ServeError({ message }))
             yield* append(work, status === "BUILD_FAILED" ? "build" : "deploy", message, "ERROR")
             log.warn("deployment revision failed", { deployment_id: work.deploymentId, revision_id: work.revisionId, error: message })
             if (mode === "rollout") {
@@ -770,11 +773,16 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
         Effect.onInterrupt(() => (run.live ? Effect.void : append(work, "deploy", "stopped: superseded"))),
         Effect.catchDefect((defect) => Effect.sync(() => log.error("deployment revision crashed", { revision_id: work.revisionId, error: messageOf(defect) }))),
         Effect.ensuring(
-          Effect.andThen(
-            settle(run),
-            Effect.sync(() => {
-              if (runs.get(work.revisionId) === run) runs.delete(work.revisionId)
-            })
+          Effect.all(
+            [
+              // Ended before it served (stopped, superseded, torn down): whoever waits is told.
+              Deferred.fail(run.switched, new ServeError({ message: "it was stopped before it served (superseded, deleted, or the server stopped)" })),
+              settle(run),
+              Effect.sync(() => {
+                if (runs.get(work.revisionId) === run) runs.delete(work.revisionId)
+              })
+            ],
+            { discard: true }
           )
         )
       )
@@ -799,6 +807,7 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
           live: false,
           closing: false,
           cut: yield* Deferred.make<void>(),
+          switched: yield* Deferred.make<void, ServeError>(),
           settled: yield* Deferred.make<void>(),
           behind,
           image: undefined
@@ -823,7 +832,10 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
           if (restore) {
             // Boxes of replicas a previous process left (running or not) are removed first: the
             // active revisions start again on fresh boxes, unfinished ones when resumed.
-            yield* databases.recover.pipe(Effect.catch((error) => Effect.sync(() => log.error("deployment databases could not be recovered", { error: error.message }))))
+            // Only the deployments served here keep their Redis running (another replica may serve the rest).
+            yield* databases
+              .recover(new Set(active.map((work) => work.deploymentId)))
+              .pipe(Effect.catch((error) => Effect.sync(() => log.error("deployment databases could not be recovered", { error: error.message }))))
             const stale = (yield* boxes.list).filter((spec) => spec.id.startsWith("d-"))
             yield* Effect.forEach(stale, (spec) => Effect.ignore(boxes.destroy(spec.id)), { concurrency: "unbounded", discard: true })
             rmSync(volumesRoot, { recursive: true, force: true })
@@ -832,8 +844,37 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
           for (const work of active) {
             const current = serving.get(work.deploymentId)
             if (current && current.work.revisionId === work.revisionId && !current.closing) continue
+            // Already on its way (a redeploy asked again while it starts): that run goes on.
+            const started = runs.get(work.revisionId)
+            if (started && !started.closing) continue
             yield* launch(work, "serve")
           }
+        }),
+      awaitServing: (work) =>
+        Effect.suspend(() => {
+          const current = serving.get(work.deploymentId)
+          if (current && current.work.revisionId === work.revisionId && current.live && !current.closing) return Effect.void
+          const run = runs.get(work.revisionId)
+          return run && !run.closing ? Deferred.await(run.switched) : Effect.fail(new ServeError({ message: "nothing runs it on this server" }))
+        }),
+      release: (deploymentId) =>
+        Effect.gen(function* () {
+          const run = serving.get(deploymentId)
+          if (run === undefined) return
+          // Not serving any more: its release drains what is in flight (the proxy sends new
+          // requests to the replica that serves the deployment now), then its replicas stop.
+          serving.delete(deploymentId)
+          yield* FiberSet.run(
+            retiring,
+            Effect.gen(function* () {
+              if (run.fiber) yield* Fiber.interrupt(run.fiber)
+              // Its Redis here too, unless a rollout of the deployment still runs here.
+              if ([...runs.values()].every((other) => other.work.deploymentId !== deploymentId)) {
+                yield* databases.detach(deploymentId).pipe(Effect.catch((error) => Effect.sync(() => log.warn("deployment cache not stopped", { deployment_id: deploymentId, error: error.message }))))
+              }
+            })
+          )
+          log.info("deployment released: another replica serves it", { deployment_id: deploymentId, revision_id: run.work.revisionId })
         }),
       teardown: (_tenantId, deploymentId) =>
         Effect.gen(function* () {

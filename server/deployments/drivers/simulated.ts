@@ -123,8 +123,10 @@ export const makeSimulatedDriver = ({ stepMs, batch = DEFAULT_BATCH }: Simulated
       stop: (revisionId) => Effect.sync(() => void tracked.delete(revisionId)),
       // Nothing runs: a DEPLOYED revision serves nothing to bring back.
       serve: () => Effect.void,
+      awaitServing: () => Effect.void,
       teardown: (_tenantId, _deploymentId, since) =>
-        Effect.flatMap(Clock.currentTimeMillis, (nowMs) => Effect.sleep(Math.max(0, Date.parse(since) + stepMs - nowMs)))
+        Effect.flatMap(Clock.currentTimeMillis, (nowMs) => Effect.sleep(Math.max(0, Date.parse(since) + stepMs - nowMs))),
+      release: () => Effect.void
     })
   })
 

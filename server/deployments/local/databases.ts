@@ -9,11 +9,13 @@
  * crash `recover` re-attaches to what still runs and restarts what does not; closing the layer
  * (a clean stop) stops them, data kept, and `recover` starts them again.
  */
-import { randomBytes } from "node:crypto"
+import { createHmac, randomBytes } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Context, Effect, Layer, Semaphore } from "effect"
 import { ServerEnv } from "../../module.ts"
+import { Replicas } from "../../replicas/Replicas.ts"
+import { deriveKey } from "../../secrets/secrets.ts"
 import { RuntimeRoot } from "../../runtime/local/RuntimeRoot.ts"
 import { DatabaseProvisionError, readJson, writeFileAtomic } from "./daemons.ts"
 import { type DatabaseIdentity, formatHost, makePostgresServer } from "./postgres.ts"
@@ -36,6 +38,12 @@ export interface DeploymentDatabasesOptions {
   readonly defaultRedisMemoryMb?: number
   /** Default `volatile-lru`: evict only keys that expire, never silently drop the rest. */
   readonly redisMaxmemoryPolicy?: string
+  /**
+   * The password of a deployment's database role, the same on every replica (several replicas:
+   * whichever serves the deployment hands its replicas the same credentials; derived from the
+   * shared secrets key). Unset: a random password kept in the deployment's state file.
+   */
+  readonly databasePassword?: (deploymentId: string) => string
   readonly log?: (message: string) => void
 }
 
@@ -58,8 +66,14 @@ export class DeploymentDatabases extends Context.Service<
     readonly provision: (deploymentId: string, options?: ProvisionOptions) => Effect.Effect<ProvisionedDatabases, DatabaseProvisionError>
     /** Drops the database and its role, stops the Redis and removes its files. Idempotent. */
     readonly release: (deploymentId: string) => Effect.Effect<void, DatabaseProvisionError>
-    /** On server start: re-attaches to or restarts every provisioned deployment's servers; answers their ids. */
-    readonly recover: Effect.Effect<ReadonlyArray<string>, DatabaseProvisionError>
+    /**
+     * On server start: re-attaches to or restarts the servers of the provisioned deployments in
+     * `keep` (every one when absent); answers their ids. The Redis of the others is stopped (a
+     * previous process may have left it running): they are provisioned again when needed.
+     */
+    readonly recover: (keep?: ReadonlySet<string>) => Effect.Effect<ReadonlyArray<string>, DatabaseProvisionError>
+    /** This replica no longer serves the deployment: its Redis here stops (its files and the database stay). */
+    readonly detach: (deploymentId: string) => Effect.Effect<void, DatabaseProvisionError>
   }
 >()("slipway/DeploymentDatabases") {}
 
@@ -106,6 +120,12 @@ export const makeDeploymentDatabases = (options: DeploymentDatabasesOptions) =>
         return lock.withPermits(1)(effect)
       })
 
+    /** A deployment's database and role (its name), and the role's password: derived (shared) or new. */
+    const identityOf = (id: string): DatabaseIdentity => {
+      const ident = `slipway_${id.replace(/-/g, "_")}`
+      return { name: ident, role: ident, password: options.databasePassword?.(id) ?? randomBytes(24).toString("hex") }
+    }
+
     const checkId = (raw: string): Effect.Effect<string, DatabaseProvisionError> => {
       const id = typeof raw === "string" ? raw.toLowerCase() : ""
       return ID_PATTERN.test(id)
@@ -148,13 +168,15 @@ export const makeDeploymentDatabases = (options: DeploymentDatabasesOptions) =>
             fs.chmodSync(deploymentDir(id), 0o711)
             let state = readJson<DeploymentState>(stateFile(id))
             if (state === undefined) {
-              const ident = `slipway_${id.replace(/-/g, "_")}`
               state = {
                 deploymentId: id,
-                database: { name: ident, role: ident, password: randomBytes(24).toString("hex") },
+                database: identityOf(id),
                 redis: { port: 0, password: randomBytes(24).toString("hex"), memoryMb, pid: null }
               }
               // Written first, so a crash mid-way leaves something release can clean up.
+              save(state)
+            } else if (options.databasePassword !== undefined && state.database.password !== options.databasePassword(id)) {
+              state = { ...state, database: identityOf(id) }
               save(state)
             }
             // The database and the Redis are independent: both at once (a deployment's first
@@ -171,6 +193,8 @@ export const makeDeploymentDatabases = (options: DeploymentDatabasesOptions) =>
           id,
           Effect.gen(function* () {
             const state = readJson<DeploymentState>(stateFile(id))
+            // Served by another replica (a shared server): its database goes all the same.
+            if (state === undefined && options.databasePassword !== undefined && options.postgresUrl !== undefined) yield* postgres.dropDatabase(identityOf(id))
             if (state === undefined) return
             yield* redis.stop(redisDir(id), state.redis)
             yield* postgres.dropDatabase(state.database)
@@ -191,18 +215,34 @@ export const makeDeploymentDatabases = (options: DeploymentDatabasesOptions) =>
       }
     }
 
-    const recover = Effect.forEach(provisioned(), (id) =>
-      serialize(
-        id,
-        Effect.gen(function* () {
-          const state = readJson<DeploymentState>(stateFile(id))
-          if (state === undefined) return []
-          yield* postgres.ensureStarted
-          yield* ensureRedis(state, state.redis.memoryMb)
-          return [id]
-        })
+    const recover = (keep?: ReadonlySet<string>) =>
+      Effect.forEach(provisioned(), (id) =>
+        serialize(
+          id,
+          Effect.gen(function* () {
+            const state = readJson<DeploymentState>(stateFile(id))
+            if (state === undefined) return []
+            if (keep !== undefined && !keep.has(id)) {
+              yield* redis.stop(redisDir(id), state.redis)
+              return []
+            }
+            yield* postgres.ensureStarted
+            yield* ensureRedis(state, state.redis.memoryMb)
+            return [id]
+          })
+        )
+      ).pipe(Effect.map((ids) => ids.flat()))
+
+    const detach = (rawId: string) =>
+      Effect.flatMap(checkId(rawId), (id) =>
+        serialize(
+          id,
+          Effect.suspend(() => {
+            const state = readJson<DeploymentState>(stateFile(id))
+            return state === undefined ? Effect.void : redis.stop(redisDir(id), state.redis)
+          })
+        )
       )
-    ).pipe(Effect.map((ids) => ids.flat()))
 
     yield* Effect.addFinalizer(() =>
       Effect.gen(function* () {
@@ -218,7 +258,7 @@ export const makeDeploymentDatabases = (options: DeploymentDatabasesOptions) =>
       })
     )
 
-    return DeploymentDatabases.of({ provision, release, recover: Effect.suspend(() => recover) })
+    return DeploymentDatabases.of({ provision, release, recover: (keep) => Effect.suspend(() => recover(keep)), detach })
   })
 
 export const layerDeploymentDatabases = (options: DeploymentDatabasesOptions) => Layer.effect(DeploymentDatabases, makeDeploymentDatabases(options))
@@ -229,12 +269,20 @@ export const layerDeploymentDatabases = (options: DeploymentDatabasesOptions) =>
  */
 export const DeploymentDatabasesLive = Layer.unwrap(
   Effect.gen(function* () {
-    const { log } = yield* ServerEnv
+    const { log, config } = yield* ServerEnv
     const { root } = yield* RuntimeRoot
+    const replicas = yield* Replicas
+    const key = config.secretsKey
     return layerDeploymentDatabases({
       dataDir: path.join(root, "deployment-data"),
       postgresUrl: process.env["SLIPWAY_DEPLOYMENT_POSTGRES_URL"] || undefined,
+      // Several replicas: any of them may serve a deployment, with the same credentials.
+      ...(replicas.shared && key !== undefined ? { databasePassword: (id: string) => derivedPassword(key, id) } : {}),
       log: (message) => log.debug("deployment databases", { message })
     })
   })
 ).pipe(Layer.orDie)
+
+/** A deployment database's password every replica computes alike: an HMAC of its id under the shared secrets key. */
+export const derivedPassword = (secretsKey: string, deploymentId: string): string =>
+  createHmac("sha256", deriveKey(secretsKey)).update(`slipway deployment database ${deploymentId}`).digest("hex").slice(0, 48)

@@ -175,9 +175,6 @@ export const makePostgresServer = (options: PostgresOptions): Effect.Effect<Post
         options.log(`postgres: re-attached on port ${state.port}`)
         return state
       }
-      const socketDir = path.join(pgRoot, "run")
-      fs.mkdirSync(socketDir, { recursive: true, mode: 0o700 })
-      fs.chownSync(socketDir, user.uid, user.gid)
       const logFile = path.join(pgRoot, "postgres.log")
       if (!fs.existsSync(logFile)) fs.writeFileSync(logFile, "", { mode: 0o600 })
       fs.chownSync(logFile, user.uid, user.gid)
@@ -191,7 +188,9 @@ export const makePostgresServer = (options: PostgresOptions): Effect.Effect<Post
           // Recorded before the start: a server started by an interrupted attempt is found again.
           state = { port, password: state.password }
           writeFileAtomic(stateFile, JSON.stringify(state))
-          yield* runAs("postgres", [pgCtl, "start", "-D", pgData, "-l", logFile, "-w", "-t", "60", "-o", `-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=${socketDir}`], "pg_ctl start")
+          // TCP only (everything connects to 127.0.0.1): no unix socket, whose path (at most 107
+          // bytes) a deep data directory would exceed.
+          yield* runAs("postgres", [pgCtl, "start", "-D", pgData, "-l", logFile, "-w", "-t", "60", "-o", `-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=''`], "pg_ctl start")
         })
       )
       yield* start.pipe(

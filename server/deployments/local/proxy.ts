@@ -29,6 +29,8 @@ import { createProxyServer } from "http-proxy-3"
 import { type Dispatcher, Pool } from "undici"
 import { gitrepoCustomUrl } from "../../../core/deployments/rules.ts"
 import { ServerEnv } from "../../module.ts"
+import type { Forwarder, Peer } from "../../replicas/forward.ts"
+import { Replicas } from "../../replicas/Replicas.ts"
 
 export interface ProxyTarget {
   readonly host: string
@@ -48,9 +50,21 @@ export interface DeploymentRoute {
   readonly url: string
 }
 
+/**
+ * How the proxy reaches a deployment another replica serves (several replicas,
+ * docs/replicas.md): the replicas' forwarder, and whether a request was forwarded here already
+ * (then it is never forwarded again).
+ */
+export interface RemoteServing {
+  readonly forwarder: Forwarder | undefined
+  readonly isForwarded: (req: http.IncomingMessage) => boolean
+}
+
 export interface DeploymentProxyOptions {
   /** Slipway's public base URL (`SLIPWAY_PUBLIC_URL`): URLs under it are matched on path alone. */
   readonly publicUrl: string
+  /** Deployments served by other replicas are forwarded with this; without it, `setRemote` routes answer 503. */
+  readonly remote?: RemoteServing
   /** Time to establish a TCP connection to a replica before trying the next one. Default 2000 ms. */
   readonly connectTimeoutMs?: number
   /** How long a replica that refused a connection is skipped by round robin. Default 1000 ms. */
@@ -97,6 +111,13 @@ export class DeploymentProxy extends Context.Service<
     readonly drain: (targets: ReadonlyArray<ProxyTarget>, timeoutMs: number) => Effect.Effect<boolean>
     /** Forgets a deployment: its URL answers nothing (handle returns false) afterwards. */
     readonly remove: (deploymentKey: string) => Effect.Effect<void>
+    /**
+     * The deployment is served by another replica: its URL's requests (HTTP and WebSocket) are
+     * forwarded there as they came, until `setTargets` gives it replicas here (or `remove`).
+     */
+    readonly setRemote: (deploymentKey: string, route: DeploymentRoute, peer: Peer) => Effect.Effect<void, DeploymentUrlError>
+    /** The deployments currently forwarded to another replica, by key. */
+    readonly remotes: Effect.Effect<ReadonlyMap<string, Peer>>
     /** Serves the request when it is for a deployment URL (returns true), otherwise returns false untouched. */
     readonly handle: (req: http.IncomingMessage, res: http.ServerResponse) => boolean
     /** The same for an HTTP upgrade (WebSocket): attach to the server's `upgrade` event. */
@@ -105,7 +126,7 @@ export class DeploymentProxy extends Context.Service<
 >()("slipway/DeploymentProxy") {}
 
 /** Paths of Slipway's own that no deployment URL under the public base may take. */
-export const RESERVED_PATHS = ["/v1", "/v2", "/health", "/openapi.json", "/docs", "/sandboxes", "/metrics", "/console"]
+export const RESERVED_PATHS = ["/v1", "/v2", "/health", "/openapi.json", "/docs", "/sandboxes", "/metrics", "/console", "/internal"]
 
 /** A deployment's URL: its `custom_url` when set, otherwise `{public}/d/{name}` as core generates it. */
 export const deploymentUrl = (publicUrl: string, name: string, customUrl?: string | null): string =>
@@ -300,6 +321,8 @@ const makeProxy = (options: DeploymentProxyOptions) => {
   }
 
   const pools = new Map<string, Targets>()
+  /** Deployments another replica serves: forwarded there (checked before the targets). */
+  const remotes = new Map<string, Peer>()
   const down = new Map<string, number>()
   const upstreams = new Map<string, Pool>()
 
@@ -598,9 +621,27 @@ const makeProxy = (options: DeploymentProxyOptions) => {
     }
   }
 
+  /** Why a deployment another replica serves cannot be reached from here, or undefined when it can. */
+  const remoteProblem = (req: http.IncomingMessage, name: string, peer: Peer): string | undefined => {
+    if (options.remote?.isForwarded(req)) return `Deployment ${name} moved to replica ${peer.id} while this request was forwarded; retry`
+    if (options.remote?.forwarder === undefined) return `Deployment ${name} is served by replica ${peer.id}, and this replica cannot forward to it: set SLIPWAY_INTERNAL_TOKEN on every replica`
+    return undefined
+  }
+  const peerFailed = (name: string, peer: Peer, code: string): string =>
+    `Deployment ${name} is served by replica ${peer.id} (${peer.url}), which does not answer (${code}); if it stopped, another replica serves the deployment once its lease expires`
+
   const handle = (req: http.IncomingMessage, res: http.ServerResponse): boolean => {
     const m = match(req)
     if (m === undefined) return false
+    const remote = remotes.size === 0 ? undefined : remotes.get(m.route.key)
+    if (remote !== undefined) {
+      const problem = remoteProblem(req, m.route.name, remote)
+      if (problem !== undefined) {
+        req.resume()
+        sendJson(res, 503, problem)
+      } else options.remote!.forwarder!.http(req, res, remote, (code) => sendJson(res, 502, peerFailed(m.route.name, remote, code)))
+      return true
+    }
     const replica = pick(m.route.key)
     if (replica === undefined) {
       // Drain any body so the client connection stays usable.
@@ -622,6 +663,13 @@ const makeProxy = (options: DeploymentProxyOptions) => {
       if (socket.writable) {
         socket.end(`HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`)
       } else socket.destroy()
+    }
+    const remote = remotes.size === 0 ? undefined : remotes.get(m.route.key)
+    if (remote !== undefined) {
+      const problem = remoteProblem(req, m.route.name, remote)
+      if (problem !== undefined) reject(503, problem)
+      else options.remote!.forwarder!.upgrade(req, socket, head, remote, (code) => reject(502, peerFailed(m.route.name, remote, code)))
+      return true
     }
     const replica = pick(m.route.key)
     if (replica === undefined) {
@@ -646,18 +694,31 @@ const makeProxy = (options: DeploymentProxyOptions) => {
 
   const idle = (targets: ReadonlyArray<ProxyTarget>) => targets.every((t) => (flights.get(targetName(t)) ?? 0) === 0)
 
+  const setRoute = (key: string, route: DeploymentRoute) =>
+    Effect.try({
+      try: () => {
+        const parsed = parseRoute(key, route, publicUrl, reserved)
+        const previous = routes.get(key)
+        routes.set(key, parsed)
+        if (previous !== undefined) unindex(previous)
+        index(parsed)
+      },
+      catch: (error) => (error instanceof DeploymentUrlError ? error : new DeploymentUrlError({ message: String(error) }))
+    })
+
   return {
-    setRoute: (key: string, route: DeploymentRoute) =>
-      Effect.try({
-        try: () => {
-          const parsed = parseRoute(key, route, publicUrl, reserved)
-          const previous = routes.get(key)
-          routes.set(key, parsed)
-          if (previous !== undefined) unindex(previous)
-          index(parsed)
-        },
-        catch: (error) => (error instanceof DeploymentUrlError ? error : new DeploymentUrlError({ message: String(error) }))
-      }),
+    setRoute,
+    setRemote: (key: string, route: DeploymentRoute, peer: Peer) =>
+      Effect.andThen(
+        setRoute(key, route),
+        Effect.sync(() => {
+          remotes.set(key, { id: peer.id, url: peer.url })
+          // Replicas here (if any) get no new request; those in flight finish (`drain` counts them).
+          pools.delete(key)
+          closeUnused()
+        })
+      ),
+    remotes: Effect.sync(() => new Map(remotes)),
     setTargets: (key: string, targets: ReadonlyArray<ProxyTarget>) =>
       Effect.sync(() => {
         for (const t of targets) {
@@ -670,6 +731,8 @@ const makeProxy = (options: DeploymentProxyOptions) => {
             throw new TypeError(`setTargets(${key}): invalid socketPath ${JSON.stringify(t.socketPath)}`)
           }
         }
+        // Served here from now on.
+        remotes.delete(key)
         const copies = targets.map((t): ProxyTarget => (t.socketPath === undefined ? { host: t.host, port: t.port } : { host: t.host, port: t.port, socketPath: t.socketPath }))
         // One assignment: a request either sees the old list or the new one, never a mix.
         pools.set(key, { targets: copies, replicas: copies.map((target) => ({ target, name: targetName(target), poolKey: target.socketPath === undefined ? targetName(target) : `${targetName(target)} ${target.socketPath}` })), next: 0 })
@@ -691,6 +754,7 @@ const makeProxy = (options: DeploymentProxyOptions) => {
         const previous = routes.get(key)
         routes.delete(key)
         pools.delete(key)
+        remotes.delete(key)
         if (previous !== undefined) unindex(previous)
         closeUnused()
       }),
@@ -707,7 +771,14 @@ export const layerDeploymentProxy = (options: DeploymentProxyOptions) => Layer.e
 
 /** The server's: URLs under `SLIPWAY_PUBLIC_URL` matched on path, Slipway's own paths reserved. */
 export const DeploymentProxyLive = Layer.unwrap(
-  Effect.map(ServerEnv, ({ publicUrl, log }) =>
-    layerDeploymentProxy({ publicUrl, reservedPaths: RESERVED_PATHS, log: (event) => log.debug("deployment proxy", { ...event }) })
-  )
+  Effect.gen(function* () {
+    const { publicUrl, log } = yield* ServerEnv
+    const replicas = yield* Replicas
+    return layerDeploymentProxy({
+      publicUrl,
+      reservedPaths: RESERVED_PATHS,
+      log: (event) => log.debug("deployment proxy", { ...event }),
+      remote: { forwarder: replicas.forwarder, isForwarded: replicas.isForwarded }
+    })
+  })
 )

@@ -27,7 +27,7 @@ import { makeBoxCommands } from "./boxes/exec.ts"
 import { BoxError, type BoxSpec, type LimitsMode, type RunningBox } from "./boxes/model.ts"
 import { bwrapArgs, ID, validateSpec } from "./boxes/spec.ts"
 import { type BoxRecord, makeBoxState } from "./boxes/state.ts"
-import { cgroupDirs, detectLimitsMode, listCgroups, removeCgroup } from "./cgroups.ts"
+import { cgroupDirs, detectLimitsMode, listCgroups, removeCgroup, removeCgroupParent } from "./cgroups.ts"
 import { buildExecHelper } from "./execHelper.ts"
 import { missingTools, processAlive, unsearchableAncestor } from "./host.ts"
 import { RuntimeRoot } from "./RuntimeRoot.ts"
@@ -73,6 +73,11 @@ export interface BoxRunnerOptions {
    * (every exec then spawns nsenter from the host), or by default built into `<root>/.tools`.
    */
   readonly execHelper?: string | false
+  /**
+   * Where the host ends of its port bridges' unix sockets go (default `<root>/.sockets`): a
+   * short directory, since a socket path has at most 107 bytes (the runtime's `sockets`).
+   */
+  readonly socketDir?: string
 }
 
 const failure = (message: string) => new BoxError({ message })
@@ -87,6 +92,7 @@ export const makeBoxRunner = (options: BoxRunnerOptions): Effect.Effect<BoxRunne
     if (/[,:\\\s]/.test(root)) return yield* failure(`box state dir ${root} must not contain ',', ':', '\\' or spaces (overlayfs options)`)
     const log = options.log ?? (() => undefined)
     const cgroupParent = options.cgroupParent ?? "slipway-boxes"
+    const socketDir = options.socketDir ?? path.join(root, ".sockets")
     if (!ID.test(cgroupParent)) return yield* failure(`invalid cgroupParent ${JSON.stringify(cgroupParent)}`)
     if (process.getuid?.() !== 0) return yield* failure("the box runner needs root (mounts, cgroups, uid mapping)")
     mkdirSync(root, { recursive: true })
@@ -149,10 +155,11 @@ export const makeBoxRunner = (options: BoxRunnerOptions): Effect.Effect<BoxRunne
           isRunning: init.isRunning,
           exec: commands.exec,
           execShell: commands.execShell,
+          execInto: commands.execInto,
           forward: (port, forwardOptions) =>
             Effect.suspend(() =>
               init.isRunning()
-                ? forwardPort({ runner, id, pid: init.pid, portsDir: path.join(state.dirOf(id), "ports"), port, host: forwardOptions?.host, hostPort: forwardOptions?.hostPort })
+                ? forwardPort({ runner, id, pid: init.pid, socketDir, port, host: forwardOptions?.host, hostPort: forwardOptions?.hostPort })
                 : Effect.fail(failure(`box ${id} is not running`))
             )
         }
@@ -258,23 +265,29 @@ export const makeBoxRunner = (options: BoxRunnerOptions): Effect.Effect<BoxRunne
 /**
  * The box runner of the runtime: `<runtime root>/boxes`, its boxes under the runtime's cgroup
  * parent. `SLIPWAY_EXEC_HELPER=off`: every exec spawns nsenter from the server. When the layer
- * stops, what boxes left behind (mounts, cgroups) is cleaned; their files stay.
+ * stops, what boxes left behind (mounts, cgroups) is cleaned, their files stay, and the
+ * runtime's parent cgroups go once empty. Port bridges' sockets are in the runtime's `sockets`.
  */
 export const BoxRunnerLive = Layer.effect(
   BoxRunner,
   Effect.gen(function* () {
-    const { root, cgroupParent } = yield* RuntimeRoot
+    const { root, cgroupParent, sockets } = yield* RuntimeRoot
     const { log } = yield* ServerEnv
     const boxes = yield* makeBoxRunner({
       root: path.join(root, "boxes"),
       cgroupParent,
+      socketDir: sockets,
       log: (event, detail) => log.debug(event, detail),
       ...(process.env.SLIPWAY_EXEC_HELPER === "off" ? { execHelper: false as const } : {})
     })
     const exec = boxes.execMode
     log.info("local runtime", { root, host: hostToolsSummary(hostTools()), limits: boxes.limitsMode, exec: exec.reason ? `${exec.mode} (${exec.reason})` : exec.mode })
     yield* Effect.addFinalizer(() =>
-      boxes.recover.pipe(Effect.catch((error) => Effect.sync(() => log.warn("local runtime cleanup failed", { error: error.message }))))
+      boxes.recover.pipe(
+        // Then the runtime's parent cgroups, once empty (a box still running keeps them).
+        Effect.andThen(Effect.sync(() => removeCgroupParent(boxes.limitsMode, cgroupParent))),
+        Effect.catch((error) => Effect.sync(() => log.warn("local runtime cleanup failed", { error: error.message })))
+      )
     )
     return boxes
   }).pipe(Effect.orDie)

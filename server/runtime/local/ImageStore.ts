@@ -178,7 +178,12 @@ export const makeImageStore = (options: ImageStoreOptions): Effect.Effect<ImageS
             Effect.mapError(toPullError(ref.reference, source.domain)),
             Effect.catchDefect((defect) => Effect.fail(toPullError(ref.reference, source.domain)({ message: (defect as Error)?.message ?? String(defect) })))
           )
+        // A Docker Hub reference goes to the mirror only: its failure says so (the mirror's address is what to check).
+        const mirrored = source.name !== ref.name
         return byReference(key, pullOptions.onProgress, operation).pipe(
+          Effect.mapError((error) =>
+            mirrored && !error.message.includes(source.domain) ? new ImagePullError({ ...error, message: `${error.message} (through the Docker Hub mirror ${source.domain})` }) : error
+          ),
           Effect.tapError((error) => Effect.sync(() => options.log?.warn("image pull failed", { reference: ref.reference, kind: error.kind, message: error.message })))
         )
       })
@@ -222,6 +227,13 @@ export const ImageStoreLive = Layer.effect(
   Effect.gen(function* () {
     const { root } = yield* RuntimeRoot
     const { log } = yield* ServerEnv
-    return yield* makeImageStore({ root: join(root, "images"), ...imageStoreOptionsFromEnv(), log })
+    const settings = imageStoreOptionsFromEnv()
+    // What pulls go through, in the start-up log: a missing mirror or insecure entry is seen here, not at the first failed pull.
+    log.info("image registries", {
+      mirror: settings.mirror ?? "none (Docker Hub)",
+      insecure_registries: settings.insecureRegistries ?? [],
+      auth_file: settings.authFile ?? "none"
+    })
+    return yield* makeImageStore({ root: join(root, "images"), ...settings, log })
   }).pipe(Effect.orDie)
 )

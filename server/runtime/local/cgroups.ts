@@ -145,6 +145,25 @@ export const removeCgroup = (mode: LimitsMode, parent: string, id: string): Effe
     { discard: true }
   )
 
+/**
+ * Removes the parent cgroup(s) `detectLimitsMode` made, when nothing is left in them (a box still
+ * running keeps its parent): a stopped server leaves no empty `slipway-*` directory behind.
+ * Answers whether they are gone.
+ */
+export const removeCgroupParent = (mode: LimitsMode, parent: string): boolean => {
+  const dirs = mode === "cgroup-v2" ? [path.join(CGROUP_ROOT, parent)] : mode === "cgroup-v1" ? V1_CONTROLLERS.map((c) => path.join(CGROUP_ROOT, c, parent)) : []
+  let gone = true
+  for (const dir of dirs) {
+    try {
+      // rmdir of a cgroup succeeds only when it has no child cgroup and no process.
+      if (existsSync(dir)) rmdirSync(dir)
+    } catch {
+      gone = false
+    }
+  }
+  return gone
+}
+
 /** Box ids that have a cgroup under `parent` (for recovery after a restart). */
 export const listCgroups = (mode: LimitsMode, parent: string): Array<string> => {
   const base = mode === "cgroup-v2" ? path.join(CGROUP_ROOT, parent) : mode === "cgroup-v1" ? path.join(CGROUP_ROOT, "pids", parent) : ""

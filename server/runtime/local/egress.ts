@@ -7,6 +7,7 @@
  * server dials the service on the host. The box reaches exactly these ports, nothing else of the
  * host network. Listeners and bridge end when the scope closes.
  */
+import { randomBytes } from "node:crypto"
 import { mkdirSync, rmSync } from "node:fs"
 import net from "node:net"
 import path from "node:path"
@@ -49,7 +50,8 @@ export const makeEgress = Effect.map(ProcessRunner, (runner) =>
         const pairs: Array<string> = []
         // The host side first: a unix socket per target, each connection piped to the service.
         for (const t of targets) {
-          const sock = path.join(socketDir, `${box.id}-${t.boxPort}-${process.pid}.sock`)
+          // Short, whatever the box id: a socket path has at most 107 bytes.
+          const sock = path.join(socketDir, `e${t.boxPort}-${randomBytes(4).toString("hex")}.sock`)
           rmSync(sock, { force: true })
           yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(sock, { force: true })))
           yield* pipeServer(

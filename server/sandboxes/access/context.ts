@@ -6,6 +6,7 @@
 import { Effect } from "effect"
 import { makeSecretBox } from "../../secrets/secrets.ts"
 import { ServerEnv } from "../../module.ts"
+import { Replicas } from "../../replicas/Replicas.ts"
 import { RegistryStore } from "../../store/RegistryStore.ts"
 import { SandboxStore } from "../../store/SandboxStore.ts"
 import { ServiceGrantStore } from "../../store/ServiceGrantStore.ts"
@@ -31,6 +32,7 @@ export const makeAccessContext = Effect.gen(function* () {
   const grantStore = yield* ServiceGrantStore
   const controller = yield* SandboxController
   const dataplane = yield* Dataplane
+  const replicas = yield* Replicas
   // startServer always resolves a key (SLIPWAY_SECRETS_KEY or the key file); a bare test setup may not.
   const secretsKey = config.secretsKey ?? (yield* Effect.die(new Error("the sandbox access features need the secrets key")))
   return {
@@ -40,6 +42,7 @@ export const makeAccessContext = Effect.gen(function* () {
     grantStore,
     controller,
     dataplane,
+    replicas,
     log,
     publicUrl,
     secure: publicUrl.startsWith("https://"),

@@ -12,6 +12,9 @@
  * - `GET {public}/sandbox-service-login?token=…` (`browser_url`): sets that cookie (HttpOnly,
  *   SameSite=Lax, scoped to the service's path, as long as the token lives) and redirects.
  *
+ * With several replicas, a link's request for a box another replica runs is forwarded there as
+ * it came (that replica checks the token again).
+ *
  * A missing, malformed, expired or withdrawn token is 401; a valid token for another box or
  * port is 403 (another tenant's token never names this box). Answers of a box are served with a
  * `Content-Security-Policy: sandbox` (an opaque origin): they share Slipway's origin, and must not
@@ -24,7 +27,8 @@ import type { Duplex } from "node:stream"
 import { Cause, Effect, Exit } from "effect"
 import { clientGone, makeRequestRunner, type RequestRunner } from "../../http/app.ts"
 import type { RawHttp } from "../../module.ts"
-import { DataplaneError, rejectUpgrade, sendError } from "../dataplane/protocol.ts"
+import { DataplaneError, failedBox, rejectUpgrade, sendError } from "../dataplane/protocol.ts"
+import { type BoxLocation, replicaGoneMessage } from "../controller.ts"
 import {
   type AccessContext,
   DOWNLOAD_PREFIX,
@@ -111,14 +115,46 @@ class ClientGone {}
  * waiting (a box being woken) is interrupted when the client goes away.
  */
 export const makeAccessHttp = (context: AccessContext, runRequest: RequestRunner): RawHttp => {
-  const { sandboxStore, grantStore, controller, dataplane, tokens, log, secure } = context
+  const { sandboxStore, grantStore, controller, dataplane, tokens, log, secure, replicas } = context
+
+  /**
+   * Where the box runs (several replicas): here, or the peer to forward the link's request to
+   * (it checks the token again); a box whose replica is gone is an error saying so.
+   */
+  const whereRuns = Effect.fnUntraced(function* (sandboxId: string, forwarded: boolean) {
+    const location: BoxLocation = yield* controller.locate(sandboxId)
+    if (location._tag === "gone") return yield* fail(502, "ReplicaUnavailable", `the sandbox is not available: ${replicaGoneMessage(location.replicaId, location.replica)}; it is being marked failed`)
+    if (location._tag === "peer" && forwarded) return yield* fail(503, "ServiceUnavailable", `the sandbox moved to replica ${location.peer.id} while this request was forwarded; retry`, { "retry-after": "1" })
+    if (location._tag === "peer" && !replicas.forwarder) return yield* fail(503, "ServiceUnavailable", "the sandbox runs on another replica, and this one cannot forward to it: set SLIPWAY_INTERNAL_TOKEN on every replica")
+    return location
+  })
+
+  /** Hands the request to the replica that runs the box, as it came. */
+  const forwardTo = (request: IncomingMessage, connection: ServerResponse | Duplex, head: Buffer | undefined, location: Extract<BoxLocation, { _tag: "peer" }>) =>
+    new Promise<void>((resolve) => {
+      const unreachable = (code: string) => {
+        const error = new DataplaneError(502, "ReplicaUnavailable", `the sandbox runs on replica ${location.peer.id} (${location.peer.url}), which does not answer (${code}); if it stopped, the sandbox is marked failed once its lease expires`)
+        if (head === undefined) sendError(request, connection as ServerResponse, error)
+        else rejectUpgrade(connection as Duplex, error.status, error.type, error.message)
+        resolve()
+      }
+      if (head === undefined) {
+        ;(connection as ServerResponse).once("close", () => resolve())
+        replicas.forwarder!.http(request, connection as ServerResponse, location.peer, unreachable)
+      } else {
+        connection.once("close", () => resolve())
+        replicas.forwarder!.upgrade(request, connection as Duplex, head, location.peer, unreachable)
+      }
+    })
 
   /** The box of the token's tenant, started (and awaited) when it is stopped. */
   const runningBox = Effect.fnUntraced(function* (tenantId: string, sandboxId: string) {
     let box = yield* sandboxStore.sandboxById(tenantId, sandboxId)
     if (!box) return yield* fail(404, "NotFound", "the sandbox of this link no longer exists")
-    if (box.status === "stopped" || box.status === "failed") box = yield* controller.request(box, { _tag: "Start" })
-    if (box.status !== "ready") box = (yield* controller.awaitSettled(tenantId, sandboxId, WAKE_MS)) ?? box
+    if (box.status === "stopped") box = yield* controller.request(box, { _tag: "Start" })
+    if (box.status !== "ready" && box.status !== "failed") box = (yield* controller.awaitSettled(tenantId, sandboxId, WAKE_MS)) ?? box
+    // A box that failed is not started again by a link: it would fail the same way.
+    if (box.status === "failed") return yield* Effect.fail(failedBox(box.name, box.status_message))
     if (box.status !== "ready") return yield* fail(503, "ServiceUnavailable", `the sandbox is ${box.status}; retry shortly`, { "retry-after": "2" })
     return box
   })
@@ -158,6 +194,8 @@ export const makeAccessHttp = (context: AccessContext, runRequest: RequestRunner
     if (!unexpired(claims.e)) throw new DataplaneError(401, "Unauthorized", "this download link has expired")
     if (!dataplane.handle) throw new DataplaneError(503, "ServiceUnavailable", "download links need a runtime that runs sandboxes (SLIPWAY_RUNTIME=local)")
     const box = await run(runningBox(claims.t, claims.b), response)
+    const location = await run(whereRuns(box.id, replicas.isForwarded(request)), response)
+    if (location._tag === "peer") return forwardTo(request, response, undefined, location)
     overrideDownloadHeaders(response, claims)
     request.resume()
     dataplane.handle(request, response, {
@@ -197,6 +235,8 @@ export const makeAccessHttp = (context: AccessContext, runRequest: RequestRunner
     const claims: ServiceClaims = await run(authorizeService(serviceToken(request), target.sandboxId, target.port), response)
     if (!dataplane.connectPort) throw new DataplaneError(503, "ServiceUnavailable", "service URLs need a runtime that runs sandboxes (SLIPWAY_RUNTIME=local)")
     await run(runningBox(claims.t, claims.b), response)
+    const location = await run(whereRuns(target.sandboxId, replicas.isForwarded(request)), response)
+    if (location._tag === "peer") return forwardTo(request, response, undefined, location)
     const socketPath = await reach(target.sandboxId, target.port, response)
     const prefix = servicePath(target.sandboxId, target.port).slice(0, -1)
     await new Promise<void>((resolve) => {
@@ -230,6 +270,8 @@ export const makeAccessHttp = (context: AccessContext, runRequest: RequestRunner
     const claims = await run(authorizeService(serviceToken(request), target.sandboxId, target.port), socket)
     if (!dataplane.connectPort) throw new DataplaneError(503, "ServiceUnavailable", "service URLs need a runtime that runs sandboxes (SLIPWAY_RUNTIME=local)")
     await run(runningBox(claims.t, claims.b), socket)
+    const location = await run(whereRuns(target.sandboxId, replicas.isForwarded(request)), socket)
+    if (location._tag === "peer") return forwardTo(request, socket, head, location)
     const socketPath = await reach(target.sandboxId, target.port, socket)
     const headers = forwardedHeaders(request, servicePath(target.sandboxId, target.port).slice(0, -1), true)
     const upstream = connect(socketPath)
@@ -292,7 +334,7 @@ export const makeAccessHttp = (context: AccessContext, runRequest: RequestRunner
       void proxyUpgrade(request, socket, head, { ...target, rest: target.rest ?? "/" }).catch((error) => {
         if (error instanceof ClientGone) return
         const known = asDataplaneError(error)
-        rejectUpgrade(socket, known.status, known.type, known.message)
+        rejectUpgrade(socket, known.status, known.type, known.message, known.fields)
       })
       return true
     }

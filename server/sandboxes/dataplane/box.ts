@@ -6,7 +6,7 @@
  * backend (`local.ts`) makes one of a `RunningBox`; the protocol's tests make one of a bare
  * bubblewrap sandbox.
  */
-import type { Readable, Writable } from "node:stream"
+import type { Readable, Stream, Writable } from "node:stream"
 import { Effect, Exit, Scope } from "effect"
 import { BOX_HOME, BOX_TOOLS, type BoxProcess, type ExecOptions, type ExitStatus, type ShellCommand, shellLaunchArgv } from "../../runtime/BoxProcess.ts"
 
@@ -20,6 +20,12 @@ export interface BoxExec {
    * (the local runner's exec helper). Absent: callers run `shellLaunchArgv(command)` through `exec`.
    */
   readonly execShell?: (command: ShellCommand, options?: ExecOptions) => BoxCommand
+  /**
+   * Runs argv in the box with its stdout relayed straight into `sink` (a socket), never through
+   * this process (the local runner's `execInto`): a large download's body. Absent: the bytes go
+   * through `exec`'s stdout.
+   */
+  readonly execInto?: (argv: ReadonlyArray<string>, sink: Stream, options?: ExecOptions) => BoxCommand
 }
 
 /** The box's `exec`, with a runner failure (box stopped, gone) reported as the protocol's retryable not-ready answer. */

@@ -9,11 +9,14 @@ export class DataplaneError extends Error {
   readonly status: number
   readonly type: string
   readonly headers: Readonly<Record<string, string>>
-  constructor(status: number, type: string, message: string, headers: Readonly<Record<string, string>> = {}) {
+  /** More fields of the answer's `detail`, beside `error` and `message` (a failed box's `status_message`). */
+  readonly fields: Readonly<Record<string, unknown>>
+  constructor(status: number, type: string, message: string, headers: Readonly<Record<string, string>> = {}, fields: Readonly<Record<string, unknown>> = {}) {
     super(message)
     this.status = status
     this.type = type
     this.headers = headers
+    this.fields = fields
   }
 }
 
@@ -25,11 +28,21 @@ export const asDataplaneError = (error: unknown): DataplaneError =>
       ? new DataplaneError(503, "ServiceUnavailable", error.message)
       : new DataplaneError(500, "InternalError", "The dataplane failed to handle the request")
 
+/** The answer for a box that failed: not retryable (400 NotReady, as the clients map it), with why it failed and how to go on. */
+export const failedBox = (name: string, statusMessage: string | null) =>
+  new DataplaneError(
+    400,
+    "NotReady",
+    `Sandbox ${name} failed: ${statusMessage ?? "unknown error"}. It is not restarted on its own: start it (POST /v2/sandboxes/boxes/${name}/start) or create it again once the cause is fixed`,
+    {},
+    { status: "failed", status_message: statusMessage }
+  )
+
 export const badRequest = (message: string) => new DataplaneError(400, "InvalidRequest", message)
 export const unprocessable = (message: string) => new DataplaneError(422, "ValidationError", message)
 export const fileNotFound = (path: string) => new DataplaneError(404, "FileNotFound", `File not found: ${path}`)
 
-export const errorBody = (type: string, message: string) => JSON.stringify({ detail: { error: type, message } })
+export const errorBody = (type: string, message: string, fields: Readonly<Record<string, unknown>> = {}) => JSON.stringify({ detail: { error: type, message, ...fields } })
 
 /** Answers `error` unless the answer has started; then the connection is cut (a truncated body must not look whole). */
 export const sendError = (request: IncomingMessage, response: ServerResponse, error: unknown): void => {
@@ -38,7 +51,7 @@ export const sendError = (request: IncomingMessage, response: ServerResponse, er
     response.destroy()
     return
   }
-  const body = request.method === "HEAD" ? "" : errorBody(known.type, known.message)
+  const body = request.method === "HEAD" ? "" : errorBody(known.type, known.message, known.fields)
   response.writeHead(known.status, {
     ...known.headers,
     "content-type": "application/json",

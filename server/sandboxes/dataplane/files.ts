@@ -94,6 +94,63 @@ const READ = `p="$1"
 [ -f "$p" ] || exit 44
 exec $B dd if="$p" bs=262144 iflag=skip_bytes,count_bytes skip="$2" count="$3" 2>/dev/null`
 
+/** READ for a relayed body: dd's own count on stderr (`N bytes … copied`) says how much went out. */
+const READ_COUNTED = `p="$1"
+[ -f "$p" ] || exit 44
+exec $B dd if="$p" bs=262144 iflag=skip_bytes,count_bytes skip="$2" count="$3"`
+
+/**
+ * Bodies from this size on go from the box to the client without passing through this process
+ * (`BoxExec.execInto`: a host relay writes them on the connection, which is then closed); smaller
+ * ones through the command's stdout, where the relay's start would cost more than it saves.
+ */
+export const RELAY_MIN_BYTES = 1 << 20
+
+/** The connection a relay may write on: plain HTTP/1.1 over a socket with a descriptor (not TLS, not HTTP/2). */
+const relayable = (request: IncomingMessage): boolean => {
+  const socket = request.socket as { readonly encrypted?: boolean; readonly _handle?: { readonly fd?: number } }
+  return request.httpVersionMajor === 1 && socket.encrypted !== true && typeof socket._handle?.fd === "number" && socket._handle.fd >= 0
+}
+
+/**
+ * The body (`length` bytes from `start`, the headers already decided) written by the box's relay
+ * straight on the connection: Node sends the headers, then stays off the socket until the relay
+ * is done; a relay that sent less than `length` bytes cuts the connection (a short body must not
+ * look whole). The connection is not reused (`connection: close`).
+ */
+const relayBody = async (box: BoxExec, request: IncomingMessage, response: ServerResponse, status: number, headers: Record<string, string | number>, path: string, start: number, length: number) => {
+  response.writeHead(status, { ...headers, connection: "close" })
+  response.flushHeaders()
+  const socket = request.socket
+  // Every byte Node queued (the headers) reaches the kernel before the relay writes (or the client left).
+  if (socket.writableLength > 0) {
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        socket.off("drain", done)
+        socket.off("close", done)
+        resolve()
+      }
+      socket.once("drain", done)
+      socket.once("close", done)
+    })
+  }
+  if (socket.destroyed) return
+  const process = box.execInto!([B, "sh", "-c", `B=${B}\n${READ_COUNTED}`, "slipway", path, String(start), String(length)], socket)
+  let stderr = ""
+  process.stderr.on("data", (chunk: Buffer) => (stderr = (stderr + chunk.toString("utf8")).slice(-2000)))
+  response.on("close", () => {
+    if (!response.writableFinished) process.kill("SIGKILL")
+  })
+  const [{ code }] = await Promise.all([process.exited, new Promise((resolve) => process.stderr.once("close", resolve))])
+  const copied = [...stderr.matchAll(/(\d+) bytes \(/g)].at(-1)?.[1]
+  if (code !== 0 || Number(copied) !== length) {
+    response.destroy(new Error(`relayed ${copied ?? "?"} of ${length} bytes (exit ${code}) ${stderr.slice(0, 300)}`))
+    return
+  }
+  // Nothing more to write: the relay sent the body.
+  response.end()
+}
+
 type Range = { readonly start: number; readonly end: number } | "unsatisfiable" | undefined
 
 /** One `bytes=` range (RFC 9110); several ranges or bad syntax are ignored (whole file), as the RFC allows. */
@@ -147,6 +204,7 @@ export const download = async (box: BoxExec, request: IncomingMessage, response:
     response.writeHead(range ? 206 : 200, headers)
     return void response.end()
   }
+  if (length >= RELAY_MIN_BYTES && box.execInto && relayable(request)) return relayBody(box, request, response, range ? 206 : 200, headers, path, start, length)
   const process = tool(box, READ, [path, String(start), String(length)])
   process.stdin.on("error", () => {})
   process.stdin.end()

@@ -21,7 +21,8 @@ const NOT_RUNNING = "Sandbox is starting: it is not running yet (or was stopped)
 /** The box as the protocol's stream code holds it: each command started at once, in a scope of its own inside the box's. */
 const boxExecOf = (entry: RegisteredBox): BoxExec => ({
   exec: (argv, options) => startNow(entry.box.exec(argv, options), entry.scope),
-  execShell: (shell, options) => startNow(entry.box.execShell(shell, options), entry.scope)
+  execShell: (shell, options) => startNow(entry.box.execShell(shell, options), entry.scope),
+  execInto: (argv, sink, options) => startNow(entry.box.execInto(argv, sink, options), entry.scope)
 })
 
 export const LocalDataplane = Layer.effect(

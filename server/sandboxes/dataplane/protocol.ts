@@ -14,7 +14,7 @@ import { commandSpec, decodeOrThrow, HttpExecuteBody } from "./requests.ts"
 import { rejectUpgrade, serveExecuteSocket, type WsLimits } from "./ws.ts"
 
 export { BOX_HOME, BOX_TOOLS, type BoxExec, type BoxCommand, type ExecOptions } from "./box.ts"
-export { DataplaneError, errorBody, sendError } from "./errors.ts"
+export { DataplaneError, errorBody, failedBox, sendError } from "./errors.ts"
 export { rejectUpgrade } from "./ws.ts"
 
 export interface DataplaneLimits extends CommandLimits, FileLimits, WsLimits {
@@ -81,19 +81,21 @@ export const makeDataplaneProtocol = (options: DataplaneOptions = {}): Dataplane
   /** File operations' processes per box, so closing a box or the dataplane leaves none behind. */
   const tools = new Map<string, Set<BoxCommand>>()
 
+  const track = (boxKey: string, process: BoxCommand): BoxCommand => {
+    let live = tools.get(boxKey)
+    if (!live) tools.set(boxKey, (live = new Set()))
+    const set = live
+    set.add(process)
+    void process.exited.finally(() => {
+      set.delete(process)
+      if (set.size === 0 && tools.get(boxKey) === set) tools.delete(boxKey)
+    })
+    return process
+  }
+
   const trackedBox = (box: BoxExec, boxKey: string): BoxExec => ({
-    exec: (argv, execOptions) => {
-      const process = box.exec(argv, execOptions)
-      let live = tools.get(boxKey)
-      if (!live) tools.set(boxKey, (live = new Set()))
-      const set = live
-      set.add(process)
-      void process.exited.finally(() => {
-        set.delete(process)
-        if (set.size === 0 && tools.get(boxKey) === set) tools.delete(boxKey)
-      })
-      return process
-    }
+    exec: (argv, execOptions) => track(boxKey, box.exec(argv, execOptions)),
+    ...(box.execInto ? { execInto: (argv, sink, execOptions) => track(boxKey, box.execInto!(argv, sink, execOptions)) } : {})
   })
 
   const registryFor = (box: BoxExec, boxKey: string): CommandRegistry => {

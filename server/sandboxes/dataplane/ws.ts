@@ -4,7 +4,8 @@
  */
 import { STATUS_CODES } from "node:http"
 import type { Duplex } from "node:stream"
-import { WebSocket, type RawData } from "ws"
+import type { IncomingMessage } from "node:http"
+import { WebSocket, WebSocketServer, type RawData } from "ws"
 import { framesOf, type CommandRegistry, type CommandSession, type Listener } from "./commands.ts"
 import { BoxUnavailable } from "./box.ts"
 import { asDataplaneError, DataplaneError, errorBody } from "./errors.ts"
@@ -24,13 +25,30 @@ export interface WsLimits {
 }
 
 /** Refuses an upgrade with a status and the dataplane's JSON error body (which the clients surface). */
-export const rejectUpgrade = (socket: Duplex, status: number, type: string, message: string): void => {
-  const body = errorBody(type, message)
+export const rejectUpgrade = (socket: Duplex, status: number, type: string, message: string, fields: Readonly<Record<string, unknown>> = {}): void => {
+  const body = errorBody(type, message, fields)
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? "Error"}\r\nContent-Type: application/json\r\n` +
       `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
   )
 }
+
+/** Sockets opened only to say why a command cannot run. */
+const refusals = new WebSocketServer({ noServer: true, perMessageDeflate: false })
+
+/**
+ * Refuses a command socket with the protocol's `error` frame: the handshake completes, the
+ * client's first frame (its `execute`) is answered with the error, the socket closes. A
+ * WebSocket client shows that frame's text, where an HTTP refusal reaches it only as a status
+ * code; for a box that failed, its text says why.
+ */
+export const refuseInFrame = (request: IncomingMessage, socket: Duplex, head: Buffer, error: DataplaneError, waitMs = 30_000): void =>
+  refusals.handleUpgrade(request, socket, head, (ws) => {
+    ws.on("error", () => undefined)
+    const timer = setTimeout(() => ws.terminate(), waitMs)
+    ws.once("close", () => clearTimeout(timer))
+    ws.once("message", () => ws.send(JSON.stringify({ type: "error", error_type: error.type, error: error.message, ...error.fields }), () => ws.close(1000)))
+  })
 
 const decodeExecute = decodeOrThrow(ExecuteFrame, "execute")
 const decodeReconnect = decodeOrThrow(ReconnectFrame, "reconnect")

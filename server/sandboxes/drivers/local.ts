@@ -12,7 +12,8 @@
  * frees its disk. Progress ("pulling image", "starting box") and failures go to the controller on
  * the `SandboxObservations` queue.
  */
-import { Effect, Fiber, FiberMap, FiberSet, Layer, Queue } from "effect"
+import { Data, Effect, Fiber, FiberMap, FiberSet, Layer, Queue } from "effect"
+import { boxFailure, type BoxFailureKind } from "../../../core/index.ts"
 import { ServerEnv } from "../../module.ts"
 import { BoxRunner, type RunningBox } from "../../runtime/local/BoxRunner.ts"
 import { ImageStore, imageEnvironment, type PulledImage } from "../../runtime/local/ImageStore.ts"
@@ -27,6 +28,11 @@ const DEFAULT_PIDS = 512
 const DEFAULT_STORAGE = 1024n * MiB
 
 const messageOf = (error: { readonly message: string }) => error.message.split("\n")[0]!.slice(0, 500)
+
+/** A bring-up step failed: why, in the kinds the clients tell apart (`boxFailure`). */
+class BringUpFailed extends Data.TaggedError("BringUpFailed")<{ readonly kind: BoxFailureKind; readonly message: string }> {}
+
+const because = (kind: BoxFailureKind) => (error: { readonly message: string }) => new BringUpFailed({ kind, message: messageOf(error) })
 
 /** Runs `true` in the box and waits for it, at most 5 s: the box's exec helper starts with its first command (errors are the first real command's to report). */
 const warmUp = (box: RunningBox) =>
@@ -68,13 +74,18 @@ export const makeLocalSandboxDriver = Effect.gen(function* () {
     yield* report(id, { _tag: "Progress", message: `pulling image ${work.template.image}` })
     // A snapshot's box runs the image the snapshot was built with (by digest, from the cache), not whatever its tag points at now.
     const pinned = work.imageDigest ? yield* images.lookup(work.imageDigest) : null
-    if (!pinned && work.digestOnly) return yield* new ImageError({ message: `the captured image ${work.imageDigest ?? "(none)"} of this sandbox's snapshot is not in the image store` })
+    if (!pinned && work.digestOnly) {
+      return yield* new BringUpFailed({ kind: "ImagePull", message: `the captured image ${work.imageDigest ?? "(none)"} of this sandbox's snapshot is not in the image store` })
+    }
     const image =
-      pinned ?? (yield* images.pull(work.template.image, { onProgress: (message) => report(id, { _tag: "Progress", message }), ...pullAuth(work.registryAuth) }))
+      pinned ??
+      (yield* images
+        .pull(work.template.image, { onProgress: (message) => report(id, { _tag: "Progress", message }), ...pullAuth(work.registryAuth) })
+        .pipe(Effect.mapError(because("ImagePull"))))
     runs.set(id, image)
     yield* report(id, { _tag: "Progress", message: "starting box" })
     const mounts = yield* Effect.forEach(work.volumes, (volume) => Effect.map(volumes.path(volume.volumeId), (hostPath) => ({ hostPath, mountPath: volume.mountPath })))
-    return yield* boxes.start({
+    return yield* Effect.mapError(boxes.start({
       id,
       rootfs: image.rootfs,
       env: { ...imageEnvironment(image.config.env), HOME: "/home/user" },
@@ -86,7 +97,7 @@ export const makeLocalSandboxDriver = Effect.gen(function* () {
         pids: DEFAULT_PIDS
       },
       volumes: mounts
-    })
+    }), because("SandboxConfig"))
   })
 
   const failed = (work: BoxWork, message: string) =>
@@ -107,12 +118,12 @@ export const makeLocalSandboxDriver = Effect.gen(function* () {
         yield* warmUp(box)
         yield* report(id, { _tag: "Provisioned" })
         const exit = yield* box.exited
-        if (!exit.expected) yield* report(id, { _tag: "Failed", message: `box exited unexpectedly (${exit.signal ?? `code ${exit.code}`})` })
+        if (!exit.expected) yield* report(id, { _tag: "Failed", message: boxFailure("CrashLoop", exit.signal ?? `code ${exit.code}`) })
       })
     ).pipe(
       // A failure (or a bug) ends the box as Failed with its reason, never as a box stuck provisioning.
-      Effect.catch((error) => failed(work, messageOf(error))),
-      Effect.catchDefect((defect) => failed(work, messageOf({ message: String((defect as Error)?.message ?? defect) })))
+      Effect.catch((error) => failed(work, boxFailure(error._tag === "BringUpFailed" ? error.kind : "SandboxConfig", messageOf(error)))),
+      Effect.catchDefect((defect) => failed(work, boxFailure("SandboxConfig", messageOf({ message: String((defect as Error)?.message ?? defect) }))))
     )
 
   /** Ends the box's fiber (its bring-up, or the box itself) and waits until its scope is closed. */
@@ -120,6 +131,7 @@ export const makeLocalSandboxDriver = Effect.gen(function* () {
 
   return SandboxDriver.of({
     name: "local",
+    volumesOnThisReplica: true,
     start: (work) =>
       Effect.andThen(
         Effect.andThen(
@@ -139,6 +151,32 @@ export const makeLocalSandboxDriver = Effect.gen(function* () {
           yield* boxes.destroy(sandboxId).pipe(Effect.catch((error) => Effect.sync(() => log.warn("sandbox teardown failed", { sandbox_id: sandboxId, error: messageOf(error) }))))
         }).pipe(Effect.uninterruptible)
       ).pipe(Effect.flatMap(Fiber.await), Effect.asVoid),
+    recover: (owned) =>
+      Effect.gen(function* () {
+        // Mounts, loop devices and cgroups of boxes whose init is gone are undone here.
+        const { running } = yield* boxes.recover
+        const alive = new Set(running.map((spec) => spec.id))
+        let ended = 0
+        let freed = 0
+        for (const spec of yield* boxes.list) {
+          // Deployment replicas are the deployment driver's (it removes what it left at start).
+          if (spec.id.startsWith("d-")) continue
+          const wanted = owned.get(spec.id)
+          if (wanted === "run") continue
+          if (wanted === "keep") {
+            // Stopped here (or failed) while a previous process was killed: end it, keep its files.
+            if (alive.has(spec.id)) {
+              yield* Effect.scoped(boxes.attach(spec.id))
+              ended++
+            }
+            continue
+          }
+          // Deleted, or run by another replica now: nothing of it stays here.
+          yield* boxes.destroy(spec.id)
+          freed++
+        }
+        if (ended + freed > 0) log.info("sandbox boxes left by a previous process", { ended, freed })
+      }).pipe(Effect.catch((error) => Effect.sync(() => log.warn("sandbox boxes could not be recovered", { error: messageOf(error) })))),
     createVolume: (volumeId, sizeBytes) => volumes.create(volumeId, Number(sizeBytes)).pipe(Effect.mapError((error) => new VolumeError({ message: messageOf(error) })), Effect.asVoid),
     resizeVolume: (volumeId, sizeBytes) => volumes.grow(volumeId, Number(sizeBytes)).pipe(Effect.mapError((error) => new VolumeError({ message: messageOf(error) })), Effect.asVoid),
     deleteVolume: (volumeId) => volumes.destroy(volumeId).pipe(Effect.mapError((error) => new VolumeError({ message: messageOf(error) }))),

@@ -11,6 +11,7 @@ export const makeSimulatedSandboxDriver = Effect.gen(function* () {
   const observations = yield* SandboxObservations
   return SandboxDriver.of({
     name: "simulated",
+    volumesOnThisReplica: false,
     // The box is ready at once, and in the answer that created it: start waits until the controller applied that.
     start: (work) =>
       Effect.suspend(() => {
@@ -23,6 +24,7 @@ export const makeSimulatedSandboxDriver = Effect.gen(function* () {
       }),
     stop: () => Effect.void,
     teardown: () => Effect.void,
+    recover: () => Effect.void,
     createVolume: () => Effect.void,
     resizeVolume: () => Effect.void,
     deleteVolume: () => Effect.void,

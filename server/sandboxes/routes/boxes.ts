@@ -7,6 +7,7 @@ import { randomUUID } from "node:crypto"
 import { Effect } from "effect"
 import {
   Api,
+  boxFailureKind,
   checkBoxTemplate,
   checkVolumeAttachment,
   type CreateBox,
@@ -14,6 +15,8 @@ import {
   defaultVcpus,
   Pagination,
   planPoolScale,
+  SandboxCreationFailed,
+  SandboxTimeout,
   SandboxValidationError,
   sandboxPage,
   snapshotNameCandidates
@@ -38,6 +41,41 @@ const invalid = (message: string) => new SandboxValidationError({ message })
 
 export const boxRoutes = ({ transaction, sandboxStore, volumeStore, templateStore, poolStore, snapshotStore, controller, sandboxJson, freeSandboxName, launch, defaultSandboxImage }: SandboxRouteContext) => {
   const mustGetBox = (tenantId: string, name: string) => sandboxStore.sandboxByName(tenantId, name).pipe(Effect.flatMap(found("sandbox", name)))
+
+  /**
+   * Inside the create's transaction: the name a create asks for is free, or held by a box that
+   * failed, which the new box replaces (its row goes here, its remains once committed: answers its
+   * id). Any other holder is a 409.
+   */
+  const takeName = Effect.fnUntraced(function* (tenantId: string, name: string | undefined) {
+    if (name === undefined) return undefined
+    const holder = yield* sandboxStore.sandboxByName(tenantId, name)
+    if (!holder) return undefined
+    if (holder.status !== "failed") return yield* taken("sandbox", name)
+    yield* sandboxStore.deleteSandbox(holder.id)
+    return holder.id
+  })
+
+  /**
+   * The answer to a create: the box as stored now. With `wait_for_ready`, a box that failed is a
+   * 422 naming why (the clients' creation error), one still starting after `timeout` a 408.
+   */
+  const created = Effect.fnUntraced(function* (tenantId: string, launched: SandboxRecord, body: CreateBox) {
+    const stored = yield* sandboxStore.sandboxById(tenantId, launched.id)
+    if (!body.wait_for_ready) return sandboxJson(stored ?? launched)
+    // Deleted while it was starting.
+    if (!stored) return yield* notFound("sandbox", launched.name)
+    const box = stored
+    if (box.status === "failed") {
+      return yield* new SandboxCreationFailed({ reason: boxFailureKind(box.status_message), message: `sandbox ${box.name} failed: ${box.status_message ?? "unknown error"}` })
+    }
+    if (box.status === "provisioning") {
+      return yield* new SandboxTimeout({
+        message: `sandbox ${box.name} is not ready after ${body.timeout} s (${box.status_message ?? "provisioning"}); it goes on starting: GET /v2/sandboxes/boxes/${box.name}/status`
+      })
+    }
+    return sandboxJson(box)
+  })
 
   /** The snapshot a create names (by id or name reference), ready; 404 when there is none. */
   const snapshotFor = Effect.fnUntraced(function* (tenantId: string, body: CreateBox) {
@@ -64,7 +102,7 @@ export const boxRoutes = ({ transaction, sandboxStore, volumeStore, templateStor
     if (snapshot && body.fs_capacity_bytes != null && body.fs_capacity_bytes < snapshot.fs_capacity_bytes) {
       return yield* invalid(`fs_capacity_bytes ${body.fs_capacity_bytes} is smaller than snapshot ${snapshot.name}'s ${snapshot.fs_capacity_bytes}`)
     }
-    if (body.name !== undefined && (yield* sandboxStore.sandboxNameTaken(tenantId, body.name))) return yield* taken("sandbox", body.name)
+    const replaced = yield* takeName(tenantId, body.name)
     const name = body.name ?? (yield* freeSandboxName(tenantId, "sandbox"))
     const at = now()
     const id = randomUUID()
@@ -85,7 +123,7 @@ export const boxRoutes = ({ transaction, sandboxStore, volumeStore, templateStor
       fs_capacity_bytes: body.fs_capacity_bytes ?? snapshot?.fs_capacity_bytes ?? defaultFsCapacityBytes,
       ...retentionOf(body)
     })
-    return (yield* sandboxStore.sandboxById(tenantId, id))!
+    return { box: (yield* sandboxStore.sandboxById(tenantId, id))!, replaced }
   })
 
   /**
@@ -120,21 +158,22 @@ export const boxRoutes = ({ transaction, sandboxStore, volumeStore, templateStor
       const sources = [body.template_name, body.snapshot_id, body.snapshot_name].filter((value) => value != null)
       if (sources.length > 1) return yield* invalid("send at most one of template_name, snapshot_id and snapshot_name")
       if (body.template_name === undefined) {
-        const created = yield* transaction(createImageBox(tenantId, body))
-        const [launched] = yield* launch(tenantId, [created], body)
-        return sandboxJson((yield* sandboxStore.sandboxById(tenantId, created.id)) ?? launched!)
+        const { box, replaced } = yield* transaction(createImageBox(tenantId, body))
+        if (replaced !== undefined) yield* controller.boxesDeleted([replaced])
+        const [launched] = yield* launch(tenantId, [box], body)
+        return yield* created(tenantId, launched ?? box, body)
       }
       if (body.vcpus != null || body.mem_bytes != null || body.fs_capacity_bytes != null) {
         return yield* invalid("vcpus, mem_bytes and fs_capacity_bytes apply to boxes made from a snapshot; a template sets its own resources")
       }
       const templateName = body.template_name
-      const { box, claimed, replacements } = yield* transaction(
+      const { box, claimed, replacements, replaced } = yield* transaction(
         Effect.gen(function* () {
           const template = yield* Effect.fromResult(checkBoxTemplate(templateName, yield* templateStore.templateByName(tenantId, templateName)))
           // The rule pools follow too: a volume attaches to a single sandbox.
           const attached = template.mounts.length === 0 ? [] : yield* volumeStore.volumesAttached(template.mounts.map((mount) => mount.volume_id))
           yield* Effect.fromResult(checkVolumeAttachment(template.name, { volume_mounts: template.mounts }, "box", attached))
-          if (body.name !== undefined && (yield* sandboxStore.sandboxNameTaken(tenantId, body.name))) return yield* taken("sandbox", body.name)
+          const replaced = yield* takeName(tenantId, body.name)
           const name = body.name ?? (yield* freeSandboxName(tenantId, template.name))
           const at = now()
           const retention = retentionOf(body)
@@ -142,7 +181,7 @@ export const boxRoutes = ({ transaction, sandboxStore, volumeStore, templateStor
           const warm = template.mounts.length === 0 ? yield* claimWarm(tenantId, template.id, name, at) : undefined
           if (warm) {
             if (Object.keys(retention).length > 0) yield* sandboxStore.updateSandboxRetention(warm.box.id, retention, at)
-            return { box: (yield* sandboxStore.sandboxById(tenantId, warm.box.id))!, claimed: true, replacements: warm.replacements }
+            return { box: (yield* sandboxStore.sandboxById(tenantId, warm.box.id))!, claimed: true, replacements: warm.replacements, replaced }
           }
           const id = randomUUID()
           yield* sandboxStore.insertSandbox({
@@ -157,9 +196,10 @@ export const boxRoutes = ({ transaction, sandboxStore, volumeStore, templateStor
             updated_at: at,
             ...retention
           })
-          return { box: (yield* sandboxStore.sandboxById(tenantId, id))!, claimed: false, replacements: [] as ReadonlyArray<SandboxRecord> }
+          return { box: (yield* sandboxStore.sandboxById(tenantId, id))!, claimed: false, replacements: [] as ReadonlyArray<SandboxRecord>, replaced }
         })
       )
+      if (replaced !== undefined) yield* controller.boxesDeleted([replaced])
       if (claimed) {
         // The pool starts a box in place of the one handed over; the claimed box is ready already.
         yield* controller.boxesCreated(replacements)
@@ -167,7 +207,7 @@ export const boxRoutes = ({ transaction, sandboxStore, volumeStore, templateStor
       }
       const [launched] = yield* launch(tenantId, [box], body)
       // A driver that provisions at once (simulated) has moved the box already: answer what is stored.
-      return sandboxJson((yield* sandboxStore.sandboxById(tenantId, box.id)) ?? launched!)
+      return yield* created(tenantId, launched ?? box, body)
     })),
 
     implement(Api.listBoxes, ({ query }, { auth }) => {

@@ -1,6 +1,6 @@
 /** `/v2/sandboxes/volumes`: storage of a size, within the organization's quota. */
 import { randomUUID } from "node:crypto"
-import { Effect } from "effect"
+import { Effect, Schedule } from "effect"
 import { Api, checkVolumeCreate, type PatchVolume, ServerError, checkVolumeDeletable, formatQuantity, Pagination, planVolumeResize, resolveStorageClass, sandboxPage } from "../../../core/index.ts"
 import { implement, now } from "../../module.ts"
 import type { AuthContext } from "../../store/KeyStore.ts"
@@ -12,7 +12,7 @@ import type { SandboxRouteContext } from "../routeContext.ts"
 /** The runtime could not make or grow the storage: the row is put back and the caller told why. */
 const storageFailed = (error: VolumeError) => new ServerError({ status: 503, message: `Volume storage unavailable: ${error.message}` })
 
-export const volumeRoutes = ({ transaction, volumeStore, driver, config, storage }: SandboxRouteContext) => {
+export const volumeRoutes = ({ transaction, volumeStore, driver, config, storage, replicas, cluster, onVolumeHolder, log }: SandboxRouteContext) => {
   /** PATCH, inside its transaction: the volume before and after (the same record when nothing changes). */
   const updateInTransaction = Effect.fnUntraced(function* (auth: AuthContext, name: string, body: PatchVolume) {
     const volume = yield* volumeStore.volumeByName(auth.tenantId, name).pipe(Effect.flatMap(found("volume", name)))
@@ -61,6 +61,8 @@ export const volumeRoutes = ({ transaction, volumeStore, driver, config, storage
       yield* driver.createVolume(volume.id, volume.size_bytes).pipe(
         Effect.catch((error) => Effect.andThen(volumeStore.deleteVolume(volume.id), Effect.fail(storageFailed(error))))
       )
+      // It lives on this replica's disk: boxes that mount it run here (docs/replicas.md).
+      if (replicas.shared && driver.volumesOnThisReplica) yield* cluster.holdVolume(volume.id, replicas.self.id)
       return volumeJson(volume)
     })),
 
@@ -77,7 +79,7 @@ export const volumeRoutes = ({ transaction, volumeStore, driver, config, storage
       const { before, after } = yield* transaction(updateInTransaction(auth, params.name, body))
       if (after.size_bytes !== before.size_bytes) {
         // Grown after the commit; if the storage cannot grow, the size goes back.
-        yield* driver.resizeVolume(after.id, after.size_bytes).pipe(
+        yield* onVolumeHolder(after.id, { _tag: "resize", sizeBytes: after.size_bytes }).pipe(
           Effect.catch((error) =>
             Effect.andThen(volumeStore.updateVolume(after, { ...after, size_bytes: before.size_bytes, size: before.size }), Effect.fail(storageFailed(error)))
           )
@@ -91,10 +93,28 @@ export const volumeRoutes = ({ transaction, volumeStore, driver, config, storage
         Effect.gen(function* () {
           const volume = yield* volumeStore.volumeByName(auth.tenantId, params.name).pipe(Effect.flatMap(found("volume", params.name)))
           yield* Effect.fromResult(checkVolumeDeletable(volume.name, yield* volumeStore.templatesMounting(volume.id)))
+          // Where it lives, read before its row goes.
+          const [holder] = replicas.shared ? yield* cluster.volumeHolders([volume.id]) : []
           yield* volumeStore.deleteVolume(volume.id)
-          return volume.id
+          return { id: volume.id, holder: holder?.replica_id ?? null }
         })
-      ).pipe(Effect.flatMap((id) => Effect.ignore(driver.deleteVolume(id))))
+      ).pipe(
+        Effect.flatMap(({ id, holder }) =>
+          onVolumeHolder(id, { _tag: "delete" }, holder).pipe(
+            // Still mounted by a box that is ending (on this replica or the one that holds it): tried again for a minute.
+            Effect.catch(() =>
+              Effect.asVoid(
+                Effect.forkDetach(
+                  onVolumeHolder(id, { _tag: "delete" }, holder).pipe(
+                    Effect.retry({ schedule: Schedule.spaced("1 second"), times: 60 }),
+                    Effect.catch((error) => Effect.sync(() => log.warn("volume storage not freed", { volume_id: id, error: error.message })))
+                  )
+                )
+              )
+            )
+          )
+        )
+      )
     )
   ]
 }

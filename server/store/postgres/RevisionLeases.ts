@@ -53,12 +53,14 @@ export const makePostgresRevisionLeases = (kit: PgStoreKit, leaseMs: number, own
 export interface LeaseOptions {
   /** SLIPWAY_LEASE_MS (default 15 s). */
   readonly leaseMs?: number
+  /** This replica's id (`lease_owner`); default a new one per process. */
+  readonly owner?: string
 }
 
 export const PostgresRevisionLeases = (options: LeaseOptions = {}) =>
   Layer.effect(
     RevisionLeases,
     Effect.gen(function* () {
-      return makePostgresRevisionLeases(yield* PostgresDatabase, options.leaseMs ?? 15_000)
+      return makePostgresRevisionLeases(yield* PostgresDatabase, options.leaseMs ?? 15_000, options.owner)
     })
   )

@@ -1,5 +1,6 @@
 /** The PostgreSQL backend: every store over one database (DATABASE_URL=postgres://...), shared by several replicas. */
 import { Layer } from "effect"
+import { PostgresClusterStore } from "./ClusterStore.ts"
 import { PostgresDeploymentStore, PostgresIntegrationStore, PostgresListenerStore, PostgresRevisionStore } from "./deploymentStores.ts"
 import { PostgresKeyStore } from "./KeyStore.ts"
 import { PostgresDatabaseLive, type PostgresOptions, PostgresTransactions } from "./PostgresDatabase.ts"
@@ -19,7 +20,7 @@ export { isPostgresUrl } from "./client.ts"
 export { PostgresDatabase, PostgresDatabaseLive, type PostgresOptions } from "./PostgresDatabase.ts"
 
 /** Every store, and the revision leases that share the runtime's work between replicas. */
-export const PostgresStores = ({ leaseMs, ...options }: PostgresOptions & LeaseOptions) =>
+export const PostgresStores = ({ leaseMs, owner, ...options }: PostgresOptions & LeaseOptions) =>
   Layer.mergeAll(
     PostgresTransactions,
     PostgresKeyStore,
@@ -35,5 +36,6 @@ export const PostgresStores = ({ leaseMs, ...options }: PostgresOptions & LeaseO
     PostgresQuotaStore,
     PostgresRegistryStore,
     PostgresServiceGrantStore,
-    PostgresRevisionLeases(leaseMs === undefined ? {} : { leaseMs })
+    PostgresClusterStore,
+    PostgresRevisionLeases({ ...(leaseMs === undefined ? {} : { leaseMs }), ...(owner === undefined ? {} : { owner }) })
   ).pipe(Layer.provideMerge(PostgresDatabaseLive(options)))

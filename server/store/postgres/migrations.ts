@@ -14,7 +14,8 @@
  *   locale, so lists sort the same on both backends.
  *
  * Ids mirror the SQLite migrations (001 core, 100 control plane, 200 sandboxes); 300+ are the
- * multi-replica additions (runtime claims). Never edit a shipped migration: add one.
+ * multi-replica additions (runtime claims), `replicas-*` the ownership of workloads between
+ * replicas. Never edit a shipped migration: add one.
  *
  * `migrate` applies them under `pg_advisory_lock`, so several replicas starting at once on an
  * empty database queue on the lock; each one that gets it reads what is applied while holding
@@ -365,6 +366,31 @@ export const postgresMigrations: ReadonlyArray<PgMigration> = [
   listVersionsMigration,
   // Deep pages of deployments and revisions: their list versions (pages.ts).
   deploymentListVersionsMigration,
+  {
+    // Several replicas with workloads (docs/replicas.md): each replica's row (its internal
+    // address, a lease it renews while it lives), which replica serves a deployment's active
+    // revision, runs a box or holds a volume (NULL: none yet), and values every replica shares
+    // (the secrets key's check value).
+    id: "replicas-1_ownership",
+    sql: `
+      CREATE TABLE replicas (
+        id text COLLATE "C" PRIMARY KEY,
+        internal_url text NOT NULL,
+        started_at timestamptz NOT NULL,
+        lease_until timestamptz NOT NULL
+      );
+      ALTER TABLE deployments ADD COLUMN serving_replica text COLLATE "C";
+      CREATE INDEX deployments_by_serving_replica ON deployments(serving_replica) WHERE serving_replica IS NOT NULL;
+      ALTER TABLE sandboxes ADD COLUMN replica_id text COLLATE "C";
+      CREATE INDEX sandboxes_by_replica ON sandboxes(replica_id) WHERE replica_id IS NOT NULL;
+      ALTER TABLE sandbox_volumes ADD COLUMN replica_id text COLLATE "C";
+      CREATE TABLE cluster_settings (
+        name text COLLATE "C" PRIMARY KEY,
+        value text NOT NULL,
+        updated_at timestamptz NOT NULL
+      );
+    `
+  },
   {
     // Builds: an integration may hold a read token (sealed) for its private repositories.
     id: "builds-integration-read-token",

@@ -1,5 +1,6 @@
 /** The SQLite backend: every store over one file (the embedded default). */
 import { Layer } from "effect"
+import { SqliteClusterStore } from "./ClusterStore.ts"
 import { SqliteDeploymentStore, SqliteIntegrationStore, SqliteListenerStore, SqliteRevisionStore } from "./deploymentStores.ts"
 import { SqliteKeyStore } from "./KeyStore.ts"
 import { SqliteRevisionLeases } from "./RevisionLeases.ts"
@@ -35,7 +36,8 @@ export const SqliteStores = (options: SqliteOptions) =>
         SqliteSnapshotStore,
         SqliteQuotaStore,
         SqliteRegistryStore,
-        SqliteServiceGrantStore
+        SqliteServiceGrantStore,
+        SqliteClusterStore
       )
     ),
     Layer.provideMerge(SqliteDatabaseLive(options))

@@ -1,7 +1,7 @@
 /**
  * Versioned schema migrations, applied in id order at start, each in its own transaction.
  * Ids are sorted as strings: 001–099 core (tenancy, keys), 100–199 control plane, 200–299
- * sandbox area. Never edit a migration that has shipped: add a new one.
+ * sandbox area, `replicas-*` what replicas share. Never edit a migration that has shipped: add a new one.
  */
 import { deploymentMigrations } from "./deploymentMigrations.ts"
 import type { Migration } from "./database.ts"
@@ -38,5 +38,22 @@ export const coreMigrations: ReadonlyArray<Migration> = [
   }
 ]
 
+/**
+ * What replicas share (`replicas-*`, docs/replicas.md): on SQLite one process is the only
+ * replica, so only the values every replica must agree on (the secrets key's check value).
+ */
+export const replicaMigrations: ReadonlyArray<Migration> = [
+  {
+    id: "replicas-1_cluster_settings",
+    sql: `
+      CREATE TABLE cluster_settings (
+        name TEXT PRIMARY KEY,
+        value TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+    `
+  }
+]
+
 /** Every migration of the SQLite backend, in the order they apply. */
-export const sqliteMigrations: ReadonlyArray<Migration> = [...coreMigrations, ...deploymentMigrations, ...sandboxMigrations]
+export const sqliteMigrations: ReadonlyArray<Migration> = [...coreMigrations, ...deploymentMigrations, ...sandboxMigrations, ...replicaMigrations]

@@ -127,10 +127,13 @@ describe("deployment status", () => {
     expect(deploymentStatus({ activeRevisionId: revision, maxScale: 0, deleting: false })).toBe("UNUSED")
   })
 
-  it("follows the database when a runtime reports it: AWAITING_DATABASE while provisioning, READY once provisioned", () => {
+  it("follows the database when a runtime reports it: AWAITING_DATABASE while provisioning; READY once provisioned and a revision deployed", () => {
     expect(deploymentStatus({ activeRevisionId: null, maxScale: 3, deleting: false, databaseReady: false })).toBe("AWAITING_DATABASE")
-    expect(deploymentStatus({ activeRevisionId: null, maxScale: 3, deleting: false, databaseReady: true })).toBe("READY")
-    expect(deploymentStatus({ activeRevisionId: null, maxScale: 0, deleting: false, databaseReady: true })).toBe("UNUSED")
+    // A database is not a deployment that serves: with no revision deployed (its only one failed) it stays AWAITING_DATABASE (design.md §5).
+    expect(deploymentStatus({ activeRevisionId: null, maxScale: 3, deleting: false, databaseReady: true })).toBe("AWAITING_DATABASE")
+    expect(deploymentStatus({ activeRevisionId: null, maxScale: 0, deleting: false, databaseReady: true })).toBe("AWAITING_DATABASE")
+    expect(deploymentStatus({ activeRevisionId: revision, maxScale: 3, deleting: false, databaseReady: true })).toBe("READY")
+    expect(deploymentStatus({ activeRevisionId: revision, maxScale: 0, deleting: false, databaseReady: true })).toBe("UNUSED")
     expect(deploymentStatus({ activeRevisionId: revision, maxScale: 3, deleting: false, databaseReady: false })).toBe("AWAITING_DATABASE")
     expect(deploymentStatus({ activeRevisionId: null, maxScale: 3, deleting: true, databaseReady: true })).toBe("AWAITING_DELETE")
   })

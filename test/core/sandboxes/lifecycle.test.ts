@@ -1,5 +1,18 @@
 import { describe, expect, it } from "vitest"
-import { type BoxEvent, type BoxLifecycle, boxLifecycles, nextBoxState, wantsRunning } from "../../../core/index.ts"
+import {
+  type BoxEvent,
+  boxFailure,
+  boxFailureKind,
+  boxFailureKinds,
+  type BoxLifecycle,
+  boxLifecycles,
+  fromErrorResponse,
+  nextBoxState,
+  SandboxCreationFailed,
+  SandboxTimeout,
+  toErrorResponse,
+  wantsRunning
+} from "../../../core/index.ts"
 
 const at = (status: BoxLifecycle, message: string | null = null) => ({ status, status_message: message })
 
@@ -43,5 +56,27 @@ describe("box lifecycle", () => {
 
   it("wants processes running only while provisioning or ready", () => {
     expect(boxLifecycles.filter(wantsRunning)).toEqual(["provisioning", "ready"])
+  })
+
+  it("a failure's status_message says what failed in words, and its kind reads back from it", () => {
+    expect(boxFailure("ImagePull", "pull docker.io/library/x:1: not found")).toBe("image pull failed: pull docker.io/library/x:1: not found")
+    for (const kind of boxFailureKinds) expect(boxFailureKind(boxFailure(kind, "detail"))).toBe(kind)
+    // A runtime's own words, or none, are a configuration failure.
+    expect(boxFailureKind("something else")).toBe("SandboxConfig")
+    expect(boxFailureKind(null)).toBe("SandboxConfig")
+    expect(boxFailureKind("image pull failed")).toBe("SandboxConfig")
+  })
+})
+
+describe("a create with wait_for_ready that did not end ready", () => {
+  it("answers 422 with the failure's kind and 408 for a timeout, and a client reads both back", () => {
+    const failed = new SandboxCreationFailed({ reason: "ImagePull", message: "sandbox x failed: image pull failed: …" })
+    expect(toErrorResponse(failed)).toEqual({ status: 422, body: { detail: { error: "ImagePull", message: failed.message } } })
+    expect(fromErrorResponse(422, toErrorResponse(failed).body)).toEqual(failed)
+    const late = new SandboxTimeout({ message: "sandbox x is not ready after 1 s" })
+    expect(toErrorResponse(late)).toEqual({ status: 408, body: { detail: { error: "Timeout", message: late.message } } })
+    expect(fromErrorResponse(408, toErrorResponse(late).body)).toEqual(late)
+    // A validation 422 stays one.
+    expect(fromErrorResponse(422, { detail: [{ loc: ["body", "name"], msg: "bad", type: "value_error" }] })._tag).toBe("ValidationError")
   })
 })

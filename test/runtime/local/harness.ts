@@ -3,6 +3,8 @@
  * Everything goes through the real services: a box runs in a scope of its own that `stop`
  * closes, its commands in scopes inside it (`startNow`, as the dataplane runs them).
  */
+import { existsSync } from "node:fs"
+import { join } from "node:path"
 import { Effect, Exit, Scope } from "effect"
 import type { ExecOptions, ShellCommand } from "../../../server/runtime/BoxProcess.ts"
 import { type BoxCommand as StartedProcess, startNow } from "../../../server/sandboxes/dataplane/box.ts"
@@ -100,3 +102,7 @@ export const makeTestVolumes = async (root: string): Promise<{ readonly store: V
 }
 
 export { BoxRunner }
+
+/** The cgroup directories named `parent` that exist now (v2: one; v1: one per controller), e.g. what a stopped server left. */
+export const cgroupDirsNamed = (parent: string): Array<string> =>
+  ["/sys/fs/cgroup", "/sys/fs/cgroup/memory", "/sys/fs/cgroup/cpu", "/sys/fs/cgroup/pids"].map((base) => join(base, parent)).filter((dir) => existsSync(dir))

@@ -85,6 +85,16 @@ afterAll(async () => {
   for (const root of roots) rmSync(root, { recursive: true, force: true })
 })
 
+/** The image config of the http-ok test image, as the store parses it. */
+const HTTP_OK_CONFIG = {
+  entrypoint: [],
+  cmd: ["/bin/sh", "-c", "exec httpd -f -p ${PORT:-8000} -h /www"],
+  env: ["PATH=/bin"],
+  workingDir: "/www",
+  user: "",
+  exposedPorts: [{ port: 8000, protocol: "tcp" }]
+}
+
 describe("pull", () => {
   it("pulls, unpacks and parses the image config", async () => {
     const images = store()
@@ -103,14 +113,7 @@ describe("pull", () => {
     expect(statSync(join(image.rootfs, "bin", "busybox")).uid).toBe(0)
     expect(statSync(join(image.rootfs, "tmp")).mode & 0o7777).toBe(0o1777)
 
-    expect(image.config).toEqual({
-      entrypoint: [],
-      cmd: ["/bin/sh", "-c", "exec httpd -f -p ${PORT:-8000} -h /www"],
-      env: ["PATH=/bin"],
-      workingDir: "/www",
-      user: "",
-      exposedPorts: [{ port: 8000, protocol: "tcp" }]
-    })
+    expect(image.config).toEqual(HTTP_OK_CONFIG)
     expect(progress[0]).toBe(`resolving ${refs.httpOk}`)
     expect(progress).toContain(`pulling ${refs.httpOk}`)
     expect(progress).toContain(`unpacking ${image.digest.slice(0, 19)}`)
@@ -330,14 +333,7 @@ describe("importOciLayout", () => {
     expect(image.reference).toBe("localhost/slipway/d:r1")
     expect(readFileSync(join(image.rootfs, "www", "ok"), "utf8")).toBe("ok")
     expect(statSync(join(image.rootfs, "bin", "busybox")).uid).toBe(0)
-    expect(image.config).toEqual({
-      entrypoint: [],
-      cmd: ["/bin/sh", "-c", "exec httpd -f -p ${PORT:-8000} -h /www"],
-      env: ["PATH=/bin"],
-      workingDir: "/www",
-      user: "",
-      exposedPorts: [{ port: 8000, protocol: "tcp" }]
-    })
+    expect(image.config).toEqual(HTTP_OK_CONFIG)
     expect(progress).toEqual([`unpacking ${image.digest.slice(0, 19)}`])
     // The runner finds it like a pulled image; nothing of the work is left behind.
     expect(await images.lookup(image.digest)).toEqual({ ...image })
@@ -407,6 +403,11 @@ describe("registries", () => {
     // Only Docker Hub names go to the mirror.
     const other = await pullError(viaUrl.pull(`${privateRegistry.host}/slipway-test/busybox:1`))
     expect(other.registry).toBe(privateRegistry.host)
+    expect(other.message).not.toContain("mirror")
+    // A Docker Hub name the mirror does not have: the failure names the mirror it went through.
+    const missing = await pullError(images.pull("nosuchimage:1"))
+    expect(missing.kind).toBe("not_found")
+    expect(missing.message).toMatch(new RegExp(`^pull docker.io/library/nosuchimage:1: (manifest unknown|not found) \\(through the Docker Hub mirror ${registry.host.replace(/\./g, "\\.")}\\)$`))
   })
 
   it("verifies TLS unless the registry is listed as insecure", async () => {

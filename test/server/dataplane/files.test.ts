@@ -130,7 +130,7 @@ describe("upload and download", () => {
     // The writer is killed and its temporary file removed, shortly after the client left.
     const deadline = Date.now() + 5000
     let listing = await run("ls -a /tmp")
-    while (/slipway-upload/.test(listing.stdout) && Date.now() < deadline) {
+    while ((/slipway-upload/.test(listing.stdout) || box.running() > 0) && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 100))
       listing = await run("ls -a /tmp")
     }

@@ -224,6 +224,17 @@ describe("redeploy", () => {
     expect(never.body.detail).toContain("never been deployed")
   })
 
+  it("a revision the runtime cannot serve again is a 400 naming why, and the revision that served stays active", async () => {
+    const created = (await t.request("POST", "/v2/deployments", { body: containerBody(uniqueName(), { source_revision_config: { image_uri: "img:fail-serve" } }) })).body
+    await waitForRevision(t.request, created.id, created.latest_revision_id, (status) => status === "DEPLOYED")
+    const patched = (await t.request("PATCH", `/v2/deployments/${created.id}`, { body: { source_revision_config: { image_uri: "img:2" } } })).body
+    await waitForRevision(t.request, created.id, patched.latest_revision_id, (status) => status === "DEPLOYED")
+    const refused = await t.request("POST", `/v2/deployments/${created.id}/revisions/${created.latest_revision_id}/redeploy`)
+    expect(refused.status).toBe(400)
+    expect(refused.body.detail).toBe(`Revision ${created.latest_revision_id} could not be served again: replica exited (exit code 1) before it was healthy (fail-serve marker)`)
+    expect((await t.request("GET", `/v2/deployments/${created.id}`)).body).toMatchObject({ active_revision_id: patched.latest_revision_id, status: "READY" })
+  })
+
   it("refuses a revision of another deployment with 400", async () => {
     const a = (await t.request("POST", "/v2/deployments", { body: containerBody() })).body
     const b = (await t.request("POST", "/v2/deployments", { body: containerBody() })).body

@@ -222,3 +222,26 @@ describe("request-level errors", () => {
     }
   })
 })
+
+describe("the log endpoints (what the langgraph CLI calls)", () => {
+  it("take a missing body as the defaults; a bad body is still 422, and other endpoints still require theirs", async () => {
+    const created = await t.request("POST", "/v2/deployments", { body: containerBody() })
+    expect(created.status).toBe(201)
+    const { id, latest_revision_id: revision } = created.body
+    for (const path of [`/v1/projects/${id}/revisions/${revision}/build_logs`, `/v1/projects/${id}/deploy_logs`, `/v1/projects/${id}/revisions/${revision}/deploy_logs`]) {
+      // As `curl -X POST <url>` sends it: no body, no content type.
+      const bare = await fetch(`${t.url}${path}`, { method: "POST", headers: { "x-api-key": t.key } })
+      expect(bare.status, path).toBe(200)
+      expect(await bare.json()).toEqual({ logs: expect.any(Array), next_offset: null })
+      const bad = await t.request("POST", path, { body: { limit: 0 } })
+      expect(bad.status).toBe(422)
+    }
+    const revisionWithoutBody = await fetch(`${t.url}/v2/deployments`, { method: "POST", headers: { "x-api-key": t.key } })
+    expect(revisionWithoutBody.status).toBe(422)
+    expect(((await revisionWithoutBody.json()) as any).detail).toEqual([{ loc: ["body"], msg: "Field required", type: "missing" }])
+    // The OpenAPI document says the body may be left out.
+    const openapi = (await t.request("GET", "/openapi.json")).body
+    expect(openapi.paths["/v1/projects/{deployment_id}/deploy_logs"].post.requestBody.required).toBe(false)
+    expect(openapi.paths["/v2/deployments"].post.requestBody.required).toBe(true)
+  })
+})

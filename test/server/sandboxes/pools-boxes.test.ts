@@ -50,6 +50,50 @@ describe("sandboxes (boxes)", () => {
     expect(again.body).toEqual({ detail: { error: "Conflict", message: expect.stringContaining(name) } })
   })
 
+  it("with wait_for_ready, a box that fails is a 422 naming why (as the clients expect), and a retry with the same name replaces it", async () => {
+    const broken = unique("tpl")
+    await api.createTemplate(broken, { image: "registry.invalid/fail-start:1" })
+    const name = unique("box")
+    const failed = await api.call("POST", "/boxes", { template_name: broken, name, wait_for_ready: true, timeout: 10 })
+    expect(failed.status).toBe(422)
+    expect(failed.body).toEqual({
+      detail: { error: "ImagePull", message: `sandbox ${name} failed: image pull failed: pull registry.invalid/fail-start:1: manifest unknown (fail-start marker)` }
+    })
+    // The box stays, failed, with its cause: the list, the status and the console show it.
+    const kept = await api.call("GET", `/boxes/${name}/status`)
+    expect(kept.body).toEqual({ status: "failed", status_message: "image pull failed: pull registry.invalid/fail-start:1: manifest unknown (fail-start marker)" })
+    const failedId = (await api.call("GET", `/boxes/${name}`)).body.id
+    const fixed = unique("tpl")
+    await api.createTemplate(fixed)
+    const retried = await api.call("POST", "/boxes", { template_name: fixed, name, wait_for_ready: true, timeout: 10 })
+    expect(retried.status).toBe(201)
+    expect(retried.body).toMatchObject({ name, status: "ready", template_name: fixed })
+    expect(retried.body.id).not.toBe(failedId)
+    expect((await api.listAll<{ name: string }>("boxes")).filter((box) => box.name === name)).toHaveLength(1)
+    // A name held by a box that did not fail is still a 409.
+    expect((await api.call("POST", "/boxes", { template_name: fixed, name })).status).toBe(409)
+    // Without wait_for_ready the answer is the box as it is (failed), a 201; a box of the default image takes the name over too.
+    const plain = unique("box")
+    const unwaited = await api.call("POST", "/boxes", { template_name: broken, name: plain })
+    expect(unwaited.status).toBe(201)
+    expect(unwaited.body.status).toBe("failed")
+    const replaced = await api.call("POST", "/boxes", { name: plain, wait_for_ready: true, timeout: 10 })
+    expect(replaced.status).toBe(201)
+    expect(replaced.body).toMatchObject({ name: plain, status: "ready", template_name: null })
+  })
+
+  it("with wait_for_ready, a box not ready within its timeout is a 408 (it goes on starting)", async () => {
+    const slow = unique("tpl")
+    await api.createTemplate(slow, { image: "registry.invalid/never-ready:1" })
+    const name = unique("box")
+    const started = Date.now()
+    const late = await api.call("POST", "/boxes", { template_name: slow, name, wait_for_ready: true, timeout: 1 })
+    expect(late.status).toBe(408)
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900)
+    expect(late.body).toEqual({ detail: { error: "Timeout", message: expect.stringContaining(`sandbox ${name} is not ready after 1 s`) } })
+    expect((await api.call("GET", `/boxes/${name}/status`)).body.status).toBe("provisioning")
+  })
+
   it("answers 400 TemplateNotFound for an unknown template and 422 for bad input", async () => {
     const missing = unique("nope")
     const response = await api.createBox(missing)

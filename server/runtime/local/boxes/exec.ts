@@ -5,10 +5,10 @@
  * it is killed when the scope closes. The helper lives in the box's scope.
  */
 import path from "node:path"
-import type { Duplex } from "node:stream"
+import { type Duplex, Readable, type Stream, Writable } from "node:stream"
 import { Effect, Scope } from "effect"
 import { BOX_HOME, BOX_TOOLS, type BoxProcess, type ExecOptions, type ShellCommand, shellLaunchArgv } from "../../BoxProcess.ts"
-import type { ProcessRunner } from "../../ProcessRunner.ts"
+import type { ProcessRunner, SpawnOptions } from "../../ProcessRunner.ts"
 import type { LimitsMode } from "../cgroups.ts"
 import { EXEC_HELPER, type HelperChannel, makeHelperChannel } from "../execHelper.ts"
 import { joinLimits } from "./init.ts"
@@ -19,7 +19,12 @@ import type { BoxRecord } from "./state.ts"
 export interface BoxCommands {
   readonly exec: (argv: ReadonlyArray<string>, options?: ExecOptions) => Effect.Effect<BoxProcess, BoxError, Scope.Scope>
   readonly execShell: (command: ShellCommand, options?: ExecOptions) => Effect.Effect<BoxProcess, BoxError, Scope.Scope>
+  readonly execInto: (argv: ReadonlyArray<string>, sink: Stream, options?: ExecOptions) => Effect.Effect<BoxProcess, BoxError, Scope.Scope>
 }
+
+/** A relay's stdin that takes nothing, and a stdout that has nothing: what an `execInto` command offers instead of its stdout. */
+const noInput = () => new Writable({ write: (_chunk, _encoding, done) => done() })
+const noOutput = () => Readable.from([])
 
 const envName = /^[^=\0]+$/
 
@@ -42,25 +47,28 @@ export const makeBoxCommands = (options: {
   const id = record.spec.id
   const notRunning = () => new BoxError({ message: `box ${id} is not running` })
 
-  /** Spawns `command` inside the box from the host: cgroups joined, then nsenter into every namespace and the root. */
-  const spawnInBox = (command: ReadonlyArray<string>, stdio: ReadonlyArray<"pipe" | "ignore">, oomScoreAdj: boolean, unref: boolean) =>
+  /** The host argv that runs `command` inside the box: cgroups joined, then nsenter into every namespace and the root. */
+  const inBox = (command: ReadonlyArray<string>, oomScoreAdj: boolean): ReadonlyArray<string> => [
+    // oom_score_adj 500: under the memory limit the kernel kills commands before the box's init.
+    ...joinLimits(options.procs, options.mode, record, oomScoreAdj ? "echo 500 > /proc/self/oom_score_adj" : ""),
+    "/usr/bin/nsenter",
+    "-t",
+    String(pid),
+    "--all",
+    "--root",
+    "--wd",
+    "--",
+    ...command
+  ]
+
+  const hostSpawn = (argv: ReadonlyArray<string>, stdio: SpawnOptions["stdio"], unref: boolean) =>
     runner
-      .spawn(
-        [
-          // oom_score_adj 500: under the memory limit the kernel kills commands before the box's init.
-          ...joinLimits(options.procs, options.mode, record, oomScoreAdj ? "echo 500 > /proc/self/oom_score_adj" : ""),
-          "/usr/bin/nsenter",
-          "-t",
-          String(pid),
-          "--all",
-          "--root",
-          "--wd",
-          "--",
-          ...command
-        ],
-        { cleanEnv: true, env: { PATH: HOST_PATH }, stdio, killSignal: "SIGKILL", unref }
-      )
+      .spawn(argv, { cleanEnv: true, env: { PATH: HOST_PATH }, stdio, killSignal: "SIGKILL", unref })
       .pipe(Effect.mapError((error) => new BoxError({ message: `box ${id}: ${error.message}` })))
+
+  /** Spawns `command` inside the box from the host. */
+  const spawnInBox = (command: ReadonlyArray<string>, stdio: ReadonlyArray<"pipe" | "ignore">, oomScoreAdj: boolean, unref: boolean) =>
+    hostSpawn(inBox(command, oomScoreAdj), stdio, unref)
 
   // The exec helper: started inside the box on the first command, then every command is one fork in the box.
   let helper: HelperChannel | undefined
@@ -100,25 +108,36 @@ export const makeBoxCommands = (options: {
       (process) => Effect.sync(() => process.kill("SIGKILL"))
     )
 
+  /** A command's checked argv, environment and directory (the init's own: `cwd` undefined). */
+  const checked = (argv: ReadonlyArray<string>, execOptions: ExecOptions | undefined) => {
+    if (!Array.isArray(argv) || argv.length === 0 || argv.some((a) => typeof a !== "string" || a.includes("\0")))
+      return new BoxError({ message: "argv must be a non-empty list of strings" })
+    if (argv[0]!.includes("=")) return new BoxError({ message: "argv[0] must not contain '='" })
+    const env = envFor(execOptions)
+    if (env instanceof BoxError) return env
+    const defaultCwd = record.spec.workingDir ?? BOX_HOME
+    const cwd = execOptions?.cwd === undefined ? defaultCwd : path.posix.resolve(BOX_HOME, execOptions.cwd)
+    return { argv, env, cwd: cwd === defaultCwd ? undefined : cwd }
+  }
+
+  /**
+   * The box-side argv of a host spawn: a clean environment (`env -i`), and `cd` when not the
+   * init's directory. The host-side tools (sh, nsenter) never see the box's variables (no LD_PRELOAD games).
+   */
+  const boxArgv = ({ argv, env, cwd }: { readonly argv: ReadonlyArray<string>; readonly env: Record<string, string>; readonly cwd: string | undefined }) => {
+    const inner = [BOX_TOOLS, "env", "-i", ...Object.entries(env).map(([k, v]) => `${k}=${v}`)]
+    return cwd === undefined ? [...inner, ...argv] : [BOX_TOOLS, "sh", "-c", 'cd -- "$1" || exit 126; shift; exec "$@"', "sh", cwd, ...inner, ...argv]
+  }
+
   // Made once (not a generator per call): an exec is on the dataplane's hot path.
   const exec: BoxCommands["exec"] = Effect.fnUntraced(function* (argv: ReadonlyArray<string>, execOptions?: ExecOptions) {
     if (!isRunning()) return yield* notRunning()
-    if (!Array.isArray(argv) || argv.length === 0 || argv.some((a) => typeof a !== "string" || a.includes("\0")))
-      return yield* new BoxError({ message: "argv must be a non-empty list of strings" })
-    if (argv[0]!.includes("=")) return yield* new BoxError({ message: "argv[0] must not contain '='" })
-    const env = envFor(execOptions)
-    if (env instanceof BoxError) return yield* env
-    const defaultCwd = record.spec.workingDir ?? BOX_HOME
-    const cwd = execOptions?.cwd === undefined ? defaultCwd : path.posix.resolve(BOX_HOME, execOptions.cwd)
+    const command = checked(argv, execOptions)
+    if (command instanceof BoxError) return yield* command
     const viaHelper = yield* helperChannel
     // The helper starts in the init's directory: "" = stay there (as nsenter --wd does).
-    if (viaHelper) return yield* scoped(() => viaHelper.exec(argv, env, cwd === defaultCwd ? "" : cwd))
-    // Inside the box: a clean environment (`env -i`), and `cd` when not the init's directory.
-    // The host-side tools (sh, nsenter) never see the box's variables (no LD_PRELOAD games).
-    const inner = [BOX_TOOLS, "env", "-i", ...Object.entries(env).map(([k, v]) => `${k}=${v}`)]
-    const command =
-      cwd === defaultCwd ? [...inner, ...argv] : [BOX_TOOLS, "sh", "-c", 'cd -- "$1" || exit 126; shift; exec "$@"', "sh", cwd, ...inner, ...argv]
-    const child = yield* spawnInBox(command, ["pipe", "pipe", "pipe"], true, false)
+    if (viaHelper) return yield* scoped(() => viaHelper.exec(argv, command.env, command.cwd ?? ""))
+    const child = yield* spawnInBox(boxArgv(command), ["pipe", "pipe", "pipe"], true, false)
     child.stdin!.on("error", () => undefined)
     return {
       pid: child.pid,
@@ -144,5 +163,24 @@ export const makeBoxCommands = (options: {
     return yield* scoped(() => viaHelper.execShell(command.shell, command.command, env, command.cwd))
   })
 
-  return { exec, execShell }
+  // The relay is the host's `cat` on the other end of the command's stdout pipe, its own stdout
+  // the sink: the box's process never holds the sink's descriptor (the shell gives the pipeline's
+  // left side the pipe as fd 1, and nothing else refers to the sink there).
+  const execInto: BoxCommands["execInto"] = Effect.fnUntraced(function* (argv: ReadonlyArray<string>, sink: Stream, execOptions?: ExecOptions) {
+    if (!isRunning()) return yield* notRunning()
+    const command = checked(argv, execOptions)
+    if (command instanceof BoxError) return yield* command
+    const child = yield* hostSpawn(["/bin/sh", "-c", '"$@" | /bin/cat', "relay", ...inBox(boxArgv(command), true)], ["ignore", sink, "pipe"], false)
+    return {
+      pid: child.pid,
+      started: Effect.void,
+      stdin: noInput(),
+      stdout: noOutput(),
+      stderr: child.stderr!,
+      kill: child.kill,
+      exited: child.exited
+    } satisfies BoxProcess
+  })
+
+  return { exec, execShell, execInto }
 }

@@ -69,8 +69,8 @@ export const forwardPort = (options: {
   readonly runner: ProcessRunner["Service"]
   readonly id: string
   readonly pid: number
-  /** The box's `ports/` directory (root only). */
-  readonly portsDir: string
+  /** Where the bridge's unix socket goes (root only; short: a socket path has at most 107 bytes). */
+  readonly socketDir: string
   readonly port: number
   readonly host?: string | undefined
   readonly hostPort?: number | undefined
@@ -78,8 +78,8 @@ export const forwardPort = (options: {
   Effect.gen(function* () {
     const { port } = options
     if (!Number.isInteger(port) || port < 1 || port > 65535) return yield* new BoxError({ message: `invalid port ${port}` })
-    mkdirSync(options.portsDir, { recursive: true, mode: 0o700 })
-    const sock = path.join(options.portsDir, `${port}-${randomBytes(4).toString("hex")}.sock`)
+    mkdirSync(options.socketDir, { recursive: true, mode: 0o700 })
+    const sock = path.join(options.socketDir, `p${port}-${randomBytes(4).toString("hex")}.sock`)
     yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(sock, { force: true })))
     yield* startBridge(options.runner, options.pid, BRIDGE, [sock, String(port)], `port bridge for box ${options.id}`)
     const host = options.host ?? "127.0.0.1"

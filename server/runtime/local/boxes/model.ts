@@ -1,4 +1,5 @@
 /** What the box runner deals in: specs, running boxes, forwards, exits and errors. */
+import type { Stream } from "node:stream"
 import { Data, type Effect, type Scope } from "effect"
 import type { BoxProcess, ExecOptions, ShellCommand } from "../../BoxProcess.ts"
 import type { Resources } from "../cgroups.ts"
@@ -72,6 +73,13 @@ export interface RunningBox {
   readonly exec: (argv: ReadonlyArray<string>, options?: ExecOptions) => Effect.Effect<BoxProcess, BoxError, Scope.Scope>
   /** A shell command with the launcher's rules (`shellLaunchArgv`), in one exec when the box has its exec helper. */
   readonly execShell: (command: ShellCommand, options?: ExecOptions) => Effect.Effect<BoxProcess, BoxError, Scope.Scope>
+  /**
+   * Runs argv inside the box with its stdout relayed by a host process straight into `sink` (a
+   * socket with a descriptor: a download's client): the bytes never pass through the server's
+   * JavaScript, and the box never holds the sink (its stdout is a pipe to the relay). The
+   * command's `stdout` is empty; its `stderr` is its own.
+   */
+  readonly execInto: (argv: ReadonlyArray<string>, sink: Stream, options?: ExecOptions) => Effect.Effect<BoxProcess, BoxError, Scope.Scope>
   /**
    * Listens on the host (default 127.0.0.1, a free port) and forwards each connection to
    * 127.0.0.1:`port` inside the box's own network namespace; closed when the scope closes.
