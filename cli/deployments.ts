@@ -8,6 +8,7 @@ import { Cause, Effect, Exit } from "effect"
 import { isUuid } from "../core/api/common.ts"
 import { deploymentEndpoints } from "../core/api/deployments.ts"
 import { makeClient } from "../core/client/client.ts"
+import { isBuiltSource } from "../core/deployments/revision.ts"
 import type { ClientError } from "../core/client/errors.ts"
 import { isFailedRevisionStatus } from "../core/client/wait.ts"
 import { type InputName, inputNames, parseInputs } from "../core/deploy/inputs.ts"
@@ -265,7 +266,7 @@ export const logs = async (settings: Settings, output: Output, ref: string, opti
   if (options.type !== undefined && options.type !== "build" && options.type !== "deploy") {
     throw new CliError(ExitCode.usage, "UsageError", `--type must be build or deploy, got ${JSON.stringify(options.type)}`)
   }
-  const kind: LogKind = (options.type as LogKind | undefined) ?? (revision.source === "gitrepo" && buildPhase.has(revision.status) ? "build" : "deploy")
+  const kind: LogKind = (options.type as LogKind | undefined) ?? (isBuiltSource(revision.source) && buildPhase.has(revision.status) ? "build" : "deploy")
   const tail = options.tail === undefined ? undefined : Number(options.tail)
   if (tail !== undefined && (!Number.isInteger(tail) || tail < 1)) throw new CliError(ExitCode.usage, "UsageError", `--tail must be a positive integer, got ${options.tail}`)
   const connection = { baseUrl: settings.url, apiKey: requireKey(settings), tenantId: settings.tenantId, userAgent }

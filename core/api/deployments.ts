@@ -8,8 +8,7 @@ import {
   deploymentBodyOut,
   GithubIntegration,
   GithubRepository,
-  listenerBodyOut,
-  unsupportedDeploymentFeature
+  listenerBodyOut
 } from "../deployments/realApi.ts"
 import {
   CommaSeparated,
@@ -30,7 +29,7 @@ import {
   TracingProject
 } from "../deployments/model.ts"
 import { DeploymentStatus, RevisionStatus } from "../deployments/revision.ts"
-import { controlPage, doc, pageQueryFields, Uuid } from "./common.ts"
+import { controlPage, doc, pageQueryFields, Timestamp, Uuid } from "./common.ts"
 import { endpoint } from "./endpoint.ts"
 import { rule } from "./validation.ts"
 
@@ -93,6 +92,23 @@ const ListSessionsQuery = Schema.Struct({
   ...pageQueryFields(controlPage)
 })
 
+/** `POST …/push-token` (internal_docker): what `langgraph deploy` logs in and pushes with (docs/registry.md). */
+export const PushToken = Schema.Struct({
+  token: doc(Schema.String, "The password of user oauth2accesstoken for the registry (docker login); push and pull on registry_url and below only", ["eyJ0IjoiMDAw..."]),
+  registry_url: doc(Schema.String, "host[:port]/path of the deployment's repository: push <registry_url>/<name>:<tag>, then PATCH the pushed digest as image_uri", [
+    "registry.example.com/00000000-0000-4000-8000-000000000001/6f1c2a3e-8b0d-4c5e-9f7a-1b2c3d4e5f60"
+  ]),
+  expires_at: doc(Timestamp, "When the token stops working")
+}).annotate({ identifier: "PushToken" })
+
+/** `POST …/upload-url` (internal_source): where `langgraph deploy --remote` PUTs its source tarball (docs/registry.md). */
+export const UploadUrl = Schema.Struct({
+  upload_url: doc(Schema.String, "A signed, short-lived URL for one PUT of the tarball (Content-Type: application/gzip); no API key", ["https://slipway.example.com/v2/source-uploads/eyJ0Ijoi..."]),
+  object_path: doc(Schema.String, "What to PATCH as source_revision_config.source_tarball_path once the upload is done", [
+    "uploads/00000000-0000-4000-8000-000000000001/6f1c2a3e-8b0d-4c5e-9f7a-1b2c3d4e5f60/0b5f9a7e-3c1d-4e2f-8a9b-7c6d5e4f3a2b.tar.gz"
+  ])
+}).annotate({ identifier: "UploadUrl" })
+
 export const deploymentEndpoints = {
   createDeployment: endpoint({
     ...control,
@@ -103,13 +119,13 @@ export const deploymentEndpoints = {
     summary: "Create a deployment, its first revision and its tracing project",
     description:
       "Create a deployment, its first revision and its tracing project (named after the deployment). The revision then advances " +
-      "on its own: poll getRevision with the answer's latest_revision_id until DEPLOYED. Secret values are stored encrypted and " +
-      "answered masked. A name the tenant already uses is a 409",
+      "on its own: poll getRevision with the answer's latest_revision_id until DEPLOYED. An internal_docker or internal_source " +
+      "deployment (langgraph deploy) is created without a revision (latest_revision_id null): its first PATCH with an image or a " +
+      "tarball creates it. Secret values are stored encrypted and answered masked. A name the tenant already uses is a 409",
     status: 201,
     body: CreateDeployment,
     success: Deployment,
     errors: [400, 409, 422],
-    refuse: unsupportedDeploymentFeature,
     ...createDeploymentOut
   }),
   listDeployments: endpoint({
@@ -147,7 +163,6 @@ export const deploymentEndpoints = {
     body: PatchDeployment,
     success: Deployment,
     errors: [400, 404, 422],
-    refuse: unsupportedDeploymentFeature,
     ...patchDeploymentOut
   }),
   deleteDeployment: endpoint({
@@ -180,6 +195,36 @@ export const deploymentEndpoints = {
     errors: [404, 422],
     ...langsmith
   }),
+  createPushToken: endpoint({
+    ...control,
+    name: "createPushToken",
+    method: "POST",
+    path: "/v2/deployments/{deployment_id}/push-token",
+    tag: "deployments",
+    summary: "Credentials to push an image for an internal_docker deployment to the server's registry (langgraph deploy)",
+    description:
+      "Answers a token (the password of user oauth2accesstoken) and the deployment's registry_url: push <registry_url>/<name>:<tag> " +
+      "with them, then PATCH the deployment with revision_source internal_docker and the pushed digest reference as " +
+      "source_revision_config.image_uri. Only for internal_docker deployments (400 otherwise); 503 when the server runs no registry",
+    params: DeploymentParams,
+    success: PushToken,
+    errors: [400, 404, 409, 422, 503]
+  }),
+  createUploadUrl: endpoint({
+    ...control,
+    name: "createUploadUrl",
+    method: "POST",
+    path: "/v2/deployments/{deployment_id}/upload-url",
+    tag: "deployments",
+    summary: "A signed URL to upload a source tarball for an internal_source deployment (langgraph deploy --remote)",
+    description:
+      "Answers upload_url (one PUT of a tar.gz, Content-Type: application/gzip, no API key, short-lived) and object_path: once " +
+      "uploaded, PATCH the deployment with revision_source internal_source, source_revision_config.source_tarball_path = object_path " +
+      "and langgraph_config_path (the path of langgraph.json inside the tarball). Only for internal_source deployments (400 otherwise)",
+    params: DeploymentParams,
+    success: UploadUrl,
+    errors: [400, 404, 409, 422]
+  }),
   listRevisions: endpoint({
     ...control,
     name: "listRevisions",
@@ -204,9 +249,8 @@ export const deploymentEndpoints = {
     params: DeploymentParams,
     body: CreateRevision,
     success: Revision,
-    errors: [400, 404, 422],
     // Slipway only (no `langsmith`): the real API creates revisions through PATCH.
-    refuse: unsupportedDeploymentFeature
+    errors: [400, 404, 422]
   }),
   getRevision: endpoint({
     ...control,

@@ -52,11 +52,6 @@ export interface Endpoint<
   readonly success: S
   /** Documented error statuses, for the OpenAPI document. */
   readonly errors: ReadonlyArray<number>
-  /**
-   * Checks the body as parsed from JSON before it is decoded: a feature the server knows but
-   * cannot offer is refused with that error (a 400 naming it) instead of a 422 list.
-   */
-  readonly refuse?: ((body: unknown) => ApiError | undefined) | undefined
   /** Query keys that may repeat (`?id=a&id=b`), as FastAPI list parameters do; decoded from an array of strings. */
   readonly queryArrays?: ReadonlyArray<string> | undefined
   /** Present when the real LangSmith control plane has this endpoint too. */
@@ -81,7 +76,6 @@ export interface EndpointSpec {
   readonly bodyOptional?: boolean
   readonly success?: Schema.Top
   readonly errors?: ReadonlyArray<number>
-  readonly refuse?: (body: unknown) => ApiError | undefined
   readonly queryArrays?: ReadonlyArray<string>
   readonly langsmith?: LangSmithEndpoint
 }

@@ -10,6 +10,7 @@ import { doc, Timestamp, Uuid } from "../api/common.ts"
 import { above, atLeast, atMost, Int, issueTypeKey, rule, ruleOf, type PathIssue } from "../api/validation.ts"
 import { resourceSpecIssues, type QuantityField } from "./resourceSpec.ts"
 import { DeploymentStatus, RevisionStatus, sources, Source } from "./revision.ts"
+import { buildCommandProblem } from "../builds/commands.ts"
 import { gitRefProblem, imageReferenceProblem, repoPathProblem, repoUrlProblem } from "./sourceFields.ts"
 
 // ---------------------------------------------------------------------------------------------
@@ -317,6 +318,12 @@ export const ResourceSpec = ResourceSpecFields.check(objectCheck((spec: Resource
 // ---------------------------------------------------------------------------------------------
 // Source configuration (spec 2.2, 2.3) and secrets (2.4)
 
+/** `install_command` / `build_command`: refused where the langgraph CLI refuses them (core/builds/commands.ts), since each becomes a Dockerfile line. */
+const buildCommand = (field: "install_command" | "build_command", description: string, examples: ReadonlyArray<string>) =>
+  Schema.String.annotate({ description: `${description}; the characters the langgraph CLI refuses (" \` \\ | ; $ < >, a lone &, control characters) are refused`, examples }).check(
+    ruleOf((command: string) => buildCommandProblem(field, command))
+  )
+
 export const ListenerConfig = Schema.Struct({ k8s_namespace: nullable(DnsLabel) }).annotate({ identifier: "ListenerConfig" })
 export type ListenerConfig = typeof ListenerConfig.Type
 
@@ -329,8 +336,10 @@ export const SourceConfig = Schema.Struct({
   resource_spec: nullable(ResourceSpec),
   listener_id: nullable(Uuid),
   listener_config: nullable(ListenerConfig),
-  install_command: nullable(doc(Schema.String, "Shell command that installs the repository's dependencies (gitrepo)", ["pip install -e ."])),
-  build_command: nullable(doc(Schema.String, "Shell command that builds the repository after install (gitrepo)", ["make build"]))
+  install_command: nullable(
+    buildCommand("install_command", "Shell command that installs a JS deployment's dependencies, run from the repository root (gitrepo, internal_source)", ["pnpm install --frozen-lockfile"])
+  ),
+  build_command: nullable(buildCommand("build_command", "Shell command that builds a JS deployment after install, run where langgraph.json lives (gitrepo, internal_source)", ["pnpm run build"]))
 }).annotate({ identifier: "SourceConfig" })
 export type SourceConfig = typeof SourceConfig.Type
 export type SourceConfigField = keyof typeof SourceConfig.fields
@@ -339,7 +348,14 @@ export const SourceRevisionConfig = Schema.Struct({
   repo_ref: nullable(RepoRef),
   graph_config_path: nullable(RepoPath),
   image_uri: nullable(ImageReference),
-  repo_commit_sha: nullable(doc(Schema.String, "The commit built (answered; set by a push or a build)", ["4b825dc642cb6eb9a060e54bf8d69288fbee4904"]))
+  repo_commit_sha: nullable(doc(Schema.String, "The commit built (answered; set by a push or a build)", ["4b825dc642cb6eb9a060e54bf8d69288fbee4904"])),
+  source_tarball_path: nullable(
+    doc(
+      NonEmptyString,
+      "The object_path of a source tarball uploaded to this deployment's upload URL (POST /v2/deployments/{id}/upload-url); internal_source",
+      ["uploads/00000000-0000-4000-8000-000000000001/6f1c2a3e-8b0d-4c5e-9f7a-1b2c3d4e5f60/0b5f9a7e-3c1d-4e2f-8a9b-7c6d5e4f3a2b.tar.gz"]
+    )
+  )
 }).annotate({ identifier: "SourceRevisionConfig" })
 export type SourceRevisionConfig = typeof SourceRevisionConfig.Type
 export type SourceRevisionConfigField = keyof typeof SourceRevisionConfig.fields
@@ -365,56 +381,49 @@ export const maskSecrets = (secrets: ReadonlyArray<Secret>): Array<Secret> => se
 // beside the spec's and turned into the spec's while decoding, so the server, the OpenAPI
 // document and the client all see one normalisation. Answers keep the spec's names.
 
-/** Real source names and the spec source each one means. `internal_docker` is a prebuilt image, as `external_container` is. */
-export const sourceAliases = { github: "gitrepo", external_docker: "external_container", internal_docker: "external_container" } as const
+/** Real source names and the spec source each one means. */
+export const sourceAliases = { github: "gitrepo", external_docker: "external_container" } as const
+
+export type RealSourceName = "github" | "external_docker" | "internal_docker" | "internal_source"
 
 /** The names the real API sends for the spec's sources (the client speaks these outward). */
-export const realSourceNames: Record<Source, "github" | "external_docker"> = { gitrepo: "github", external_container: "external_docker" }
+export const realSourceNames: Record<Source, RealSourceName> = {
+  gitrepo: "github",
+  external_container: "external_docker",
+  internal_docker: "internal_docker",
+  internal_source: "internal_source"
+}
 
 const aliasSource = (name: string): string => (sourceAliases as Record<string, string>)[name] ?? name
 
-/** A request's `source`: the spec's names or the real API's, decoded to the spec's. */
-const inputSourceNames = [...sources, "github", "external_docker", "internal_docker"] as const
-export const SourceInput = Schema.Literals(inputSourceNames)
-  .annotate({
-    description: "gitrepo (a git repository, built) or external_container (a prebuilt image); the real API's names github, external_docker and internal_docker are accepted too",
-    examples: ["external_container"]
-  })
-  .pipe(
-  Schema.decodeTo(
-    Source,
-    SchemaTransformation.transform<Source, (typeof inputSourceNames)[number]>({ decode: (name) => aliasSource(name) as Source, encode: (name) => name })
-  )
+const sourceNames = [...sources, "github", "external_docker"] as const
+
+const sourceSchema = (description: string) =>
+  Schema.Literals(sourceNames)
+    .annotate({ description, examples: ["external_container"] })
+    .pipe(
+      Schema.decodeTo(
+        Source,
+        SchemaTransformation.transform<Source, (typeof sourceNames)[number]>({ decode: (name) => aliasSource(name) as Source, encode: (name) => name })
+      )
+    )
+
+/** A request's `source`: the spec's names or the real API's (`github`, `external_docker`), decoded to the spec's. */
+export const SourceInput = sourceSchema(
+  "gitrepo (a git repository, built), external_container (a prebuilt image), internal_docker (an image pushed to this server's registry, langgraph deploy) or internal_source (an uploaded source tarball, built: langgraph deploy --remote); the real API's names github and external_docker are accepted too"
 )
 
-/**
- * A `source` as answered. Slipway answers the spec's names; the real service may also answer
- * `internal_source` (uploaded source tarballs), kept as is so the client still decodes its lists.
- */
-export const answerSources = [...sources, "internal_source"] as const
-const answeredSourceNames = [...inputSourceNames, "internal_source"] as const
-export const SourceAnswer = Schema.Literals(answeredSourceNames).pipe(
-  Schema.decodeTo(
-    Schema.Literals(answerSources),
-    SchemaTransformation.transform<(typeof answerSources)[number], (typeof answeredSourceNames)[number]>({
-      decode: (name) => aliasSource(name) as (typeof answerSources)[number],
-      encode: (name) => name
-    })
-  )
-)
+/** A `source` as answered: Slipway answers the spec's names; the real service's `github` / `external_docker` decode to them. */
+export const SourceAnswer = sourceSchema("Where the deployment's code comes from")
 
 /**
- * SourceRevisionConfig as sent: `langgraph_config_path` (the real name) beside `graph_config_path`,
- * and the real `source_tarball_path` (refused with a 400 before decoding when set, see
- * realApi.ts). Decodes to the spec's SourceRevisionConfig.
+ * SourceRevisionConfig as sent: `langgraph_config_path` (the real name) beside
+ * `graph_config_path`. Decodes to the spec's SourceRevisionConfig.
  */
 const SourceRevisionConfigWire = Schema.Struct({
   ...SourceRevisionConfig.fields,
   // The same grammar as graph_config_path, whatever it becomes.
-  langgraph_config_path: SourceRevisionConfig.fields.graph_config_path,
-  source_tarball_path: Schema.optionalKey(
-    Schema.NullOr(Schema.String).annotate({ description: "Real LangSmith API field: only null is accepted in a request (a value is a 400: Slipway has no source-tarball upload)", examples: [null] })
-  )
+  langgraph_config_path: SourceRevisionConfig.fields.graph_config_path
 })
   .check(
     objectCheck((config: { readonly graph_config_path?: string | null; readonly langgraph_config_path?: string | null }) =>
@@ -430,7 +439,7 @@ export const SourceRevisionConfigInput = SourceRevisionConfigWire.pipe(
   Schema.decodeTo(
     Schema.toType(SourceRevisionConfig),
     SchemaTransformation.transform({
-      decode: ({ langgraph_config_path, source_tarball_path: _, ...rest }: typeof SourceRevisionConfigWire.Type) =>
+      decode: ({ langgraph_config_path, ...rest }: typeof SourceRevisionConfigWire.Type) =>
         (rest.graph_config_path == null && langgraph_config_path != null ? { ...rest, graph_config_path: langgraph_config_path } : rest) as SourceRevisionConfig,
       encode: (config: SourceRevisionConfig) => config
     })
@@ -457,7 +466,7 @@ export const SecretReference = Schema.Struct({
 
 export const Deployment = Schema.Struct({
   name: doc(Schema.String, "The deployment's name, unique per tenant", ["my-agent"]),
-  source: doc(SourceAnswer, "Where the deployment's code comes from: a git repository or a prebuilt image"),
+  source: SourceAnswer,
   source_config: SourceConfig,
   source_revision_config: SourceRevisionConfigInput,
   /** Always masked (`secretMask`) in responses. */
@@ -479,7 +488,7 @@ export const Revision = Schema.Struct({
   created_at: Timestamp,
   updated_at: Timestamp,
   status: doc(RevisionStatus, "Where the revision is in its build and deploy; DEPLOYED when it serves"),
-  source: doc(SourceAnswer, "Where the revision's code comes from"),
+  source: SourceAnswer,
   /** The values of this revision (not of the deployment's latest one). */
   source_revision_config: SourceRevisionConfigInput,
   // Not in the real API's Revision: optional so its answers decode too.

@@ -1,7 +1,7 @@
 /**
- * What of the real LangSmith control plane Slipway cannot do, refused with a 400 that names it
- * (not a 422 list that reads like a typo), and the client's translation of Slipway's (spec)
- * names into the real API's. Pure. See docs/real-api.md.
+ * The real LangSmith control plane's rules Slipway follows beyond the schemas (a PATCH's
+ * `revision_source`), and the client's translation of Slipway's (spec) names into the real
+ * API's. Pure. See docs/real-api.md.
  */
 import { Result, Schema } from "effect"
 import { doc, Uuid } from "../api/common.ts"
@@ -12,25 +12,6 @@ import { realSourceNames, type SourceRevisionConfig } from "./model.ts"
 import type { Source } from "./revision.ts"
 
 const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === "object" && !Array.isArray(value)
-
-const tarballs =
-  "uploaded source tarballs (source 'internal_source', source_revision_config.source_tarball_path) are not supported by Slipway: " +
-  "deploy from a git repository (source 'github' or 'gitrepo') or from an image (source 'external_docker', 'internal_docker' or 'external_container')"
-
-/**
- * Checks a deployment create, PATCH or revision body as parsed from JSON, before it is decoded:
- * the real API's features Slipway has no equivalent for. Undefined when there is none.
- */
-export const unsupportedDeploymentFeature = (body: unknown): BadRequest | undefined => {
-  if (!isObject(body)) return undefined
-  if (body.source === "internal_source") return new BadRequest({ message: `source 'internal_source': ${tarballs}` })
-  if (body.revision_source === "internal_source") return new BadRequest({ message: `revision_source 'internal_source': ${tarballs}` })
-  const revisionConfig = body.source_revision_config
-  if (isObject(revisionConfig) && revisionConfig.source_tarball_path != null) {
-    return new BadRequest({ message: `source_revision_config.source_tarball_path: ${tarballs}` })
-  }
-  return undefined
-}
 
 /**
  * A PATCH's `revision_source` (real API: "override the source for this revision"). Slipway builds
@@ -43,7 +24,7 @@ export const checkRevisionSource = (current: Source, revisionSource: Source | nu
     : Result.fail(
         new BadRequest({
           message:
-            `revision_source '${realSourceNames[revisionSource]}' differs from the deployment's source '${realSourceNames[current]}' (${current}): ` +
+            `revision_source '${realSourceNames[revisionSource]}' differs from the deployment's source '${realSourceNames[current]}'${realSourceNames[current] === current ? "" : ` (${current})`}: ` +
             "Slipway builds every revision from the deployment's own source, so a revision cannot switch sources"
         })
       )

@@ -5,9 +5,18 @@
  */
 import { Schema } from "effect"
 
-export const sources = ["gitrepo", "external_container"] as const
+/**
+ * Where a deployment's code comes from: a git repository built by the server (`gitrepo`), an image
+ * built elsewhere (`external_container`), an image `langgraph deploy` built and pushed to the
+ * server's own registry (`internal_docker`), a source tarball it uploaded for the server to build
+ * (`internal_source`). See docs/registry.md.
+ */
+export const sources = ["gitrepo", "external_container", "internal_docker", "internal_source"] as const
 export const Source = Schema.Literals(sources)
 export type Source = typeof Source.Type
+
+/** The sources the server builds an image for (the others arrive as an image). */
+export const isBuiltSource = (source: Source): boolean => source === "gitrepo" || source === "internal_source"
 
 export const deploymentStatuses = ["AWAITING_DATABASE", "READY", "UNUSED", "AWAITING_DELETE", "UNKNOWN"] as const
 export const DeploymentStatus = Schema.Literals(deploymentStatuses)
@@ -33,10 +42,14 @@ export const RevisionStatus = Schema.Literals(revisionStatuses)
 export type RevisionStatus = typeof RevisionStatus.Type
 
 /** The states a revision passes through when nothing fails, per source. */
+const builtPath: ReadonlyArray<RevisionStatus> = ["CREATING", "QUEUED", "AWAITING_BUILD", "BUILDING", "AWAITING_DEPLOY", "DEPLOYING", "DEPLOYED"]
+// An image is already built: nothing to wait for or build.
+const imagePath: ReadonlyArray<RevisionStatus> = ["CREATING", "QUEUED", "AWAITING_DEPLOY", "DEPLOYING", "DEPLOYED"]
 export const happyPath: Record<Source, ReadonlyArray<RevisionStatus>> = {
-  gitrepo: ["CREATING", "QUEUED", "AWAITING_BUILD", "BUILDING", "AWAITING_DEPLOY", "DEPLOYING", "DEPLOYED"],
-  // An external container image is already built: nothing to wait for or build.
-  external_container: ["CREATING", "QUEUED", "AWAITING_DEPLOY", "DEPLOYING", "DEPLOYED"]
+  gitrepo: builtPath,
+  external_container: imagePath,
+  internal_docker: imagePath,
+  internal_source: builtPath
 }
 
 const failedStatuses: ReadonlySet<RevisionStatus> = new Set(["CREATE_FAILED", "BUILD_FAILED", "DEPLOY_FAILED"])

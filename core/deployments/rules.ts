@@ -59,6 +59,8 @@ export interface NewDeployment extends NewRevision {
   readonly source: Source
   readonly source_config: SourceConfig
   readonly image_version: string | null
+  /** False for a source whose first revision comes by PATCH (`awaitsFirstRevision`): `source_revision_config` is then only the defaults it starts from. */
+  readonly createsRevision: boolean
 }
 
 interface ConfigParts {
@@ -96,12 +98,14 @@ const toResult = <A>(issues: ReadonlyArray<ValidationIssue>, value: () => A): Re
 // Per-source fields
 
 /**
- * Fields only one source can use. install_command and build_command ("JS deployments only")
- * are gitrepo fields: an external container arrives already built. Whether a gitrepo deployment
- * is JS is only known once its graph config is read at build time, so they are accepted for every
- * gitrepo deployment and ignored by non-JS builds.
+ * The fields each source can use; a field no source lists (`custom_url`) belongs to every one.
+ * install_command and build_command ("JS deployments only") belong to the sources the server
+ * builds: whether a deployment is JS is only known once its graph config is read at build time,
+ * so they are accepted for every built deployment and ignored by non-JS builds. internal_docker
+ * and internal_source take what `langgraph deploy` sends (`deployment_type`; the commands of a
+ * remote build), and run on the server's own runtime, not on a listener.
  */
-export const sourceOnlyFields: Record<Source, FieldsByGroup> = {
+export const sourceFields: Record<Source, FieldsByGroup> = {
   gitrepo: {
     source_config: ["integration_id", "repo_url", "deployment_type", "build_on_push", "install_command", "build_command"],
     source_revision_config: ["repo_ref", "graph_config_path", "repo_commit_sha"]
@@ -109,19 +113,52 @@ export const sourceOnlyFields: Record<Source, FieldsByGroup> = {
   external_container: {
     source_config: ["listener_id", "listener_config", "resource_spec"],
     source_revision_config: ["image_uri"]
+  },
+  internal_docker: {
+    source_config: ["deployment_type"],
+    source_revision_config: ["image_uri"]
+  },
+  internal_source: {
+    source_config: ["deployment_type", "install_command", "build_command"],
+    source_revision_config: ["graph_config_path", "source_tarball_path"]
   }
 }
 
-/** What each source cannot do without (checked on create; PATCH can only add to it). */
+/**
+ * What each source's revisions cannot do without: checked on create, and on the merged result
+ * whenever a revision is created. internal_docker and internal_source are created without them
+ * (`awaitsFirstRevision`): the image or tarball belongs to the deployment, so it comes by PATCH.
+ */
 export const requiredFields: Record<Source, FieldsByGroup> = {
   gitrepo: { source_config: ["repo_url"], source_revision_config: ["repo_ref", "graph_config_path"] },
-  external_container: { source_config: [], source_revision_config: ["image_uri"] }
+  external_container: { source_config: [], source_revision_config: ["image_uri"] },
+  internal_docker: { source_config: [], source_revision_config: ["image_uri"] },
+  internal_source: { source_config: [], source_revision_config: ["source_tarball_path", "graph_config_path"] }
 }
 
-/** Fields the server sets: `custom_url` is generated for gitrepo, `repo_commit_sha` comes from the build or push. */
+/**
+ * Sources whose deployment is created without a revision (`latest_revision_id` null): what it
+ * deploys is pushed to its own registry path (internal_docker) or uploaded to its own upload URL
+ * (internal_source), which exist only once it does. The first PATCH that brings an image or a
+ * tarball creates the first revision.
+ */
+export const awaitsFirstRevision = (source: Source): boolean => source === "internal_docker" || source === "internal_source"
+
+/** The field that names what such a deployment deploys, and how to get one (refused on create, required by its first revision). */
+const ownArtifact: Partial<Record<Source, { readonly field: SourceRevisionConfigField; readonly how: string }>> = {
+  internal_docker: { field: "image_uri", how: "push an image with the credentials of POST /v2/deployments/{id}/push-token, then PATCH its digest reference as image_uri" },
+  internal_source: {
+    field: "source_tarball_path",
+    how: "PUT a source tarball to the upload_url of POST /v2/deployments/{id}/upload-url, then PATCH its object_path as source_tarball_path"
+  }
+}
+
+/** Fields the server sets: `custom_url` is generated except for external_container, `repo_commit_sha` comes from the build or push. */
 export const readOnlyFields: Record<Source, FieldsByGroup> = {
   gitrepo: { source_config: ["custom_url"], source_revision_config: ["repo_commit_sha"] },
-  external_container: { source_config: [], source_revision_config: [] }
+  external_container: { source_config: [], source_revision_config: [] },
+  internal_docker: { source_config: ["custom_url"], source_revision_config: [] },
+  internal_source: { source_config: ["custom_url"], source_revision_config: [] }
 }
 
 /** Fields fixed at creation (spec 2.2): PATCH may repeat them, never change them. */
@@ -134,8 +171,6 @@ export const immutableSourceConfigFields: ReadonlyArray<SourceConfigField> = [
 ]
 
 const groups: ReadonlyArray<Group> = ["source_config", "source_revision_config"]
-
-const otherSource = (source: Source): Source => (source === "gitrepo" ? "external_container" : "gitrepo")
 
 type FieldList = ReadonlyArray<{ readonly group: Group; readonly field: string }>
 
@@ -153,13 +188,28 @@ const eachField = (fields: FieldsByGroup): FieldList => {
   return list
 }
 
-/** Fields of the other source that were sent with a value. */
-export const wrongSourceIssues = (source: Source, parts: ConfigParts): Array<ValidationIssue> => {
-  const other = otherSource(source)
-  return eachField(sourceOnlyFields[other])
-    .filter(({ group, field }) => isSet(fieldValue(parts, group, field)))
-    .map(({ group, field }) => issue(fieldLoc(group, field), `${field} applies to ${other} deployments only; this deployment's source is ${source}`))
-}
+const allSources = Object.keys(sourceFields) as ReadonlyArray<Source>
+
+/** Every field some source lists, with the sources that list it. */
+const ownedFields: ReadonlyArray<{ readonly group: Group; readonly field: string; readonly owners: ReadonlyArray<Source> }> = groups.flatMap((group) =>
+  [...new Set(allSources.flatMap((source) => sourceFields[source][group] as ReadonlyArray<string>))].map((field) => ({
+    group,
+    field,
+    owners: allSources.filter((source) => (sourceFields[source][group] as ReadonlyArray<string>).includes(field))
+  }))
+)
+
+/** Whether a source may not use a field (another source owns it). */
+const belongsElsewhere = (source: Source, group: Group, field: string): boolean =>
+  ownedFields.some((owned) => owned.group === group && owned.field === field && !owned.owners.includes(source))
+
+const listed = (names: ReadonlyArray<string>): string => (names.length === 1 ? names[0]! : `${names.slice(0, -1).join(", ")} and ${names[names.length - 1]}`)
+
+/** Fields of other sources that were sent with a value. */
+export const wrongSourceIssues = (source: Source, parts: ConfigParts): Array<ValidationIssue> =>
+  ownedFields
+    .filter(({ group, field, owners }) => !owners.includes(source) && isSet(fieldValue(parts, group, field)))
+    .map(({ group, field, owners }) => issue(fieldLoc(group, field), `${field} applies to ${listed(owners)} deployments only; this deployment's source is ${source}`))
 
 /** Read-only fields sent with a value, unless it repeats the stored one (so a fetched deployment can be sent back). */
 export const readOnlyIssues = (source: Source, parts: ConfigParts, current?: ConfigParts): Array<ValidationIssue> =>
@@ -174,6 +224,28 @@ export const missingIssues = (source: Source, parts: ConfigParts): Array<Validat
   eachField(requiredFields[source])
     .filter(({ group, field }) => !isSet(fieldValue(parts, group, field)))
     .map(({ group, field }) => issue(fieldLoc(group, field), "Field required", "missing"))
+
+/**
+ * What a new revision lacks, on its complete configuration (the latest values merged with the
+ * request's). Only a deployment created without a revision (`awaitsFirstRevision`) can lack
+ * anything: the message says how to get its image or tarball.
+ */
+export const newRevisionMissingIssues = (source: Source, config: SourceRevisionConfig): Array<ValidationIssue> =>
+  requiredFields[source].source_revision_config
+    .filter((field) => !isSet(config[field]))
+    .map((field) => {
+      const artifact = ownArtifact[source]
+      const hint = artifact === undefined ? "" : artifact.field === field ? `: ${artifact.how}` : ": the revision this request creates needs it"
+      return issue(fieldLoc("source_revision_config", field), `Field required${hint}`, "missing")
+    })
+
+/** A deployment's own image or tarball sent on create, when it cannot exist yet. */
+const artifactOnCreateIssues = (source: Source, config: SourceRevisionConfig | null | undefined): Array<ValidationIssue> => {
+  const artifact = ownArtifact[source]
+  return artifact !== undefined && isSet(config?.[artifact.field])
+    ? [issue(fieldLoc("source_revision_config", artifact.field), `${artifact.field} names something of this deployment, which does not exist yet: create the deployment without it, ${artifact.how}`)]
+    : []
+}
 
 // ---------------------------------------------------------------------------------------------
 // Cross-field rules
@@ -266,7 +338,7 @@ const overlay = <A extends object>(stored: A, sent: A | null | undefined): A => 
 // ---------------------------------------------------------------------------------------------
 // Create
 
-/** `custom_url` of a gitrepo deployment: generated from the public base URL, never chosen by the caller. */
+/** `custom_url` of a deployment the server builds or receives (every source but external_container): generated from the public base URL, never chosen by the caller. */
 export const gitrepoCustomUrl = (publicUrl: string, name: string): string => `${publicUrl.replace(/\/+$/, "")}/d/${name}`
 
 export interface CreateOptions {
@@ -296,7 +368,7 @@ export const planCreate = (body: CreateDeployment, options: CreateOptions): Resu
   const issues = [
     ...wrongSourceIssues(source, body),
     ...readOnlyIssues(source, body),
-    ...missingIssues(source, body),
+    ...(awaitsFirstRevision(source) ? artifactOnCreateIssues(source, body.source_revision_config) : missingIssues(source, body)),
     ...listenerConfigIssues(body.source_config),
     ...insecureRepoUrlIssues(body.source_config, options.insecureGitHosts),
     ...tagBuildOnPushIssues({ buildOnPush: body.source_config?.build_on_push, repoRef: body.source_revision_config?.repo_ref }, body),
@@ -307,10 +379,11 @@ export const planCreate = (body: CreateDeployment, options: CreateOptions): Resu
     return {
       name: body.name,
       source,
-      source_config: source === "gitrepo" ? { ...sourceConfig, custom_url: gitrepoCustomUrl(options.publicUrl, body.name) } : sourceConfig,
+      source_config: source === "external_container" ? sourceConfig : { ...sourceConfig, custom_url: gitrepoCustomUrl(options.publicUrl, body.name) },
       source_revision_config: fullSourceRevisionConfig(body.source_revision_config),
       secrets: resolved.secrets,
-      image_version: body.image_version ?? null
+      image_version: body.image_version ?? null,
+      createsRevision: !awaitsFirstRevision(source)
     }
   })
 }
@@ -323,6 +396,7 @@ export const revisionTriggerFields = [
   "source_revision_config.repo_ref",
   "source_revision_config.graph_config_path",
   "source_revision_config.image_uri",
+  "source_revision_config.source_tarball_path",
   "secrets",
   "source_config.resource_spec"
 ] as const
@@ -333,6 +407,7 @@ export const revisionTriggers = (patch: PatchDeployment): Array<RevisionTrigger>
     "source_revision_config.repo_ref": patch.source_revision_config?.repo_ref,
     "source_revision_config.graph_config_path": patch.source_revision_config?.graph_config_path,
     "source_revision_config.image_uri": patch.source_revision_config?.image_uri,
+    "source_revision_config.source_tarball_path": patch.source_revision_config?.source_tarball_path,
     secrets: patch.secrets,
     "source_config.resource_spec": patch.source_config?.resource_spec
   }
@@ -354,8 +429,8 @@ export const immutableIssues = (current: StoredDeployment, patch: PatchDeploymen
   const topLevel = (["name", "source"] as const)
     .filter((field) => isSet(patch[field]) && patch[field] !== current[field])
     .map((field) => issue([...bodyLoc, field], `${field} cannot be changed after creation (it is '${current[field]}')`, "frozen_field"))
-  // A field of the other source is already reported by wrongSourceIssues: say it once.
-  const ownFields = immutableSourceConfigFields.filter((field) => !sourceOnlyFields[otherSource(current.source)].source_config.includes(field))
+  // A field of another source is already reported by wrongSourceIssues: say it once.
+  const ownFields = immutableSourceConfigFields.filter((field) => !belongsElsewhere(current.source, "source_config", field))
   const nested = ownFields
     .filter((field) => {
       const sent = patch.source_config?.[field]
@@ -390,15 +465,15 @@ export const planPatch = (current: StoredDeployment, patch: PatchDeployment): Re
     ...tagBuildOnPushIssues({ buildOnPush: sourceConfig.build_on_push, repoRef: revisionConfig.repo_ref }, patch),
     ...resolved.issues
   ]
-  return toResult(issues, () => {
-    const triggers = revisionTriggers(patch)
-    return {
-      source_config: sourceConfig,
-      image_version: patch.image_version ?? current.image_version ?? null,
-      newRevision: triggers.length === 0 ? null : { source_revision_config: nextRevisionConfig(current.source_revision_config, patch.source_revision_config), secrets: resolved.secrets },
-      revisionTriggers: triggers
-    }
-  })
+  const triggers = revisionTriggers(patch)
+  const nextConfig = triggers.length === 0 ? null : nextRevisionConfig(current.source_revision_config, patch.source_revision_config)
+  if (nextConfig !== null) issues.push(...newRevisionMissingIssues(source, nextConfig))
+  return toResult(issues, () => ({
+    source_config: sourceConfig,
+    image_version: patch.image_version ?? current.image_version ?? null,
+    newRevision: nextConfig === null ? null : { source_revision_config: nextConfig, secrets: resolved.secrets },
+    revisionTriggers: triggers
+  }))
 }
 
 /** A git commit id as `repo_commit_sha` pins it: abbreviated (7+) or full SHA-1 / SHA-256 hex. */
@@ -425,6 +500,7 @@ export const planRevision = (current: StoredDeployment, body: CreateRevision): R
       ? [issue(fieldLoc("source_revision_config", "repo_commit_sha"), "repo_commit_sha must be a git commit id: 7 to 64 hexadecimal digits")]
       : []),
     ...tagBuildOnPushIssues({ buildOnPush: current.source_config.build_on_push, repoRef: revisionConfig.repo_ref }, body),
+    ...newRevisionMissingIssues(source, revisionConfig),
     ...resolved.issues
   ]
   return toResult(issues, () => ({ source_revision_config: revisionConfig, secrets: resolved.secrets }))

@@ -4,7 +4,8 @@
  * (`canAdvance`), writes a driver's batch in one transaction (a revision moves only if it is
  * still in the state the driver saw, so a revision superseded meanwhile, by this process or
  * another, is simply not moved), activates a revision that reaches DEPLOYED, and finishes
- * deletions once the driver has torn a deployment down. Nothing is kept only in memory: at start
+ * deletions once the driver has torn a deployment down (removing its images from the registry
+ * and its uploaded tarballs). Nothing is kept only in memory: at start
  * it hands the driver every unfinished revision and pending delete recorded in the store.
  *
  * The driver reports on the `DeploymentObservations` channel; one fiber of the controller takes
@@ -31,6 +32,8 @@ import { Transactions } from "../store/Transactions.ts"
 import { type DatabaseObservation, DeploymentDriver, DeploymentObservations, type Observation, type RevisionWork, ServeError } from "./Driver.ts"
 import { makeSecretBox } from "../secrets/secrets.ts"
 import { Metrics } from "../metrics.ts"
+import { Registry } from "../registry/Registry.ts"
+import { SourceUploads } from "../uploads/SourceUploads.ts"
 import { Replicas } from "../replicas/Replicas.ts"
 import { ClusterStore, type DeploymentRef } from "../store/ClusterStore.ts"
 import { DeploymentProxy, deploymentUrl } from "./local/proxy.ts"
@@ -66,6 +69,8 @@ export const makeDeploymentController = Effect.gen(function* () {
   const { transaction } = yield* Transactions
   const driver = yield* DeploymentDriver
   const channel = yield* DeploymentObservations
+  const registry = yield* Registry
+  const uploads = yield* SourceUploads
   const { log, config } = yield* ServerEnv
   const box = makeSecretBox(config.secretsKey, config.previousSecretsKeys)
   const background = yield* FiberSet.make()
@@ -225,6 +230,11 @@ export const makeDeploymentController = Effect.gen(function* () {
     Effect.gen(function* () {
       serving.delete(deploymentId)
       yield* driver.teardown(tenantId, deploymentId, since)
+      // What `langgraph deploy` pushed and uploaded goes with it (the registry's blobs at its next garbage collection).
+      yield* registry.removeRepository(tenantId, deploymentId).pipe(
+        Effect.catch((error) => Effect.sync(() => log.error("deployment images could not be removed from the registry", { deployment_id: deploymentId, error: error.message })))
+      )
+      yield* uploads.removeDeployment(tenantId, deploymentId)
       yield* retryWhileBusy(
         transaction(
           Effect.gen(function* () {

@@ -1,9 +1,10 @@
 /**
  * The deployment control plane as a server area: its runtime (a driver, the observation channel
  * between the driver and the controller, the `LogStore` behind the log endpoints and each
- * deployment's URL, `DeploymentProxy`; the local driver also has the deployments' databases,
- * `DeploymentDatabases`, and the local runtime's machinery), its controller, its routes and each
- * deployment's URL.
+ * deployment's URL, `DeploymentProxy`, the `Registry` `langgraph deploy` pushes to and the
+ * `SourceUploads` it uploads to; the local driver also has the deployments' databases,
+ * `DeploymentDatabases`, and the local runtime's machinery), its controller, its routes, each
+ * deployment's URL and the registry's token realm and upload URLs.
  */
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type { Duplex } from "node:stream"
@@ -13,6 +14,7 @@ import { GitSourceLive } from "../builds/GitSource.ts"
 import { ImageBuilderLive } from "../builds/ImageBuilder.ts"
 import { BuildSettingsLive } from "../builds/settings.ts"
 import { type RawHttp, ServerEnv } from "../module.ts"
+import { RegistryLive } from "../registry/Registry.ts"
 import { Replicas } from "../replicas/Replicas.ts"
 import { SourceUploadsLive } from "../uploads/SourceUploads.ts"
 import { LocalRuntimeLive } from "../runtime/local/LocalRuntime.ts"
@@ -31,22 +33,24 @@ import { listenerRoutes } from "./routes/listeners.ts"
 import { logRoutes } from "./routes/logs.ts"
 import { realApiRoutes } from "./routes/realApi.ts"
 import { revisionRoutes } from "./routes/revisions.ts"
+import { sourceRoutes } from "./routes/sources.ts"
+import { sourceHttp } from "./sourceHttp.ts"
 import { makeDeploymentWrites } from "./writes.ts"
 
 /**
  * The build pipeline of the local runtime (server/builds/: a revision's source checked out or
- * unpacked, built with buildah in the build sandbox, imported into the image store).
+ * unpacked, built with buildah in the build sandbox, imported into the image store). It unpacks
+ * uploaded tarballs with the runtime's `SourceUploads` (`deploymentRuntime`).
  */
 export const BuildsLive = BuildPipelineLive.pipe(
   Layer.provide(Layer.mergeAll(GitSourceLive, ImageBuilderLive)),
   Layer.provide(BuildSettingsLive),
-  Layer.provide(SourceUploadsLive),
   Layer.provide(LocalRuntimeLive)
 )
 
 /**
- * The driver `SLIPWAY_RUNTIME` selects: `local` runs external_container images and builds
- * gitrepo revisions under bubblewrap, on the server's one `LocalRuntimeLive` (the sandbox area
+ * The driver `SLIPWAY_RUNTIME` selects: `local` runs external_container and internal_docker
+ * images and builds gitrepo and internal_source revisions under bubblewrap, on the server's one `LocalRuntimeLive` (the sandbox area
  * provides the same Layer: memoized, it is built once per server), the deployments' databases and
  * the build pipeline.
  */
@@ -65,11 +69,12 @@ const DriverLive = Layer.unwrap(
 
 /**
  * The driver, the channel it reports on (one queue, shared with the controller built on this),
- * and the log store and URL proxy it serves through.
+ * the log store and URL proxy it serves through, and the registry and uploads (the driver pulls
+ * what was pushed; the controller removes both when a deployment is deleted).
  */
 export const deploymentRuntime = DriverLive.pipe(
   Layer.provideMerge(DeploymentObservationsLive),
-  Layer.provideMerge(Layer.mergeAll(LogStoreLive, DeploymentProxyLive)),
+  Layer.provideMerge(Layer.mergeAll(LogStoreLive, DeploymentProxyLive, RegistryLive, SourceUploadsLive)),
   Layer.provide(RuntimeRootLive)
 )
 
@@ -77,15 +82,22 @@ export const deploymentRuntime = DriverLive.pipe(
 export const deploymentController = DeploymentControllerLive
 
 /**
- * The deployments area's raw HTTP: each deployment's URL, HTTP and WebSocket (a driver that runs
- * nothing sets no route: it answers nothing). Several replicas: a `{public}/d/{name}` URL that
+ * The deployments area's raw HTTP: the registry's token realm and the upload URLs, then each
+ * deployment's URL, HTTP and WebSocket (a driver that runs nothing sets no route: it answers
+ * nothing). Several replicas: a `{public}/d/{name}` URL that
  * matches nothing here may be a deployment another replica started serving a moment ago: the
  * routes are read again (at most twice a second) and the request matched once more.
  */
 const deploymentHttp = Effect.gen(function* () {
   const proxy = yield* DeploymentProxy
+  const sources = yield* sourceHttp
   const replicas = yield* Replicas
-  if (!replicas.shared || replicas.forwarder === undefined) return { request: proxy.handle, upgrade: proxy.handleUpgrade } satisfies RawHttp
+  if (!replicas.shared || replicas.forwarder === undefined) {
+    return {
+      request: (request: IncomingMessage, response: ServerResponse) => sources.request(request, response) || proxy.handle(request, response),
+      upgrade: proxy.handleUpgrade
+    } satisfies RawHttp
+  }
   const { publicUrl } = yield* ServerEnv
   const controller = yield* DeploymentController
   const runFork = Effect.runForkWith(yield* Effect.context<never>())
@@ -105,7 +117,7 @@ const deploymentHttp = Effect.gen(function* () {
   }
   return {
     request: (request: IncomingMessage, response: ServerResponse) => {
-      if (proxy.handle(request, response)) return true
+      if (sources.request(request, response) || proxy.handle(request, response)) return true
       if (!(request.url ?? "").startsWith(prefix)) return false
       void refreshed().then(() => {
         if (!proxy.handle(request, response)) {
@@ -135,7 +147,8 @@ export const deploymentsModule = {
       ...(yield* revisionRoutes(writes)),
       ...(yield* listenerRoutes(writes)),
       ...(yield* integrationRoutes(writes)),
-      ...(yield* logRoutes(writes))
+      ...(yield* logRoutes(writes)),
+      ...(yield* sourceRoutes(writes))
     ]
     return [...spec, ...(yield* realApiRoutes(writes, spec))]
   }),

@@ -5,15 +5,20 @@
 import { randomUUID } from "node:crypto"
 import { Effect } from "effect"
 import {
+  type BadRequest,
   Conflict,
   databaseReadyOf,
   deploymentStatus,
   type Secret,
   type SourceConfig,
   type SourceRevisionConfig,
-  type StoredDeployment
+  type StoredDeployment,
+  ValidationError
 } from "../../core/index.ts"
 import { now, ServerEnv } from "../module.ts"
+import { repositoryOf } from "../registry/access.ts"
+import { Registry } from "../registry/Registry.ts"
+import { SourceUploads } from "../uploads/SourceUploads.ts"
 import { type ChangedDeployment, DeploymentStore, type DeploymentRecord } from "../store/DeploymentStore.ts"
 import { IntegrationStore } from "../store/IntegrationStore.ts"
 import { ListenerStore } from "../store/ListenerStore.ts"
@@ -74,6 +79,33 @@ export const makeDeploymentWrites = Effect.gen(function* () {
   const deletingConflict = (record: DeploymentRecord): Conflict | undefined =>
     record.status === "AWAITING_DELETE" ? new Conflict({ message: `Deployment ${record.id} is being deleted` }) : undefined
 
+  const registry = yield* Registry
+  const uploads = yield* SourceUploads
+
+  /**
+   * An internal_docker deployment deploys only what was pushed to its own repository of the
+   * server's registry (the `registry_url` of its push token): another image is a 422 at `image_uri`.
+   */
+  const foreignImage = (deployment: DeploymentRecord, config: SourceRevisionConfig | null | undefined): ValidationError | undefined => {
+    const image = config?.image_uri
+    if (deployment.source !== "internal_docker" || image == null || registry.isDeploymentImage(image, deployment.tenant_id, deployment.id)) return undefined
+    const message = registry.enabled
+      ? `image_uri must name an image pushed to this deployment's repository, ${registry.host}/${repositoryOf(deployment.tenant_id, deployment.id)} ` +
+        "(the registry_url of POST /v2/deployments/{id}/push-token), e.g. <registry_url>/<name>@sha256:<digest>"
+      : "image_uri cannot be deployed: this server runs no registry, so an internal_docker deployment has nothing to pull (SLIPWAY_REGISTRY)"
+    return ValidationError.single(["body", "source_revision_config", "image_uri"], message)
+  }
+
+  /** An internal_source deployment builds only a tarball uploaded to its own upload URL: 400 unless the path names one that exists. */
+  const checkTarball = (tenantId: string, deploymentId: string, config: SourceRevisionConfig | null | undefined): Effect.Effect<void, BadRequest | StoreError> => {
+    const path = config?.source_tarball_path
+    if (path == null) return Effect.void
+    return Effect.flatMap(deploymentStore.deployment(tenantId, deploymentId), (deployment) =>
+      // Another source is told by the rules that the field is not its own; an unknown deployment is the caller's 404.
+      deployment?.source === "internal_source" ? Effect.asVoid(uploads.open(tenantId, deploymentId, path)) : Effect.void
+    )
+  }
+
   /** The deployment's next revision (CREATING) and the deployment pointing at it. */
   const newRevision = ({ deployment, sourceConfig, sourceRevisionConfig, secrets, imageVersion }: NewRevisionWrite): NewRevisionChange => {
     const at = now()
@@ -121,7 +153,27 @@ export const makeDeploymentWrites = Effect.gen(function* () {
       ? controller.revisionsStopped(written.stopped)
       : Effect.andThen(controller.revisionsStopped(written.stopped), controller.revisionCreated(written.deployment, written.revision, written.revision.secrets))
 
-  return { transaction, deploymentStore, revisionStore, listenerStore, integrationStore, controller, box, sealSecrets, storedOf, mustGetDeployment, deletingConflict, newRevision, writeNewRevision, announce, maxScaleOf }
+  return {
+    transaction,
+    deploymentStore,
+    revisionStore,
+    listenerStore,
+    integrationStore,
+    controller,
+    registry,
+    uploads,
+    box,
+    sealSecrets,
+    storedOf,
+    mustGetDeployment,
+    deletingConflict,
+    foreignImage,
+    checkTarball,
+    newRevision,
+    writeNewRevision,
+    announce,
+    maxScaleOf
+  }
 })
 
 export type DeploymentWrites = Effect.Success<typeof makeDeploymentWrites>

@@ -253,9 +253,6 @@ const decodeBody = (route: CompiledRoute, raw: Buffer, contentType: string | und
   if (raw.length > 2 * MAX_JSON_DEPTH && parsed !== null && typeof parsed === "object" && nestedDeeperThan(parsed, MAX_JSON_DEPTH)) {
     return Result.fail(ValidationError.single(["body"], `JSON nested too deeply (more than ${MAX_JSON_DEPTH} levels)`, "value_error"))
   }
-  // A feature the endpoint knows but cannot offer (e.g. the real API's source tarballs): a 400 naming it.
-  const refusal = route.endpoint.refuse?.(parsed)
-  if (refusal) return Result.fail(refusal)
   return Result.mapError(route.decodeBody(parsed), (issues) => new ValidationError({ issues }))
 }
 

@@ -32,7 +32,9 @@ import { ServerEnv } from "../module.ts"
 import type { RegistryAuth } from "../runtime/local/images/model.ts"
 import { parseReference } from "../runtime/local/reference.ts"
 import { which } from "../runtime/local/tools.ts"
-import { ProcessRunner } from "../runtime/ProcessRunner.ts"
+import { ProcessRunner, ProcessRunnerLive } from "../runtime/ProcessRunner.ts"
+import { RuntimeChoice } from "../runtime/select.ts"
+import { DeploymentStore } from "../store/DeploymentStore.ts"
 import { unexpired } from "../signedTokens.ts"
 import { CREDENTIALS_USERNAME, grant, isUnder, makeCredentialTokens, parseScopes, repositoryOf, type RepositoryAction } from "./access.ts"
 import { loadOrCreateSigningKey, RegistryError, type ResourceAccess, signRegistryToken } from "./keys.ts"
@@ -288,8 +290,19 @@ export const makeRegistry = (options: RegistryOptions): Effect.Effect<Registry["
 
     const maintenance = yield* Semaphore.make(1)
 
-    if (managed) yield* start(false)
-    else {
+    if (managed) {
+      // `auto` runs the registry when it can: one that cannot start (its address taken) leaves it off, with a warning.
+      const failed = yield* start(false).pipe(
+        Effect.as(undefined),
+        Effect.catch((error) => (settings.mode === "on" ? Effect.fail(error) : Effect.succeed(error)))
+      )
+      if (failed !== undefined) {
+        if (current) yield* Fiber.interrupt(current)
+        current = undefined
+        log.warn("registry off: it could not start (SLIPWAY_REGISTRY=on makes this an error)", { error: failed.message })
+        return disabled(`it could not start: ${failed.message}`)
+      }
+    } else {
       const answer = yield* Effect.tryPromise({
         try: (signal) => fetch(`${apiUrl}/v2/`, { signal: AbortSignal.any([signal, AbortSignal.timeout(10_000)]) }),
         catch: (error) => new RegistryError({ message: `the registry at ${apiUrl} (SLIPWAY_REGISTRY_URL) does not answer: ${String(error)}` })
@@ -475,12 +488,25 @@ export const makeRegistry = (options: RegistryOptions): Effect.Effect<Registry["
     return { enabled: true, host, insecure, pushToken, pullCredentials, isDeploymentImage, removeRepository, garbageCollect, handleTokenRequest } satisfies Registry["Service"]
   })
 
-/** The registry as the server runs it: settings from the environment, realm under the public URL. */
+/**
+ * The registry as the server runs it: settings from the environment, realm under the public URL,
+ * a push token valid only while its deployment exists (not being deleted). `auto` runs it where
+ * deployments run images (the local runtime); `on` everywhere.
+ */
 export const RegistryLive = Layer.effect(
   Registry,
   Effect.gen(function* () {
     const { config, log, publicUrl } = yield* ServerEnv
+    const runtime = yield* RuntimeChoice
+    const deploymentStore = yield* DeploymentStore
+    const settings = registrySettingsFromEnv()
+    if (settings.mode === "auto" && runtime.name !== "local") return disabled(`the ${runtime.name} runtime runs no images; SLIPWAY_REGISTRY=on runs the registry anyway`)
     const secretsKey = config.secretsKey ?? (yield* Effect.die(new Error("the registry needs the secrets key")))
-    return yield* makeRegistry({ settings: registrySettingsFromEnv(), databasePath: config.databasePath, secretsKey, realm: `${publicUrl}${REGISTRY_TOKEN_PATH}`, log })
+    const isLive = (tenantId: string, deploymentId: string) =>
+      deploymentStore.deployment(tenantId, deploymentId).pipe(
+        Effect.map((deployment) => deployment !== undefined && deployment.status !== "AWAITING_DELETE"),
+        Effect.orElseSucceed(() => false)
+      )
+    return yield* makeRegistry({ settings, databasePath: config.databasePath, secretsKey, realm: `${publicUrl}${REGISTRY_TOKEN_PATH}`, log, isLive })
   })
-)
+).pipe(Layer.provide(ProcessRunnerLive))

@@ -68,7 +68,11 @@ export class DeploymentStore extends Context.Service<
   {
     readonly deployment: (tenantId: string, id: string) => Op<DeploymentRecord | undefined>
     /** Inserts the deployment, its first revision and its tracing project; a taken name fails with `Conflict`. */
-    readonly createDeployment: (deployment: DeploymentRecord, revision: NewRevision, tracingProjectId: string) => Op<void, Conflict>
+    /**
+     * A new deployment, its first revision and its tracing project, in one transaction. Without
+     * a revision for a deployment that waits for its first image or tarball (`latest_revision_id` null).
+     */
+    readonly createDeployment: (deployment: DeploymentRecord, revision: NewRevision | undefined, tracingProjectId: string) => Op<void, Conflict>
     /**
      * Reads the deployment, asks `decide` what to write, and writes it, in one transaction (or
      * the caller's): undefined when the tenant has no such deployment, the decision's failure as

@@ -10,6 +10,7 @@ import { afterAll, beforeAll } from "vitest"
 import { defaultConfig } from "../../server/config.ts"
 import { DeploymentObservationsLive } from "../../server/deployments/Driver.ts"
 import { LocalDeploymentDriver } from "../../server/deployments/drivers/local.ts"
+import { deploymentSourcesForTests } from "../support/deploymentSources.ts"
 import { DeploymentDatabasesLive } from "../../server/deployments/local/databases.ts"
 import { LogStoreLive } from "../../server/deployments/local/logs.ts"
 import { BuildsLive } from "../../server/deployments/module.ts"
@@ -56,6 +57,7 @@ const driver = () =>
   LocalDeploymentDriver({ healthTimeoutMs: 10_000, healthMode: "auto", healthPath: "/ok", drainMs: 1000, port: 8000 }).pipe(
     Layer.provideMerge(DeploymentObservationsLive),
     Layer.provide(Layer.mergeAll(DeploymentDatabasesLive, LogStoreLive, DeploymentProxyLive, BuildsLive)),
+    Layer.provide(deploymentSourcesForTests(database.path, makeLogger("silent"))),
     Layer.provide(LocalRuntimeLive),
     Layer.provide(Layer.orDie(storesFor({ databasePath: database.path, databaseUrl: undefined }))),
     Layer.provide(Layer.mergeAll(env, layerSingleReplica())),

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Schedule } from "effect"
 import { TestClock } from "effect/testing"
 import { afterAll } from "vitest"
 import { defaultConfig } from "../../server/config.ts"
@@ -24,12 +24,16 @@ import { KeyStore } from "../../server/store/KeyStore.ts"
 import { RevisionStore } from "../../server/store/RevisionStore.ts"
 import { SqliteStores } from "../../server/store/sqlite/index.ts"
 import { deploymentWithRevision } from "../store/fixtures.ts"
+import { deploymentSourcesForTests } from "../support/deploymentSources.ts"
 
 const dir = mkdtempSync(join(tmpdir(), "slipway-controller-"))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
 const stepMs = 100
-const env = Layer.succeed(ServerEnv, { config: defaultConfig, log: makeLogger("silent"), publicUrl: "http://slipway.test" })
+const log = makeLogger("silent")
+const env = Layer.succeed(ServerEnv, { config: defaultConfig, log, publicUrl: "http://slipway.test" })
+// Deletes remove a deployment's images and uploads: no registry runs here, the uploads live in `dir`.
+const sources = deploymentSourcesForTests(join(dir, "uploads.db"), log)
 
 /** A fresh file; `seed` runs before the controller starts (what a previous process left). */
 const withController = <A, E>(seed: Effect.Effect<unknown, unknown, Stores>, test: Effect.Effect<A, E, Stores | DeploymentController | DeploymentObservations>) => {
@@ -38,6 +42,7 @@ const withController = <A, E>(seed: Effect.Effect<unknown, unknown, Stores>, tes
   const controller = DeploymentControllerLive.pipe(
     Layer.provide(SimulatedDeploymentDriver({ stepMs })),
     Layer.provideMerge(DeploymentObservationsLive),
+    Layer.provide(sources),
     Layer.provide(Layer.mergeAll(env, layerSingleReplica()))
   )
   return Effect.provide(test, controller.pipe(Layer.provideMerge(seeded)))
@@ -132,7 +137,12 @@ describe("deployment controller", () => {
         yield* TestClock.adjust(stepMs - 1)
         expect(yield* store.deployment(tenantId, deployment.id)).toBeDefined()
         yield* TestClock.adjust(1)
-        expect(yield* store.deployment(tenantId, deployment.id)).toBeUndefined()
+        // Removing its uploads is real file I/O: the delete completes once that is done (live time, bounded).
+        const gone = yield* store.deployment(tenantId, deployment.id).pipe(
+          Effect.repeat({ until: (record) => record === undefined, schedule: Schedule.spaced("10 millis"), times: 500 }),
+          TestClock.withLive
+        )
+        expect(gone).toBeUndefined()
       })
     )
   )

@@ -69,6 +69,24 @@ export const deploymentStoreSuite = (backend: string, stores: Layer.Layer<Stores
       })
     )
 
+    it.effect("stores a deployment without a revision (one that waits for its first image or tarball); its first revision comes by addRevision", () =>
+      Effect.gen(function* () {
+        const { deploymentStore, revisionStore } = yield* allStores
+        const tenantId = yield* tenant
+        const { deployment: draft } = deploymentWithRevision(tenantId, { source: "internal_docker" })
+        const deployment = { ...draft, latest_revision_id: null, revision_seq: 0 }
+        yield* deploymentStore.createDeployment(deployment, undefined, randomUUID())
+        expect(yield* deploymentStore.deployment(tenantId, deployment.id)).toEqual(deployment)
+        expect(yield* revisionStore.listRevisions(tenantId, deployment.id, null, { limit: 10, offset: 0 })).toEqual([])
+        expect((yield* deploymentStore.listTracingProjects(tenantId, deployment.name, { limit: 10, offset: 0 })).map((project) => project.deployment_id)).toEqual([deployment.id])
+        const { revision, stopped } = yield* addRevision(deployment)
+        expect(stopped).toEqual([])
+        expect(revision.seq).toBe(1)
+        expect((yield* deploymentStore.deployment(tenantId, deployment.id))?.latest_revision_id).toBe(revision.id)
+        expect((yield* revisionStore.revision(tenantId, deployment.id, revision.id))?.source).toBe("internal_docker")
+      })
+    )
+
     it.effect("refuses a second deployment of the same name in a tenant with Conflict, and allows it in another tenant", () =>
       Effect.gen(function* () {
         const { deploymentStore } = yield* allStores

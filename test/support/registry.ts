@@ -43,7 +43,8 @@ export interface TestRegistry {
   readonly stop: () => Promise<void>
 }
 
-const freePort = (): Promise<number> =>
+/** A port free on loopback right now (another process may take it before it is used). */
+export const freePort = (): Promise<number> =>
   new Promise((resolve, reject) => {
     const server = createServer()
     server.unref()

@@ -30,13 +30,15 @@
  * controller's answer, and one not applied (the revision was superseded meanwhile) ends the fiber.
  *
  * Where the image comes from is the revision's image source: `external_container` pulls
- * `image_uri`; `gitrepo` is built from one commit of its repository by the build pipeline
- * (server/builds/BuildPipeline.ts): QUEUED (behind the deployment's rollouts under way: pushes
- * queue) → AWAITING_BUILD (a build slot) → BUILDING → AWAITING_DEPLOY with the commit built, or
- * BUILD_FAILED; the build log streams into the revision's build log. At start (`serve` with
- * `restore`) the active revision of every deployment is started again (fresh boxes; replicas left
- * by a previous process are removed first; a built image is taken from the image store or the
- * build cache), without a new revision. See docs/deployments-local.md.
+ * `image_uri`; `internal_docker` pulls `image_uri` from the server's registry with the server's
+ * own pull-only credentials (`Registry.pullCredentials`); `gitrepo` (one commit of its
+ * repository) and `internal_source` (an uploaded tarball, `langgraph deploy --remote`) are built
+ * by the build pipeline (server/builds/BuildPipeline.ts): QUEUED (behind the deployment's rollouts
+ * under way: pushes queue) → AWAITING_BUILD (a build slot) → BUILDING → AWAITING_DEPLOY with the
+ * commit built, or BUILD_FAILED; the build log streams into the revision's build log. At start
+ * (`serve` with `restore`) the active revision of every deployment is started again (fresh boxes;
+ * replicas left by a previous process are removed first; a built image is taken from the image
+ * store or the build cache), without a new revision. See docs/deployments-local.md.
  */
 import { randomBytes } from "node:crypto"
 import { mkdirSync, rmSync } from "node:fs"
@@ -48,6 +50,7 @@ import type { BoxProcess, ExitStatus } from "../../runtime/BoxProcess.ts"
 import { BoxRunner, type BoxSpec, type BoxVolume, type Forward, type RunningBox } from "../../runtime/local/BoxRunner.ts"
 import { Egress } from "../../runtime/local/egress.ts"
 import { imageEnvironment, ImageStore, type PulledImage } from "../../runtime/local/ImageStore.ts"
+import type { PullOptions } from "../../runtime/local/images/model.ts"
 import { RuntimeRoot } from "../../runtime/local/RuntimeRoot.ts"
 import { type DatabaseObservation, DeploymentDriver, DeploymentObservations, type Observation, type RevisionWork, ServeError } from "../Driver.ts"
 import { DeploymentDatabases, type ProvisionedDatabases } from "../local/databases.ts"
@@ -55,6 +58,7 @@ import { checkHealth, type HealthMode, type HealthResult, pollHealth } from "../
 import { type LogKind, LogStore } from "../local/logs.ts"
 import { DeploymentProxy, deploymentUrl, type ProxyTarget } from "../local/proxy.ts"
 import { type BuildFailed, type BuildInput, type BuildLogLine, BuildPipeline } from "../../builds/BuildPipeline.ts"
+import { Registry } from "../../registry/Registry.ts"
 import { makeSecretBox } from "../../secrets/secrets.ts"
 import { IntegrationStore } from "../../store/IntegrationStore.ts"
 
@@ -144,7 +148,9 @@ export const replicaBoxId = (revisionId: string, index: number, run: string = ra
 export const replicaBoxPrefix = (revisionId: string): string => `d-${revisionId.replace(/-/g, "").slice(0, 16)}-`
 
 /** Where a revision's image comes from: a pull of `image_uri`, or a build of its source. */
-type ImageSource = { readonly _tag: "Pull"; readonly reference: string } | { readonly _tag: "Build"; readonly input: BuildInput }
+type ImageSource =
+  | { readonly _tag: "Pull"; readonly reference: string; readonly options?: Pick<PullOptions, "auth" | "insecure"> }
+  | { readonly _tag: "Build"; readonly input: BuildInput }
 
 /** One run of a revision: a rollout, or a DEPLOYED revision brought back (`serve`). */
 interface Run {
@@ -204,6 +210,7 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
     const databases = yield* DeploymentDatabases
     const logs = yield* LogStore
     const proxy = yield* DeploymentProxy
+    const registry = yield* Registry
     const channel = yield* DeploymentObservations
     const { log, publicUrl, config } = yield* ServerEnv
     const pipeline = yield* BuildPipeline
@@ -269,11 +276,31 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
 
     /**
      * Where a revision's image comes from (its image source): `external_container` pulls
-     * `image_uri`; `gitrepo` builds one commit of `repo_url` (`repo_commit_sha` when pinned, else
-     * the tip of `repo_ref`) with the integration's read token.
+     * `image_uri`; `internal_docker` pulls `image_uri` from the server's registry with the
+     * server's pull-only credentials; `gitrepo` builds one commit of `repo_url` (`repo_commit_sha`
+     * when pinned, else the tip of `repo_ref`) with the integration's read token;
+     * `internal_source` builds the uploaded tarball `source_tarball_path`.
      */
-    const imageSourceOf = (work: RevisionWork): Effect.Effect<ImageSource> =>
+    const imageSourceOf = (work: RevisionWork): Effect.Effect<ImageSource, RolloutFailed> =>
       Effect.gen(function* () {
+        if (work.source === "internal_source") {
+          // An uploaded tarball (`langgraph deploy --remote`), unpacked by the pipeline with `SourceUploads.extract`.
+          const input: BuildInput = {
+            tenantId: work.tenantId,
+            deploymentId: work.deploymentId,
+            revisionId: work.revisionId,
+            source: { _tag: "Tarball", tenantId: work.tenantId, deploymentId: work.deploymentId, objectPath: work.sourceRevisionConfig.source_tarball_path ?? "" },
+            configPath: work.sourceRevisionConfig.graph_config_path,
+            installCommand: work.sourceConfig.install_command,
+            buildCommand: work.sourceConfig.build_command
+          }
+          return { _tag: "Build", input } as const
+        }
+        if (work.source === "internal_docker") {
+          // What `langgraph deploy` pushed to the server's registry, pulled with the server's own pull-only credentials.
+          const auth = yield* Effect.mapError(registry.pullCredentials(work.tenantId, work.deploymentId), (error) => failed(error.message))
+          return { _tag: "Pull", reference: work.sourceRevisionConfig.image_uri ?? "", options: { auth, insecure: registry.insecure } } as const
+        }
         if (work.source === "gitrepo") {
           const input: BuildInput = {
             tenantId: work.tenantId,
@@ -617,6 +644,7 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
         yield* append(work, "build", `pulling image ${reference}`)
         image = yield* images
           .pull(reference, {
+            ...(source._tag === "Pull" ? source.options : {}),
             onProgress: (message) =>
               Effect.andThen(
                 append(work, "build", message),

@@ -32,7 +32,8 @@ export const deploymentRoutes = (writes: DeploymentWrites) =>
     // With a runtime that serves deployments, an external_container deployment without a
     // custom_url is served at {public}/d/{name}, and says so (core's rule for gitrepo URLs).
     const servesUrls = (yield* RuntimeChoice).name === "local"
-    const { transaction, deploymentStore, revisionStore, listenerStore, integrationStore, controller, sealSecrets, storedOf, mustGetDeployment, deletingConflict, newRevision, announce, maxScaleOf } = writes
+    const { transaction, deploymentStore, revisionStore, listenerStore, integrationStore, controller, sealSecrets, storedOf, mustGetDeployment, deletingConflict, foreignImage, checkTarball, newRevision, announce, maxScaleOf } =
+      writes
 
     const listenerOf = (tenantId: string, id: string | null | undefined): Effect.Effect<Listener | undefined, StoreError> =>
       id ? Effect.map(listenerStore.listener(tenantId, id), (record) => record && toListener(record)) : Effect.succeed(undefined)
@@ -43,6 +44,8 @@ export const deploymentRoutes = (writes: DeploymentWrites) =>
       if (deleting) return Result.fail(deleting)
       const source = checkRevisionSource(deployment.source, body.revision_source)
       if (Result.isFailure(source)) return Result.fail(source.failure)
+      const image = foreignImage(deployment, body.source_revision_config)
+      if (image) return Result.fail(image)
       const plan = planPatch(storedOf(deployment, body.secrets != null), body)
       if (Result.isFailure(plan)) return Result.fail(plan.failure)
       const { source_config, image_version, newRevision: revision } = plan.success
@@ -76,7 +79,8 @@ export const deploymentRoutes = (writes: DeploymentWrites) =>
         const at = now()
         const deploymentId = randomUUID()
         const secrets = sealSecrets(planned.secrets)
-        const revision: NewRevision = {
+        // internal_docker / internal_source: no revision until a PATCH brings the image or tarball.
+        const revision: NewRevision | undefined = planned.createsRevision ? {
           id: randomUUID(),
           tenant_id: auth.tenantId,
           deployment_id: deploymentId,
@@ -89,7 +93,7 @@ export const deploymentRoutes = (writes: DeploymentWrites) =>
           deployed_at: null,
           created_at: at,
           updated_at: at
-        }
+        } : undefined
         const deployment: DeploymentRecord = {
           id: deploymentId,
           tenant_id: auth.tenantId,
@@ -100,14 +104,14 @@ export const deploymentRoutes = (writes: DeploymentWrites) =>
           secrets,
           image_version: planned.image_version,
           status: deploymentStatus({ activeRevisionId: null, maxScale: maxScaleOf(planned.source_config), deleting: false }),
-          latest_revision_id: revision.id,
+          latest_revision_id: revision?.id ?? null,
           active_revision_id: null,
-          revision_seq: 1,
+          revision_seq: revision ? 1 : 0,
           created_at: at,
           updated_at: at
         }
         yield* deploymentStore.createDeployment(deployment, revision, randomUUID())
-        yield* controller.revisionCreated(deployment, revision, secrets)
+        if (revision) yield* controller.revisionCreated(deployment, revision, secrets)
         return toDeployment(deployment)
       })),
 
@@ -133,6 +137,7 @@ export const deploymentRoutes = (writes: DeploymentWrites) =>
       implement(
         Api.updateDeployment,
         Effect.fnUntraced(function* ({ params, body }, { auth }) {
+          yield* checkTarball(auth.tenantId, params.deployment_id, body.source_revision_config)
           const changed = yield* deploymentStore.changeDeployment(auth.tenantId, params.deployment_id, (deployment) => patchChange(deployment, body))
           if (changed === undefined) return yield* deploymentNotFound(params.deployment_id)
           yield* announce(changed)

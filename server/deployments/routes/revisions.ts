@@ -27,7 +27,7 @@ const redeployWaitMs = defaultTimeoutMs - 5_000
 
 export const revisionRoutes = (writes: DeploymentWrites) =>
   Effect.sync(() => {
-    const { transaction, deploymentStore, revisionStore, controller, sealSecrets, storedOf, mustGetDeployment, deletingConflict, newRevision, announce, maxScaleOf } = writes
+    const { transaction, deploymentStore, revisionStore, controller, sealSecrets, storedOf, mustGetDeployment, deletingConflict, foreignImage, checkTarball, newRevision, announce, maxScaleOf } = writes
 
     /** Makes `previous` (the deployment before a redeploy) active again, if nothing else changed it since. */
     const restoreActive = (tenantId: string, previous: DeploymentRecord, redeployed: string) =>
@@ -49,9 +49,12 @@ export const revisionRoutes = (writes: DeploymentWrites) =>
       })),
 
       implement(Api.createRevision, Effect.fnUntraced(function* ({ params, body }, { auth }) {
+        yield* checkTarball(auth.tenantId, params.deployment_id, body.source_revision_config)
         const written = yield* deploymentStore.changeDeployment(auth.tenantId, params.deployment_id, (deployment): Result.Result<NewRevisionChange, ApiError> => {
           const deleting = deletingConflict(deployment)
           if (deleting) return Result.fail(deleting)
+          const image = foreignImage(deployment, body.source_revision_config)
+          if (image) return Result.fail(image)
           const stored = storedOf(deployment, body.secrets != null)
           return Result.map(planRevision(stored, body), (planned) =>
             newRevision({

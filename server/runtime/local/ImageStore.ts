@@ -144,7 +144,7 @@ export const makeImageStore = (options: ImageStoreOptions): Effect.Effect<ImageS
           const message = error instanceof InvalidReference ? error.message : `invalid image reference ${quote(String(input))}`
           return Effect.fail(new ImagePullError({ kind: "invalid_reference", message, reference: typeof input === "string" ? input : String(input) }))
         }
-        const source = sourceOf(ref, mirror)
+        const source = pullOptions.insecure ? { ...sourceOf(ref, mirror), insecure: true } : sourceOf(ref, mirror)
         const auth = pullOptions.auth
         // Pulls with other credentials (or none) do not share one operation: each shows its own access.
         const key = auth ? `${ref.reference}\0${createHash("sha256").update(`${ref.domain}\0${auth.username}\0${auth.password}`).digest("hex")}` : ref.reference

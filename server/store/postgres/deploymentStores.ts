@@ -209,7 +209,7 @@ export const makePostgresDeploymentStore = (kit: PgStoreKit): DeploymentStore["S
         Effect.gen(function* () {
           // UNIQUE (tenant_id, name) decides, also between replicas.
           yield* executeNaming(insertDeploymentSql, [deployment.tenant_id, deployment.id, ...changeableParams(deployment), deployment.name, deployment.source, deployment.created_at], () => new Conflict({ message: `A deployment named '${deployment.name}' already exists` }))
-          yield* insertRevision(revision)
+          if (revision) yield* insertRevision(revision)
           yield* execute(
             `INSERT INTO tracing_projects (id, tenant_id, name, deployment_id, created_at) VALUES ($1, $2, $3, $4, $5)
              ON CONFLICT (tenant_id, name) DO UPDATE SET deployment_id = excluded.deployment_id`,

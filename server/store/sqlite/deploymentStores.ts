@@ -71,7 +71,7 @@ export const makeSqliteDeploymentStore = (db: Db): DeploymentStore["Service"] =>
           () => new Conflict({ message: `A deployment named '${deployment.name}' already exists` }),
           () => {
             repo.insertDeployment(toDeploymentRow(deployment))
-            repo.insertRevision(toRevisionRow(revision))
+            if (revision) repo.insertRevision(toRevisionRow(revision))
             repo.upsertTracingProject(tracingProjectId, deployment.tenant_id, deployment.name, deployment.id, deployment.created_at)
           },
           "deployments.name"

@@ -32,7 +32,10 @@ describe("control-plane endpoint table", () => {
         // The real LangSmith API's, beside the spec's (docs/real-api.md).
         "DELETE /v2/deployments 200",
         "GET /v1/integrations/github/install 200",
-        "GET /v1/integrations/github/{integration_id}/repos 200"
+        "GET /v1/integrations/github/{integration_id}/repos 200",
+        // What `langgraph deploy` asks for (docs/registry.md).
+        "POST /v2/deployments/{deployment_id}/push-token 200",
+        "POST /v2/deployments/{deployment_id}/upload-url 200"
       ].sort()
     )
   })

@@ -70,7 +70,7 @@ describe("a null PATCH field leaves the stored value as it is", () => {
 
   it("in source_revision_config, next to a field that creates a revision", () => {
     const plan = ruleValue(patch(storedGit, { source_revision_config: { repo_ref: "dev", graph_config_path: null } }))
-    expect(plan.newRevision?.source_revision_config).toStrictEqual({ repo_ref: "dev", graph_config_path: "langgraph.json", image_uri: null, repo_commit_sha: null })
+    expect(plan.newRevision?.source_revision_config).toStrictEqual({ repo_ref: "dev", graph_config_path: "langgraph.json", image_uri: null, repo_commit_sha: null, source_tarball_path: null })
   })
 
   it("for image_version", () => {
@@ -216,7 +216,8 @@ describe("push webhook: each signal on its own", () => {
       repo_ref: "refs/heads/main",
       graph_config_path: "langgraph.json",
       image_uri: null,
-      repo_commit_sha: sha
+      repo_commit_sha: sha,
+      source_tarball_path: null
     })
   })
 

@@ -88,7 +88,7 @@ describe("planCreate: per-source rules", () => {
     expect(Object.keys(planned.source_config).sort()).toStrictEqual(
       ["build_command", "build_on_push", "custom_url", "deployment_type", "install_command", "integration_id", "listener_config", "listener_id", "repo_url", "resource_spec"].sort()
     )
-    expect(planned.source_revision_config).toStrictEqual({ repo_ref: "main", graph_config_path: "langgraph.json", image_uri: null, repo_commit_sha: null })
+    expect(planned.source_revision_config).toStrictEqual({ repo_ref: "main", graph_config_path: "langgraph.json", image_uri: null, repo_commit_sha: null, source_tarball_path: null })
     expect(planned.image_version).toBeNull()
   })
 
@@ -337,7 +337,7 @@ describe("planPatch", () => {
     const plan = ruleValue(patch(storedGit, { source_revision_config: { repo_ref: "dev", graph_config_path: "g2.json" }, secrets: [{ name: "A", value: "1" }] }))
     expect(plan.revisionTriggers).toHaveLength(3)
     expect(plan.newRevision).toStrictEqual({
-      source_revision_config: { repo_ref: "dev", graph_config_path: "g2.json", image_uri: null, repo_commit_sha: null },
+      source_revision_config: { repo_ref: "dev", graph_config_path: "g2.json", image_uri: null, repo_commit_sha: null, source_tarball_path: null },
       secrets: [{ name: "A", value: "1" }]
     })
   })
@@ -349,7 +349,7 @@ describe("planPatch", () => {
 
   it("starts the new revision from the latest revision's values, without its commit", () => {
     const plan = ruleValue(patch(storedGit, { source_revision_config: { graph_config_path: "other.json" } }))
-    expect(plan.newRevision?.source_revision_config).toStrictEqual({ repo_ref: "main", graph_config_path: "other.json", image_uri: null, repo_commit_sha: null })
+    expect(plan.newRevision?.source_revision_config).toStrictEqual({ repo_ref: "main", graph_config_path: "other.json", image_uri: null, repo_commit_sha: null, source_tarball_path: null })
     expect(plan.newRevision?.secrets).toStrictEqual(storedGit.secrets)
   })
 
@@ -388,7 +388,7 @@ describe("planPatch", () => {
 describe("planRevision (POST .../revisions)", () => {
   it("always creates a revision, from the latest values plus the body's", () => {
     expect(ruleValue(planRevision(storedImage, decodeBody(CreateRevision, {})))).toStrictEqual({
-      source_revision_config: { image_uri: "registry/agent:1", repo_ref: null, graph_config_path: null, repo_commit_sha: null },
+      source_revision_config: { image_uri: "registry/agent:1", repo_ref: null, graph_config_path: null, repo_commit_sha: null, source_tarball_path: null },
       secrets: []
     })
     expect(ruleValue(planRevision(storedImage, decodeBody(CreateRevision, { source_revision_config: { image_uri: "registry/agent:2" } }))).source_revision_config.image_uri).toBe(
@@ -443,7 +443,7 @@ describe("push webhook", () => {
   it("builds a gitrepo deployment with build_on_push on a push to its branch, pinned to the pushed commit", () => {
     expect(pushTriggersBuild(storedGit, push("refs/heads/main"))).toBe(true)
     expect(revisionForPush(storedGit, push("refs/heads/main"))).toStrictEqual({
-      source_revision_config: { repo_ref: "main", graph_config_path: "langgraph.json", image_uri: null, repo_commit_sha: "0123456789abcdef0123456789abcdef01234567" },
+      source_revision_config: { repo_ref: "main", graph_config_path: "langgraph.json", image_uri: null, repo_commit_sha: "0123456789abcdef0123456789abcdef01234567", source_tarball_path: null },
       secrets: storedGit.secrets
     })
   })

@@ -1,7 +1,7 @@
 /**
  * The real LangSmith API's names, fields and endpoints, against a real server (docs/real-api.md):
- * accepted beside the spec's, answered in the spec's names; what Slipway cannot do is a 400 that
- * names it.
+ * accepted beside the spec's, answered in the spec's names; a revision that would switch sources
+ * is a 400 that names it. The internal sources of `langgraph deploy`: test/server/deployments/internal-sources.test.ts.
  */
 import { randomBytes, randomUUID } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -36,9 +36,12 @@ describe("the real API's names on input", () => {
     expect(revision).toMatchObject({ source: "gitrepo", source_revision_config: { graph_config_path: "agent/langgraph.json" } })
   })
 
-  it("external_docker and internal_docker create external_container deployments", async () => {
-    for (const source of ["external_docker", "internal_docker"]) {
-      expect((await create(containerBody(uniqueName(), { source }))).source).toBe("external_container")
+  it("external_docker creates an external_container deployment; internal_docker and internal_source are sources of their own, answered as sent", async () => {
+    expect((await create(containerBody(uniqueName(), { source: "external_docker" }))).source).toBe("external_container")
+    for (const source of ["internal_docker", "internal_source"]) {
+      const deployment = await create({ name: uniqueName(), source, source_config: { deployment_type: "dev" }, source_revision_config: {} })
+      expect(deployment).toMatchObject({ source, latest_revision_id: null, active_revision_id: null, source_config: { deployment_type: "dev" } })
+      expect((await t.request("GET", `/v2/deployments/${deployment.id}`)).body.source).toBe(source)
     }
   })
 
@@ -77,31 +80,15 @@ describe("the real API's names on input", () => {
   })
 })
 
-describe("what Slipway cannot do: a 400 naming it", () => {
-  it("internal_source and source_tarball_path on create, PATCH and new revisions", async () => {
-    const refused = [
-      ["POST", "/v2/deployments", { ...containerBody(uniqueName()), source: "internal_source" }, "source 'internal_source'"],
-      ["POST", "/v2/deployments", gitrepoBody(uniqueName(), { source_revision_config: { source_tarball_path: "uploads/a.tgz" } }), "source_tarball_path"]
-    ] as const
-    for (const [method, path, body, names] of refused) {
-      const response = await t.request(method, path, { body })
-      expect(response.status).toBe(400)
-      expect(response.body.detail).toContain(names)
-      expect(response.body.detail).toContain("not supported by Slipway")
-    }
-    const deployment = await create(gitrepoBody(uniqueName()))
-    const patch = await t.request("PATCH", `/v2/deployments/${deployment.id}`, { body: { revision_source: "internal_source" } })
-    expect(patch.status).toBe(400)
-    expect(patch.body.detail).toContain("revision_source 'internal_source'")
-    const revision = await t.request("POST", `/v2/deployments/${deployment.id}/revisions`, { body: { source_revision_config: { source_tarball_path: "x" } } })
-    expect(revision.status).toBe(400)
-  })
-
+describe("revision_source: a 400 naming it", () => {
   it("a revision_source other than the deployment's own", async () => {
     const deployment = await create(gitrepoBody(uniqueName()))
     const other = await t.request("PATCH", `/v2/deployments/${deployment.id}`, { body: { revision_source: "internal_docker", source_revision_config: { repo_ref: "dev" } } })
     expect(other.status).toBe(400)
-    expect(other.body.detail).toContain("revision_source 'external_docker' differs from the deployment's source 'github'")
+    expect(other.body.detail).toContain("revision_source 'internal_docker' differs from the deployment's source 'github' (gitrepo)")
+    const source = await t.request("PATCH", `/v2/deployments/${deployment.id}`, { body: { revision_source: "internal_source" } })
+    expect(source.status).toBe(400)
+    expect(source.body.detail).toContain("revision_source 'internal_source' differs")
     const same = await t.request("PATCH", `/v2/deployments/${deployment.id}`, { body: { revision_source: "github", source_revision_config: { repo_ref: "dev" } } })
     expect(same.status).toBe(200)
     expect(same.body.latest_revision_id).not.toBe(deployment.latest_revision_id)

@@ -46,6 +46,11 @@ export interface PullOptions {
    * They take the place of the store's `authFile` for this pull.
    */
   readonly auth?: RegistryAuth | undefined
+  /**
+   * The reference's registry is reached over plain HTTP for this pull (the registry Slipway runs
+   * on loopback: `Registry.insecure`), as if it were listed in `insecureRegistries`.
+   */
+  readonly insecure?: boolean | undefined
 }
 
 export type ImagePullErrorKind =

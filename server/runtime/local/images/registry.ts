@@ -18,6 +18,8 @@ import { pullErrorFrom } from "./errors.ts"
 export interface Source {
   readonly domain: string
   readonly name: string
+  /** Plain HTTP for this pull (`PullOptions.insecure`), besides the registries listed as insecure. */
+  readonly insecure?: boolean | undefined
 }
 
 export interface RegistryClient {
@@ -41,11 +43,12 @@ export const makeRegistryClient = (options: {
   readonly counters: { resolves: number; copies: number }
 }): RegistryClient => {
   const { runner, cache, skopeo, insecure, counters } = options
-  const tlsArgs = (domain: string, flag: string): ReadonlyArray<string> => (insecure.has(domain) ? [`${flag}=false`] : [])
+  const isInsecure = (source: Source): boolean => source.insecure === true || insecure.has(source.domain)
+  const tlsArgs = (source: Source, flag: string): ReadonlyArray<string> => (isInsecure(source) ? [`${flag}=false`] : [])
   const context = (ref: ImageReference, source: Source, authFile: string | undefined, step: string) => ({
     reference: ref.reference,
     registry: source.domain,
-    insecure: insecure.has(source.domain),
+    insecure: isInsecure(source),
     authFile: authFile !== undefined,
     step
   })
@@ -54,7 +57,7 @@ export const makeRegistryClient = (options: {
     Effect.gen(function* () {
       counters.resolves++
       const target = pinned ? `docker://${source.name}@${pinned}` : `docker://${source.name}:${ref.tag ?? "latest"}`
-      const argv = [skopeo, ...cache.skopeoGlobal, "inspect", "--raw", ...tlsArgs(source.domain, "--tls-verify"), ...(authFile ? ["--authfile", authFile] : ["--no-creds"]), target]
+      const argv = [skopeo, ...cache.skopeoGlobal, "inspect", "--raw", ...tlsArgs(source, "--tls-verify"), ...(authFile ? ["--authfile", authFile] : ["--no-creds"]), target]
       const { stdoutBytes } = yield* Effect.mapError(runner.run(argv, { timeout: options.resolveTimeout }), (error) =>
         pullErrorFrom(error, context(ref, source, authFile, pinned ? "checking access" : "resolving the tag"))
       )
@@ -79,7 +82,7 @@ export const makeRegistryClient = (options: {
         skopeo,
         ...cache.skopeoGlobal,
         "copy",
-        ...tlsArgs(source.domain, "--src-tls-verify"),
+        ...tlsArgs(source, "--src-tls-verify"),
         ...(authFile ? ["--src-authfile", authFile] : ["--src-no-creds"]),
         `docker://${source.name}@${digest}`,
         `oci:${layout}:${LAYOUT_TAG}`
