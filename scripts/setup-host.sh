@@ -9,6 +9,7 @@ set -euo pipefail
 # package -> a file it installs (checked to decide whether the package is present)
 declare -A probes=(
   [bubblewrap]=/usr/bin/bwrap
+  [runsc]=/usr/bin/runsc
   [skopeo]=/usr/bin/skopeo
   [umoci]=/usr/bin/umoci
   [docker-registry]=/usr/bin/docker-registry

@@ -16,6 +16,7 @@ import { buildSettingsFromEnv } from "./builds/settings.ts"
 import { postgresUrlProblem } from "./config.ts"
 import { localDeploymentOptionsFromEnv } from "./deployments/drivers/local.ts"
 import { imageStoreOptionsFromEnv } from "./runtime/local/images/config.ts"
+import { isolationSettingsFromEnv } from "./runtime/local/isolation.ts"
 import { parseReference } from "./runtime/local/reference.ts"
 import { registrySettingsFromEnv } from "./registry/settings.ts"
 import { uploadSettingsFromEnv } from "./uploads/SourceUploads.ts"
@@ -52,6 +53,7 @@ const oneOf = (name: string, values: ReadonlyArray<string>) => (value: string) =
 const imageSetting = (name: string) => throwing(name, (value) => imageStoreOptionsFromEnv({ [name]: value }))
 const deploymentSetting = (name: string) => throwing(name, (value) => localDeploymentOptionsFromEnv({ [name]: value }))
 
+const isolationSetting = (name: string) => throwing(name, (value) => isolationSettingsFromEnv({ [name]: value }))
 const registrySetting = (name: string) => throwing(name, (value) => registrySettingsFromEnv({ [name]: value }))
 const uploadSetting = (name: string) => throwing(name, (value) => uploadSettingsFromEnv({ [name]: value }))
 const buildSetting = (name: string) => throwing(name, (value) => buildSettingsFromEnv("/", "check", { [name]: value }))
@@ -102,6 +104,10 @@ export const knownSettings: ReadonlyArray<Setting> = [
   { name: "SLIPWAY_DEFAULT_SANDBOX_IMAGE", readBy: server, check: throwing("SLIPWAY_DEFAULT_SANDBOX_IMAGE", parseReference) },
   { name: "SLIPWAY_SANDBOX_SWEEP_MS", readBy: server, check: integerBetween("SLIPWAY_SANDBOX_SWEEP_MS", 50, 3_600_000) },
   { name: "SLIPWAY_EXEC_HELPER", readBy: server, check: oneOf("SLIPWAY_EXEC_HELPER", ["on", "off"]) },
+  // the boxes' isolation (docs/runtime-isolation.md): whether gVisor can run is checked when the runtime starts
+  ...["SLIPWAY_SANDBOX_ISOLATION", "SLIPWAY_DEPLOYMENT_ISOLATION", "SLIPWAY_GVISOR_PLATFORM", "SLIPWAY_GVISOR_FILE_ACCESS"].map(
+    (name): Setting => ({ name, readBy: server, check: isolationSetting(name) })
+  ),
   { name: "SLIPWAY_REGISTRY_MIRROR", readBy: server, check: imageSetting("SLIPWAY_REGISTRY_MIRROR") },
   { name: "SLIPWAY_INSECURE_REGISTRIES", readBy: server, check: imageSetting("SLIPWAY_INSECURE_REGISTRIES") },
   { name: "SLIPWAY_REGISTRY_AUTH_FILE", readBy: server, check: readableJsonFile("SLIPWAY_REGISTRY_AUTH_FILE") },

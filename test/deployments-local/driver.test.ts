@@ -17,13 +17,13 @@ import { startServer } from "../../server/index.ts"
 import { makeLogger } from "../../server/log.ts"
 import { cgroupParentFor } from "../../server/runtime/local/RuntimeRoot.ts"
 import { makeTestRunner, type TestRunner } from "../runtime/local/harness.ts"
-import { runCommand } from "../support/run.ts"
-import { buildTestImages, pushTestImages, removeTestImages, type TestImageRefs } from "../support/images.ts"
+import { pushTestImages, removeTestImages, type TestImageRefs } from "../support/images.ts"
 import { startRegistry, type TestRegistry } from "../support/registry.ts"
 import { makeRequester, TEST_KEY, tempDatabasePath } from "../support/server.ts"
 import { closeLocalServer } from "./closeLocalServer.ts"
 import { slipway } from "../cli/run.ts"
 import { openDatabases } from "./openDatabases.ts"
+import { pushVersionedImage } from "./versioned.ts"
 
 let registry: TestRegistry
 let refs: TestImageRefs
@@ -46,20 +46,7 @@ const start = async () => {
 beforeAll(async () => {
   registry = await startRegistry()
   refs = await pushTestImages(registry.host, { only: ["busybox", "crash", "never-healthy"] })
-  const layout = await buildTestImages()
-  const script = [
-    "mkdir -p /tmp/www",
-    "echo ok > /tmp/www/ok",
-    'echo "$VERSION" > /tmp/www/version',
-    "env > /tmp/www/env",
-    'echo "serving $VERSION on $PORT"',
-    "exec httpd -f -p $PORT -h /tmp/www"
-  ].join(" && ")
-  await runCommand(["umoci", "config", "--image", `${layout}:busybox`, "--tag", "versioned", "--clear=config.cmd", "--config.cmd", "/bin/sh", "--config.cmd", "-c", "--config.cmd", script], {
-    timeoutMs: 60_000
-  })
-  versioned = `${registry.host}/slipway-test/versioned:1`
-  await runCommand(["skopeo", "--insecure-policy", "copy", "--quiet", "--dest-tls-verify=false", "--dest-no-creds", `oci:${layout}:versioned`, `docker://${versioned}`], { timeoutMs: 120_000 })
+  versioned = await pushVersionedImage(registry)
   process.env.SLIPWAY_INSECURE_REGISTRIES = registry.host
   process.env.SLIPWAY_DEPLOY_HEALTH_TIMEOUT_MS = "4000"
   process.env.SLIPWAY_DEPLOY_DRAIN_MS = "2000"

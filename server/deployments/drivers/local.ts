@@ -41,7 +41,7 @@
  * store or the build cache), without a new revision. See docs/deployments-local.md.
  */
 import { randomBytes } from "node:crypto"
-import { mkdirSync, readFileSync, rmSync } from "node:fs"
+import { mkdirSync, rmSync } from "node:fs"
 import { join } from "node:path"
 import { Data, Deferred, Duration, Effect, Fiber, FiberMap, FiberSet, Layer, Redacted, Schedule, Scope } from "effect"
 import { effectiveResourceSpec, type PodVolumeMount, type ResourceSpec, type RevisionStatus } from "../../../core/index.ts"
@@ -123,24 +123,6 @@ const failed = (message: string) => new RolloutFailed({ message: messageOf(messa
 
 /** A build that failed: BUILD_FAILED, with the pipeline's message (the step and its last lines). */
 const buildFailed = (error: BuildFailed) => new RolloutFailed({ message: error.message.slice(0, 1000), status: "BUILD_FAILED" })
-
-/** Whether something listens on TCP `port` in the network namespace of process `pid`. */
-const listening = (pid: number, port: number): boolean => {
-  const hex = port.toString(16).toUpperCase().padStart(4, "0")
-  for (const file of ["tcp", "tcp6"]) {
-    let text: string
-    try {
-      text = readFileSync(`/proc/${pid}/net/${file}`, "utf8")
-    } catch {
-      continue
-    }
-    for (const line of text.split("\n").slice(1)) {
-      const cols = line.trim().split(/\s+/)
-      if (cols.length > 3 && cols[3] === "0A" && cols[1]!.endsWith(`:${hex}`)) return true
-    }
-  }
-  return false
-}
 
 /** The URI as a box sees it: the same credentials at 127.0.0.1:<port> on its own loopback. */
 const inBox = (uri: string, port: number): { readonly uri: string; readonly host: string; readonly port: number } => {
@@ -224,7 +206,7 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
     const boxes = yield* BoxRunner
     const images = yield* ImageStore
     const egress = yield* Egress
-    const { root, sockets } = yield* RuntimeRoot
+    const { root } = yield* RuntimeRoot
     const databases = yield* DeploymentDatabases
     const logs = yield* LogStore
     const proxy = yield* DeploymentProxy
@@ -371,7 +353,9 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
         cpuMillis: Math.round((spec.cpu_limit ?? DEFAULT_CPU_LIMIT) * 1000),
         pids: PIDS
       },
-      volumes
+      volumes,
+      // SLIPWAY_DEPLOYMENT_ISOLATION (default bwrap: a deployment runs its owner's own code).
+      isolation: boxes.isolationOf.deployments.isolation
     })
 
     /** The replica's emptyDir directories, made empty in its scope and removed with it. */
@@ -426,8 +410,7 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
             [
               { boxPort: BOX_POSTGRES_PORT, host: pg.host, port: pg.port },
               { boxPort: BOX_REDIS_PORT, host: redis.host, port: redis.port }
-            ],
-            sockets
+            ]
           ),
           (error) => failed(error.message)
         )
@@ -533,7 +516,7 @@ export const makeLocalDeploymentDriver = (options: LocalDeploymentOptions) =>
       const { work } = run
       let lastDetail = ""
       const check = Effect.gen(function* () {
-        const result: HealthResult = !listening(replica.box.pid, options.port)
+        const result: HealthResult = !(yield* replica.box.listening(options.port))
           ? { healthy: false, via: "tcp", ms: 0, detail: `nothing listens on port ${options.port} yet` }
           : yield* checkHealth(targetOf(replica.forward), { mode: options.healthMode, path: options.healthPath, attemptTimeoutMs: 2000 })
         if (result.detail !== lastDetail) {

@@ -137,23 +137,40 @@ const killAndRemove = (mode: LimitsMode, dir: string): boolean => {
 /** The processes of a killed cgroup take a moment to leave it: try again every 20 ms, for 2 seconds. */
 const untilEmpty = Schedule.spaced("20 millis").pipe(Schedule.upTo({ times: 100 }))
 
+/**
+ * v1 hierarchies other than ours that hold a directory of `relative`: runsc puts a gVisor box's
+ * sandbox in its cgroup path in every hierarchy it knows (cpuset, blkio, ...), creating what is
+ * missing. It removes the box's own there, not the parents it made.
+ */
+const foreignDirs = (mode: LimitsMode, relative: string): Array<string> => {
+  if (mode !== "cgroup-v1") return []
+  try {
+    return readdirSync(CGROUP_ROOT)
+      .filter((h) => !(V1_CONTROLLERS as ReadonlyArray<string>).includes(h))
+      .map((h) => path.join(CGROUP_ROOT, h, relative))
+      .filter((dir) => existsSync(dir))
+  } catch {
+    return []
+  }
+}
+
 /** Kills whatever is left in the box's cgroup(s) and removes them. */
 export const removeCgroup = (mode: LimitsMode, parent: string, id: string): Effect.Effect<void> =>
   Effect.forEach(
-    cgroupDirs(mode, parent, id),
+    [...cgroupDirs(mode, parent, id), ...foreignDirs(mode, path.join(parent, id))],
     (dir) => Effect.sync(() => killAndRemove(mode, dir)).pipe(Effect.repeat({ schedule: untilEmpty, until: (gone) => gone })),
     { discard: true }
   )
 
 /**
- * Removes the parent cgroup(s) `detectLimitsMode` made, when nothing is left in them (a box still
- * running keeps its parent): a stopped server leaves no empty `slipway-*` directory behind.
- * Answers whether they are gone.
+ * Removes the parent cgroup(s) `detectLimitsMode` made, and those runsc made in the other v1
+ * hierarchies for gVisor boxes, when nothing is left in them (a box still running keeps its
+ * parent): a stopped server leaves no empty `slipway-*` directory behind. Answers whether they are gone.
  */
 export const removeCgroupParent = (mode: LimitsMode, parent: string): boolean => {
   const dirs = mode === "cgroup-v2" ? [path.join(CGROUP_ROOT, parent)] : mode === "cgroup-v1" ? V1_CONTROLLERS.map((c) => path.join(CGROUP_ROOT, c, parent)) : []
   let gone = true
-  for (const dir of dirs) {
+  for (const dir of [...dirs, ...foreignDirs(mode, parent)]) {
     try {
       // rmdir of a cgroup succeeds only when it has no child cgroup and no process.
       if (existsSync(dir)) rmdirSync(dir)

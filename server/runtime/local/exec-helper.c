@@ -13,14 +13,26 @@
  *                         stderr; then `shell -c command` is exec'd: one exec per command)
  *                     'I' stdin data      'E' end of stdin     'K' signal (u32) to the process group
  *                     'P' pause output    'R' resume output    'C' forget (server is done with it)
- *   helper -> server  'p' started (u32 pid in the box)   'f' could not start (message)
+ *                     'T' connect to 127.0.0.1:port in the box (u32 port): a "command" whose stdin and
+ *                         stdout are the connection ('E' shuts its write side down, 'K' resets it)
+ *                     'B' listen on 127.0.0.1:port in the box (u32 port); each connection accepted is
+ *                         announced with 'n' under an id of the helper's (high bit set), then as 'T'
+ *   helper -> server  'h' hello (id 0, sent once at start: the helper runs)
+ *                     'p' started (u32 pid in the box; 0 for a connection or a listener)
+ *                     'f' could not start (message)
  *                     'o' stdout data   'e' stderr data   'c' stream closed (u8 1|2; held until 'x' while the command runs)
- *                     'x' exited (u32 wait status)      'a' stdin bytes consumed (u32)
+ *                     'x' exited (u32 wait status; 0 for a connection closed both ways, 9 for one reset)
+ *                     'a' stdin bytes consumed (u32)       'n' connection accepted (u32 id of its listener)
  *
  * Each command gets real pipes as stdin/stdout/stderr (so /dev/stdin, /dev/stderr work), its own
  * session and process group, oom_score_adj 500 (the kernel kills commands before the box's init),
  * and exactly the environment it was sent. When the server goes away the helper exits without
  * touching its commands (they are reparented to the box's init, as before).
+ *
+ * Modes: no argument, the channel is fd 3 (started by the runner through nsenter); `--stdio`, the
+ * channel is fd 0 (started by `runsc exec`, which passes only stdio into a gVisor sandbox); `--init`,
+ * the channel is fd 0 and the helper is the sandbox's pid 1 (gVisor): it reaps orphans and, when the
+ * server goes away, stays up without a channel (the next server starts a `--stdio` helper).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -32,11 +44,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/close_range.h>
+#include <netinet/in.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define CH 3
 #define MAXCMD 512
 #define MAXFRAME (8u << 20)
 #define OUT_HIGH (1u << 20)
@@ -45,13 +58,21 @@
 
 extern char **environ;
 
+/* The channel to the server (-1 once it is gone, in --init mode). */
+static int ch = 3;
+static int init_mode = 0;
+
 typedef struct {
   char *buf;
   size_t len, off, cap;
 } buf_t;
 
+enum { KIND_PROCESS = 0, KIND_SOCKET = 1, KIND_LISTENER = 2 };
+
 typedef struct {
   int used;
+  int kind;
+  int connecting; /* a socket whose connect() is under way (polled for POLLOUT) */
   uint32_t id;
   pid_t pid;
   int in, out, err;
@@ -110,16 +131,20 @@ static void frame32(char type, uint32_t id, uint32_t v) {
   frame(type, id, b, 4);
 }
 
+static void server_gone(void);
+
+static void do_nothing(int sig) { (void)sig; }
+
 static void flush_out(void) {
-  while (outq.len > outq.off) {
-    ssize_t n = write(CH, outq.buf + outq.off, outq.len - outq.off);
+  while (ch >= 0 && outq.len > outq.off) {
+    ssize_t n = write(ch, outq.buf + outq.off, outq.len - outq.off);
     if (n > 0) {
       outq.off += (size_t)n;
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-    _exit(0); /* the server is gone */
+    return server_gone();
   }
   outq.off = outq.len = 0;
 }
@@ -144,13 +169,38 @@ static void release(cmd_t *c) {
   c->in = c->out = c->err = -1;
 }
 
+/* Stops relaying a command (it keeps running: reaped, then released); ends a connection or a listener. */
+static void forget(cmd_t *c) {
+  if (c->kind != KIND_PROCESS || c->exited) return release(c);
+  c->forgotten = 1;
+  close_fd(&c->in);
+  close_fd(&c->out);
+  close_fd(&c->err);
+}
+
+/* The server went away: a helper started for it exits; the --init one (the sandbox's pid 1) stays,
+   without a channel, reaping, until a new server starts a helper of its own. */
+static void server_gone(void) {
+  if (!init_mode) _exit(0);
+  if (ch >= 0) close(ch);
+  ch = -1;
+  outq.off = outq.len = 0;
+  inb.off = inb.len = 0;
+  for (int i = 0; i < MAXCMD; i++)
+    if (cmds[i].used) forget(&cmds[i]);
+}
+
 static void fail_start(uint32_t id, const char *message) { frame('f', id, message, (uint32_t)strlen(message)); }
+
+static cmd_t *free_slot(void) {
+  for (int i = 0; i < MAXCMD; i++)
+    if (!cmds[i].used) return &cmds[i];
+  return NULL;
+}
 
 static void start(uint32_t id, char *p, uint32_t len, int launch) {
   if (find(id)) return fail_start(id, "duplicate command id");
-  cmd_t *c = NULL;
-  for (int i = 0; i < MAXCMD && !c; i++)
-    if (!cmds[i].used) c = &cmds[i];
+  cmd_t *c = free_slot();
   if (!c) return fail_start(id, "too many commands in this sandbox");
   /* Split the payload into NUL-terminated strings. */
   if (len == 0 || p[len - 1] != '\0') return fail_start(id, "malformed start frame");
@@ -205,7 +255,12 @@ static void start(uint32_t id, char *p, uint32_t len, int launch) {
   sigset_t all, previous;
   sigfillset(&all);
   sigprocmask(SIG_BLOCK, &all, &previous);
-  pid_t pid = fork();
+  /* vfork: the child borrows the helper's memory until it execs (or exits), so a command costs no
+     copy of the helper's address space (under gVisor, one address space less to build per exec).
+     The child only changes its own signal dispositions, fds and mask, and `environ`, which the
+     helper puts back once vfork returns here. */
+  char **helper_env = environ;
+  pid_t pid = vfork();
   if (pid == 0) {
     /* Ignored signals stay ignored across exec: give the command every default back (main reset all
        the others at start, so only the helper's own ignores remain). */
@@ -222,7 +277,9 @@ static void start(uint32_t id, char *p, uint32_t len, int launch) {
     dup2(err[1], 2);
     /* Only 0, 1 and 2: nothing the helper holds (or inherited) reaches the command. */
     close_range(3, ~0U, 0);
-    int adj = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+    /* Not under gVisor (--init): it has no OOM killer of its own (the whole sandbox is the unit the
+       host's kills), and each system call there is a costly trap. */
+    int adj = init_mode ? -1 : open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
     if (adj >= 0) {
       (void)!write(adj, "500", 3);
       close(adj);
@@ -250,6 +307,7 @@ static void start(uint32_t id, char *p, uint32_t len, int launch) {
     _exit(e == ENOENT ? 127 : 126);
   }
   int forkErrno = errno;
+  environ = helper_env;
   sigprocmask(SIG_SETMASK, &previous, NULL);
   close(in[0]);
   close(out[1]);
@@ -271,6 +329,7 @@ static void start(uint32_t id, char *p, uint32_t len, int launch) {
   fcntl(out[0], F_SETFL, O_NONBLOCK);
   fcntl(err[0], F_SETFL, O_NONBLOCK);
   c->used = 1;
+  c->kind = KIND_PROCESS;
   c->id = id;
   c->pid = pid;
   c->in = in[1];
@@ -288,7 +347,17 @@ nopipe: {
 }
 }
 
+/* A connection that is closed both ways (its peer's side read to the end, ours written and shut down)
+   is over: exit status 0. */
+static void socket_done(cmd_t *c) {
+  if (c->kind != KIND_SOCKET || c->exited || c->in >= 0 || c->out >= 0) return;
+  c->exited = 1;
+  if (c->forgotten) return release(c);
+  frame32('x', c->id, 0);
+}
+
 static void write_stdin(cmd_t *c) {
+  if (c->connecting) return;
   while (c->in >= 0 && c->inq.len > c->inq.off) {
     ssize_t n = write(c->in, c->inq.buf + c->inq.off, c->inq.len - c->inq.off);
     if (n > 0) {
@@ -304,15 +373,155 @@ static void write_stdin(cmd_t *c) {
     close_fd(&c->in);
   }
   if (c->inq.len == c->inq.off) c->inq.off = c->inq.len = 0;
-  if (c->in_eof && c->inq.len == 0) close_fd(&c->in);
+  if (c->in_eof && c->inq.len == 0 && c->in >= 0) {
+    /* A connection's end of stdin is a half-close: the peer reads to its end and may still answer. */
+    if (c->kind == KIND_SOCKET) shutdown(c->in, SHUT_WR);
+    close_fd(&c->in);
+  }
+  socket_done(c);
+}
+
+static void fail_errno(uint32_t id, const char *what) {
+  char message[160];
+  snprintf(message, sizeof message, "%s: %s", what, strerror(errno));
+  fail_start(id, message);
+}
+
+static struct sockaddr_in loopback(uint32_t port) {
+  struct sockaddr_in addr;
+  memset(&addr, 0, sizeof addr);
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons((uint16_t)port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return addr;
+}
+
+/* A connection as a command: stdin is its write side, stdout its read side (two fds of one socket). */
+static void socket_slot(cmd_t *c, uint32_t id, int fd, int connecting) {
+  c->used = 1;
+  c->kind = KIND_SOCKET;
+  c->connecting = connecting;
+  c->id = id;
+  c->pid = 0;
+  c->in = fd;
+  c->out = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  c->err = -1;
+}
+
+static void connect_port(uint32_t id, const char *p, uint32_t len) {
+  if (find(id)) return fail_start(id, "duplicate command id");
+  if (len != 4 || get32((const unsigned char *)p) == 0 || get32((const unsigned char *)p) > 65535) return fail_start(id, "malformed connect frame");
+  uint32_t port = get32((const unsigned char *)p);
+  cmd_t *c = free_slot();
+  if (!c) return fail_start(id, "too many commands in this sandbox");
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return fail_errno(id, "cannot connect");
+  struct sockaddr_in addr = loopback(port);
+  int r = connect(fd, (struct sockaddr *)&addr, sizeof addr);
+  if (r < 0 && errno != EINPROGRESS) {
+    int e = errno;
+    close(fd);
+    errno = e;
+    return fail_errno(id, "cannot connect");
+  }
+  socket_slot(c, id, fd, r < 0);
+  if (c->out < 0) {
+    release(c);
+    return fail_errno(id, "cannot connect");
+  }
+  if (!c->connecting) frame32('p', id, 0);
+}
+
+/* A connect under way has finished: started, or could not start (then forgotten here). */
+static void connected(cmd_t *c) {
+  int error = 0;
+  socklen_t size = sizeof error;
+  if (getsockopt(c->in, SOL_SOCKET, SO_ERROR, &error, &size) < 0) error = errno;
+  if (error == EINPROGRESS || error == EALREADY) return;
+  c->connecting = 0;
+  if (error != 0) {
+    uint32_t id = c->id;
+    release(c);
+    errno = error;
+    return fail_errno(id, "cannot connect");
+  }
+  frame32('p', c->id, 0);
+  write_stdin(c);
+}
+
+static void listen_port(uint32_t id, const char *p, uint32_t len) {
+  if (find(id)) return fail_start(id, "duplicate command id");
+  if (len != 4 || get32((const unsigned char *)p) == 0 || get32((const unsigned char *)p) > 65535) return fail_start(id, "malformed listen frame");
+  cmd_t *c = free_slot();
+  if (!c) return fail_start(id, "too many commands in this sandbox");
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return fail_errno(id, "cannot listen");
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  struct sockaddr_in addr = loopback(get32((const unsigned char *)p));
+  if (bind(fd, (struct sockaddr *)&addr, sizeof addr) < 0 || listen(fd, 128) < 0) {
+    int e = errno;
+    close(fd);
+    errno = e;
+    return fail_errno(id, "cannot listen");
+  }
+  c->used = 1;
+  c->kind = KIND_LISTENER;
+  c->id = id;
+  c->out = fd;
+  frame32('p', id, 0);
+}
+
+static uint32_t accepted = 0;
+
+static void accept_on(cmd_t *l) {
+  for (int k = 0; k < 16 && l->out >= 0; k++) {
+    int fd = accept4(l->out, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) return;
+    cmd_t *c = free_slot();
+    if (!c) {
+      close(fd);
+      continue;
+    }
+    uint32_t id;
+    do {
+      accepted = (accepted + 1) & 0x7fffffffu;
+      id = 0x80000000u | accepted;
+    } while (find(id));
+    socket_slot(c, id, fd, 0);
+    if (c->out < 0) {
+      release(c);
+      continue;
+    }
+    frame32('n', id, l->id);
+  }
+}
+
+/* 'K' on a connection: reset, both ways at once; on a listener: closed. */
+static void reset(cmd_t *c) {
+  if (c->kind == KIND_LISTENER) return release(c);
+  int was_open = c->out >= 0;
+  close_fd(&c->in);
+  close_fd(&c->out);
+  if (c->exited) return;
+  c->exited = 1;
+  unsigned char w = 1;
+  if (was_open) frame('c', c->id, &w, 1);
+  frame32('x', c->id, SIGKILL);
 }
 
 static void handle(unsigned char type, uint32_t id, char *payload, uint32_t len) {
-  cmd_t *c = type == 'S' || type == 'L' ? NULL : find(id);
+  cmd_t *c = type == 'S' || type == 'L' || type == 'T' || type == 'B' ? NULL : find(id);
   switch (type) {
     case 'S':
     case 'L':
       start(id, payload, len, type == 'L');
+      return;
+    case 'T':
+      connect_port(id, payload, len);
+      return;
+    case 'B':
+      listen_port(id, payload, len);
       return;
     case 'I':
       if (!c) return;
@@ -320,7 +529,7 @@ static void handle(unsigned char type, uint32_t id, char *payload, uint32_t len)
         frame32('a', id, len);
         return;
       }
-      if (c->inq.len == c->inq.off) {
+      if (c->inq.len == c->inq.off && !c->connecting) {
         /* Nothing queued: write straight from the frame; only what the pipe does not take is queued. */
         ssize_t n;
         do n = write(c->in, payload, len);
@@ -333,6 +542,7 @@ static void handle(unsigned char type, uint32_t id, char *payload, uint32_t len)
           /* EPIPE: the command stopped reading; the data is consumed (dropped). */
           frame32('a', id, len);
           close_fd(&c->in);
+          socket_done(c);
           return;
         }
         if (len == 0) return;
@@ -348,7 +558,9 @@ static void handle(unsigned char type, uint32_t id, char *payload, uint32_t len)
       write_stdin(c);
       return;
     case 'K':
-      if (!c || c->exited || len != 4) return;
+      if (!c || len != 4) return;
+      if (c->kind != KIND_PROCESS) return reset(c);
+      if (c->exited) return;
       if (kill(-c->pid, (int)get32((unsigned char *)payload)) < 0) kill(c->pid, (int)get32((unsigned char *)payload));
       return;
     case 'P':
@@ -358,15 +570,8 @@ static void handle(unsigned char type, uint32_t id, char *payload, uint32_t len)
       if (c) c->paused = 0;
       return;
     case 'C':
-      if (!c) return;
-      if (c->exited) release(c);
-      else {
-        /* Not exited yet: stop relaying; the command keeps running (reaped, then released). */
-        c->forgotten = 1;
-        close_fd(&c->in);
-        close_fd(&c->out);
-        close_fd(&c->err);
-      }
+      /* Not exited yet: stop relaying; a command keeps running (reaped, then released). */
+      if (c) forget(c);
       return;
     default:
       return;
@@ -376,12 +581,12 @@ static void handle(unsigned char type, uint32_t id, char *payload, uint32_t len)
 static void read_channel(void) {
   for (;;) {
     reserve(&inb, CHUNK);
-    ssize_t n = read(CH, inb.buf + inb.len, CHUNK);
-    if (n == 0) _exit(0); /* the server is gone */
+    ssize_t n = read(ch, inb.buf + inb.len, CHUNK);
+    if (n == 0) return server_gone();
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-      _exit(0);
+      return server_gone();
     }
     inb.len += (size_t)n;
     if (n < CHUNK) break;
@@ -393,10 +598,12 @@ static void read_channel(void) {
     uint32_t len = get32(h + 5);
     if (len > MAXFRAME) {
       dprintf(2, "slipway exec helper: frame of %u bytes refused\n", len);
-      _exit(71);
+      if (!init_mode) _exit(71);
+      return server_gone();
     }
     if (have < 9 + (size_t)len) break;
     handle(h[0], get32(h + 1), (char *)h + 9, len);
+    if (ch < 0) return;
     inb.off += 9 + (size_t)len;
   }
   if (inb.off == inb.len) inb.off = inb.len = 0;
@@ -422,9 +629,11 @@ static void read_output(cmd_t *c, int which) {
     close_fd(fd);
     unsigned char w = (unsigned char)which;
     /* While the command runs, its stream's close waits for the exit frame: the server needs both
-       (it finishes a command on exit + drained streams) and gets them in one write. */
-    if (c->exited) frame('c', c->id, &w, 1);
+       (it finishes a command on exit + drained streams) and gets them in one write. A connection's
+       end of data goes at once: the other side answers it (an HTTP client closes, say). */
+    if (c->exited || c->kind == KIND_SOCKET) frame('c', c->id, &w, 1);
     else c->closed_pending |= which;
+    socket_done(c);
   }
 }
 
@@ -451,7 +660,7 @@ static void reap(int sfd) {
     if (pid <= 0) return;
     for (int i = 0; i < MAXCMD; i++) {
       cmd_t *c = &cmds[i];
-      if (!c->used || c->pid != pid || c->exited) continue;
+      if (!c->used || c->kind != KIND_PROCESS || c->pid != pid || c->exited) continue;
       c->exited = 1;
       if (c->forgotten) release(c);
       else frame_exit(c, status);
@@ -460,12 +669,19 @@ static void reap(int sfd) {
   }
 }
 
-int main(void) {
+int main(int argc, char **argv) {
   for (int i = 0; i < MAXCMD; i++) cmds[i].in = cmds[i].out = cmds[i].err = -1;
-  if (fcntl(CH, F_SETFD, FD_CLOEXEC) < 0) die("fd 3");
+  int stdio = argc > 1 && (strcmp(argv[1], "--stdio") == 0 || strcmp(argv[1], "--init") == 0);
+  init_mode = argc > 1 && strcmp(argv[1], "--init") == 0;
+  if (stdio) {
+    /* The channel came as stdin (runsc passes only stdio into a sandbox): it becomes fd 3. */
+    close_range(3, ~0U, 0);
+    if (dup2(0, 3) < 0) die("fd 0");
+  }
+  if (fcntl(ch, F_SETFD, FD_CLOEXEC) < 0) die("fd 3");
   /* Whatever else the host-side chain left open (sh, nsenter) is not ours to keep. */
   close_range(4, ~0U, 0);
-  fcntl(CH, F_SETFL, fcntl(CH, F_GETFL) | O_NONBLOCK);
+  fcntl(ch, F_SETFL, fcntl(ch, F_GETFL) | O_NONBLOCK);
   /* Every signal at its default (ignores inherited from the host-side chain included), then our own
      ignores, which each command's child resets. */
   for (int sig = 1; sig < NSIG; sig++)
@@ -474,6 +690,20 @@ int main(void) {
   signal(SIGHUP, SIG_IGN);
   signal(SIGINT, SIG_IGN);
   signal(SIGTERM, SIG_IGN);
+  if (init_mode) {
+    /* gVisor does not shield a sandbox's pid 1 from its own processes' signals as Linux does: every
+       other signal that would end (or core) the helper gets a handler that does nothing. A handler,
+       not an ignore: exec resets handlers to the default, so commands get every default back. Only
+       SIGKILL and SIGSTOP cannot be caught (box root may end or freeze its own box). */
+    struct sigaction nothing;
+    memset(&nothing, 0, sizeof nothing);
+    nothing.sa_handler = do_nothing;
+    nothing.sa_flags = SA_RESTART;
+    for (int sig = 1; sig < NSIG; sig++)
+      if (sig != SIGKILL && sig != SIGSTOP && sig != SIGCHLD && sig != SIGCONT && sig != SIGWINCH && sig != SIGURG && sig != SIGPIPE && sig != SIGHUP &&
+          sig != SIGINT && sig != SIGTERM)
+        sigaction(sig, &nothing, NULL);
+  }
   sigset_t chld;
   sigemptyset(&chld);
   sigaddset(&chld, SIGCHLD);
@@ -483,15 +713,19 @@ int main(void) {
   int devnull = open("/dev/null", O_RDWR);
   if (devnull >= 0) {
     dup2(devnull, 0);
+    if (stdio) dup2(devnull, 1);
     if (devnull > 2) close(devnull);
   }
+  frame('h', 0, NULL, 0);
+  flush_out();
 
   static struct pollfd fds[2 + 3 * MAXCMD];
   static cmd_t *owner[2 + 3 * MAXCMD];
   static int role[2 + 3 * MAXCMD];
   for (;;) {
     int n = 0;
-    fds[n] = (struct pollfd){.fd = CH, .events = POLLIN | (outq.len > outq.off ? POLLOUT : 0)};
+    /* No channel (an --init helper whose server went away): only reaping is left to do. */
+    fds[n] = (struct pollfd){.fd = ch, .events = POLLIN | (outq.len > outq.off ? POLLOUT : 0)};
     owner[n] = NULL, role[n++] = 0;
     fds[n] = (struct pollfd){.fd = sfd, .events = POLLIN};
     owner[n] = NULL, role[n++] = -1;
@@ -499,6 +733,14 @@ int main(void) {
     for (int i = 0; i < MAXCMD; i++) {
       cmd_t *c = &cmds[i];
       if (!c->used) continue;
+      if (c->kind == KIND_LISTENER) {
+        if (room && c->out >= 0) fds[n] = (struct pollfd){.fd = c->out, .events = POLLIN}, owner[n] = c, role[n++] = 3;
+        continue;
+      }
+      if (c->connecting) {
+        fds[n] = (struct pollfd){.fd = c->in, .events = POLLOUT}, owner[n] = c, role[n++] = 4;
+        continue;
+      }
       if (c->in >= 0 && c->inq.len > c->inq.off) fds[n] = (struct pollfd){.fd = c->in, .events = POLLOUT}, owner[n] = c, role[n++] = 0;
       if (room && !c->paused && c->out >= 0) fds[n] = (struct pollfd){.fd = c->out, .events = POLLIN}, owner[n] = c, role[n++] = 1;
       if (room && !c->paused && c->err >= 0) fds[n] = (struct pollfd){.fd = c->err, .events = POLLIN}, owner[n] = c, role[n++] = 2;
@@ -510,11 +752,16 @@ int main(void) {
     }
     if (fds[1].revents) reap(sfd);
     for (int i = 2; i < n; i++) {
-      if (!fds[i].revents || !owner[i]->used) continue;
-      if (role[i] == 0) write_stdin(owner[i]);
-      else read_output(owner[i], role[i]);
+      cmd_t *c = owner[i];
+      if (!fds[i].revents || !c->used) continue;
+      if (role[i] == 0) write_stdin(c);
+      else if (role[i] == 3) {
+        if (c->kind == KIND_LISTENER) accept_on(c);
+      } else if (role[i] == 4) {
+        if (c->connecting) connected(c);
+      } else read_output(c, role[i]);
     }
-    if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) read_channel();
+    if (ch >= 0 && fds[0].revents & (POLLIN | POLLHUP | POLLERR)) read_channel();
     flush_out();
   }
 }

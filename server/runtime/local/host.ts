@@ -22,7 +22,8 @@ const TOOL_PACKAGES: Readonly<Record<string, string>> = {
   "/bin/busybox": "busybox-static",
   "/usr/bin/perl": "perl-base",
   "/usr/bin/unshare": "util-linux",
-  "/bin/sh": "dash"
+  "/bin/sh": "dash",
+  "/usr/bin/runsc": "runsc"
 }
 
 /** The tools among `tools` that are missing, as a message naming the Debian packages; undefined when all are there. */
@@ -70,4 +71,17 @@ export const processAlive = (pid: number, startTicks: string): boolean => {
   } catch {
     return false
   }
+}
+
+/**
+ * Whether a TCP table (the text of /proc/net/tcp and tcp6, the kernel's or gVisor's) has a socket
+ * listening (state 0A) on `port`, any address.
+ */
+export const listensOn = (tables: string, port: number): boolean => {
+  const hex = port.toString(16).toUpperCase().padStart(4, "0")
+  for (const line of tables.split("\n")) {
+    const cols = line.trim().split(/\s+/)
+    if (cols.length > 3 && cols[3] === "0A" && cols[1]!.endsWith(`:${hex}`)) return true
+  }
+  return false
 }

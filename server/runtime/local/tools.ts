@@ -6,7 +6,7 @@
 import { accessSync, closeSync, constants, existsSync, openSync, readFileSync, readSync, statSync } from "node:fs"
 import { delimiter, join } from "node:path"
 
-export type HostToolName = "bwrap" | "skopeo" | "umoci" | "nsenter" | "busybox" | "mkfs.btrfs"
+export type HostToolName = "bwrap" | "skopeo" | "umoci" | "nsenter" | "busybox" | "mkfs.btrfs" | "runsc"
 
 /** The Debian package that provides each tool (for "install Debian package X" messages). */
 export const TOOL_PACKAGES: Readonly<Record<HostToolName, string>> = {
@@ -15,10 +15,11 @@ export const TOOL_PACKAGES: Readonly<Record<HostToolName, string>> = {
   umoci: "umoci",
   nsenter: "util-linux",
   busybox: "busybox-static",
-  "mkfs.btrfs": "btrfs-progs"
+  "mkfs.btrfs": "btrfs-progs",
+  runsc: "runsc"
 }
 
-const TOOL_NAMES: ReadonlyArray<HostToolName> = ["bwrap", "skopeo", "umoci", "nsenter", "busybox", "mkfs.btrfs"]
+const TOOL_NAMES: ReadonlyArray<HostToolName> = ["bwrap", "skopeo", "umoci", "nsenter", "busybox", "mkfs.btrfs", "runsc"]
 
 export type CgroupMode =
   /** cgroup v2, one unified hierarchy at `root`. */

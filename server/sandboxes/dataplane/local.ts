@@ -8,7 +8,6 @@
 import { Effect, Layer } from "effect"
 import { ServerEnv } from "../../module.ts"
 import { startNow } from "./box.ts"
-import { ProcessRunner } from "../../runtime/ProcessRunner.ts"
 import { BoxRegistry, type RegisteredBox } from "../BoxRegistry.ts"
 import type { BoxExec } from "./box.ts"
 import { Dataplane } from "./Dataplane.ts"
@@ -22,7 +21,8 @@ const NOT_RUNNING = "Sandbox is starting: it is not running yet (or was stopped)
 const boxExecOf = (entry: RegisteredBox): BoxExec => ({
   exec: (argv, options) => startNow(entry.box.exec(argv, options), entry.scope),
   execShell: (shell, options) => startNow(entry.box.execShell(shell, options), entry.scope),
-  execInto: (argv, sink, options) => startNow(entry.box.execInto(argv, sink, options), entry.scope)
+  // A relay straight into the client's socket needs a box the host can enter (bwrap).
+  ...(entry.box.execInto ? { execInto: (argv, sink, options) => startNow(entry.box.execInto!(argv, sink, options), entry.scope) } : {})
 })
 
 export const LocalDataplane = Layer.effect(
@@ -32,7 +32,7 @@ export const LocalDataplane = Layer.effect(
     const registry = yield* BoxRegistry
     const protocol = makeDataplaneProtocol({ log: (message) => log.warn("dataplane", { message }) })
     yield* Effect.addFinalizer(() => Effect.promise(() => protocol.close()))
-    const relays = yield* makePortRelays(yield* ProcessRunner)
+    const relays = yield* makePortRelays
     /** The protocol's view of each registered box, made once per box. */
     const views = new WeakMap<RegisteredBox, BoxExec>()
     const viewOf = (entry: RegisteredBox) => {

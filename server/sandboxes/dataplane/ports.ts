@@ -1,31 +1,24 @@
 /**
- * Reaching a port inside a box from the host, for service URLs: a box has its own network
- * namespace (only its loopback), so for each (box, port) a small relay runs in that namespace
- * (the host's node, joined to the box's network namespace only, as the box runner's forwards
- * are) and listens on a unix socket in a private directory (0700, root's): no TCP port opens on
- * the host, so nothing reaches the box's service without passing the service URL's token check.
- * Each relay lives in a scope of its own inside the box's scope: it ends when the box stops,
- * when the dataplane releases the box, or at shutdown.
+ * Reaching a port inside a box from the host, for service URLs: a box has only its own loopback
+ * (bwrap: its network namespace; gVisor: the sandbox's network stack), so for each (box, port) a
+ * relay listens on a unix socket in a private directory (0700, root's) and pipes each connection
+ * to `box.connect(port)` (the box's exec helper dials the port inside the box): no TCP port opens
+ * on the host, so nothing reaches the box's service without passing the service URL's token
+ * check. Each relay lives in a scope of its own inside the box's scope: it ends when the box
+ * stops, when the dataplane releases the box, or at shutdown.
  */
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect, Exit, Scope } from "effect"
 import { makeKeyedLock } from "../../runtime/keyedLock.ts"
-import type { ChildHandle, ProcessRunner } from "../../runtime/ProcessRunner.ts"
-import { startBridge } from "../../runtime/local/boxes/forward.ts"
+import { pipeServer } from "../../runtime/local/boxes/forward.ts"
 import type { RegisteredBox } from "../BoxRegistry.ts"
 import { DataplaneError } from "./errors.ts"
-
-const RELAY =
-  `const net=require("node:net");const [s,p]=process.argv.slice(1);` +
-  `const srv=net.createServer(c=>{const u=net.connect(+p,"127.0.0.1");c.pipe(u).pipe(c);c.on("error",()=>u.destroy());u.on("error",()=>c.destroy());c.on("close",()=>u.destroy());u.on("close",()=>c.destroy())});` +
-  `srv.listen(s,()=>process.stdout.write("ready\\n"));process.stdin.on("end",()=>process.exit(0));process.stdin.resume()`
 
 interface Relay {
   readonly sandboxId: string
   readonly socket: string
-  readonly bridge: ChildHandle
   readonly scope: Scope.Closeable
 }
 
@@ -36,7 +29,7 @@ export interface PortRelays {
   readonly release: (sandboxId: string) => Effect.Effect<void>
 }
 
-export const makePortRelays = (runner: ProcessRunner["Service"]) =>
+export const makePortRelays =
   Effect.gen(function* () {
     // Short (a socket path has at most 107 bytes) and private: only root may connect.
     const dir = yield* Effect.acquireRelease(
@@ -57,11 +50,14 @@ export const makePortRelays = (runner: ProcessRunner["Service"]) =>
       Effect.gen(function* () {
         const scope = yield* Scope.fork(entry.scope)
         const socket = join(dir, `${++counter}.sock`)
-        const bridge = yield* Effect.gen(function* () {
+        yield* Effect.gen(function* () {
           yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(socket, { force: true })))
-          return yield* startBridge(runner, entry.box.pid, RELAY, [socket, String(port)], `the port relay of box ${sandboxId}`)
+          yield* pipeServer(
+            () => entry.box.connect(port),
+            (server) => server.listen(socket)
+          )
         }).pipe(Scope.provide(scope), Effect.onError(() => Scope.close(scope, Exit.void)))
-        const relay: Relay = { sandboxId, socket, bridge, scope }
+        const relay: Relay = { sandboxId, socket, scope }
         relays.set(key, relay)
         // Gone with the box (its scope closes this one).
         yield* Scope.addFinalizer(scope, Effect.sync(() => relays.get(key) === relay && relays.delete(key)))
@@ -76,7 +72,7 @@ export const makePortRelays = (runner: ProcessRunner["Service"]) =>
         return lock(key)(
           Effect.gen(function* () {
             const existing = relays.get(key)
-            if (existing && existing.bridge.isRunning()) return existing.socket
+            if (existing && entry.box.isRunning()) return existing.socket
             if (existing) yield* close(key, existing)
             if (!entry.box.isRunning()) return yield* Effect.fail(notRunning(sandboxId))
             return yield* start(key, sandboxId, entry, port)

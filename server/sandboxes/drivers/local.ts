@@ -1,6 +1,7 @@
 /**
  * The `local` sandbox driver: a box is a process tree under bubblewrap (its own user, pid, ipc,
- * uts and network namespaces), on its template image's root filesystem (pulled and cached by
+ * uts and network namespaces) or a gVisor sandbox (`SLIPWAY_SANDBOX_ISOLATION`, default gVisor
+ * where runsc can run: docs/runtime-isolation.md), on its template image's root filesystem (pulled and cached by
  * the shared image store) with a writable layer capped at the template's `storage`, memory, CPU
  * and process limits from its `resources`, and its volumes (loop-mounted btrfs of their size)
  * at their mount paths.
@@ -96,7 +97,8 @@ export const makeLocalSandboxDriver = Effect.gen(function* () {
         cpuMillis: Number(work.template.cpu_millicores),
         pids: DEFAULT_PIDS
       },
-      volumes: mounts
+      volumes: mounts,
+      isolation: boxes.isolationOf.sandboxes.isolation
     }), because("SandboxConfig"))
   })
 
@@ -114,9 +116,12 @@ export const makeLocalSandboxDriver = Effect.gen(function* () {
         const box = yield* bringUp(work)
         yield* registry.register(id, box)
         // The box's exec helper starts with its first command: run one now, so a ready box (a warm
-        // pool box above all) answers its first command without that start.
+        // pool box above all) answers its first command without that start. A gVisor box's helper
+        // came up with it (its pid 1): it is ready at once, and the first command only primes
+        // gVisor's address spaces, after the ready.
+        if (box.isolation === "gvisor") yield* report(id, { _tag: "Provisioned" })
         yield* warmUp(box)
-        yield* report(id, { _tag: "Provisioned" })
+        if (box.isolation !== "gvisor") yield* report(id, { _tag: "Provisioned" })
         const exit = yield* box.exited
         if (!exit.expected) yield* report(id, { _tag: "Failed", message: boxFailure("CrashLoop", exit.signal ?? `code ${exit.code}`) })
       })

@@ -76,10 +76,10 @@ export const leftovers = (marker: string) => {
 export const cgroupExists = (parent: string, id: string) =>
   ["memory", "cpu", "pids"].some((c) => existsSync(path.join("/sys/fs/cgroup", c, parent, id))) || existsSync(path.join("/sys/fs/cgroup", parent, id))
 
-/** Removes a test's parent cgroup (empty once every box is gone); returns false if it could not. */
+/** Removes a test's parent cgroup in every hierarchy (empty once every box is gone: runsc makes it in the others too); returns false if it could not. */
 export const removeCgroupParent = (parent: string): boolean => {
   let ok = true
-  for (const d of [...["memory", "cpu", "pids"].map((c) => path.join("/sys/fs/cgroup", c, parent)), path.join("/sys/fs/cgroup", parent)]) {
+  for (const d of [...readdirSync("/sys/fs/cgroup").map((c) => path.join("/sys/fs/cgroup", c, parent)), path.join("/sys/fs/cgroup", parent)]) {
     if (!existsSync(d)) continue
     try {
       rmdirSync(d)
@@ -108,6 +108,18 @@ export const processesOf = (uids: ReadonlyArray<number>): Array<number> => {
   return found
 }
 
+/** Host pids of runsc processes (runsc run, exec, its gofer and sandbox) whose command line mentions `marker` (a test's state dir). */
+export const runscProcesses = (marker: string): Array<number> =>
+  readdirSync("/proc").flatMap((entry) => {
+    if (!/^\d+$/.test(entry)) return []
+    try {
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, "utf8")
+      return cmdline.includes("runsc") && cmdline.includes(marker) ? [Number(entry)] : []
+    } catch {
+      return []
+    }
+  })
+
 /** Host uids of every box recorded under a runner's state dir. */
 export const boxUids = (stateDir: string): Array<number> => {
   if (!existsSync(stateDir)) return []
@@ -123,14 +135,15 @@ export const boxUids = (stateDir: string): Array<number> => {
 /**
  * The end of every local-runtime test file: `release` destroys what the file started, then the
  * file must have left nothing behind: its parent cgroup removable, no process running as one of
- * its boxes' uids (read from `stateDir` before `release`), no mount or loop device under `base`,
- * which is removed.
+ * its boxes' uids (read from `stateDir` before `release`) nor any runsc process of its gVisor
+ * boxes, no mount or loop device under `base`, which is removed.
  */
 export const expectNothingLeft = async (options: { readonly base: string; readonly stateDir: string; readonly cgroupParent: string; readonly release: () => Promise<void> }) => {
   const uids = boxUids(options.stateDir)
   await options.release()
   expect(removeCgroupParent(options.cgroupParent)).toBe(true)
   expect(processesOf(uids)).toEqual([])
+  expect(runscProcesses(options.stateDir)).toEqual([])
   const left = leftovers(options.base)
   rmSync(options.base, { recursive: true, force: true })
   expect(left).toEqual({ mounts: [], loops: [] })

@@ -12,23 +12,24 @@ afterAll(() => {
 describe("hostTools", () => {
   it("finds the runtime's tools on this host (the test host has them all)", () => {
     const host = hostTools()
-    const missing = missingToolsMessage(host, ["bwrap", "skopeo", "umoci", "nsenter", "busybox", "mkfs.btrfs"])
+    const missing = missingToolsMessage(host, ["bwrap", "skopeo", "umoci", "nsenter", "busybox", "mkfs.btrfs", "runsc"])
     expect(missing, missing ?? "").toBeNull()
     for (const path of Object.values(host.tools)) expect(path).toMatch(/^\//)
     expect(isStaticElf(host.tools.busybox!)).toBe(true)
     expect(isStaticElf(process.execPath)).toBe(false) // node is dynamically linked
     expect(host.cgroup.mode).not.toBe("none")
     const summary = hostToolsSummary(host)
-    expect(summary).toMatch(/^host tools: bwrap=\/\S+ skopeo=\/\S+ umoci=\/\S+ nsenter=\/\S+ busybox\(static\)=\/\S+ mkfs\.btrfs=\/\S+ cgroup=v[12]\(/)
+    expect(summary).toMatch(/^host tools: bwrap=\/\S+ skopeo=\/\S+ umoci=\/\S+ nsenter=\/\S+ busybox\(static\)=\/\S+ mkfs\.btrfs=\/\S+ runsc=\/\S+ cgroup=v[12]\(/)
     expect(summary).not.toContain("\n")
   })
 
   it("reports missing tools with their Debian packages", () => {
     const host = hostTools({ pathEnv: "/nonexistent" })
     // SEARCH_EXTRA still finds tools in the standard directories; an empty fake host shows the message form
-    const none = { tools: { bwrap: null, skopeo: null, umoci: "/usr/bin/umoci", nsenter: null, busybox: null, "mkfs.btrfs": null }, cgroup: { mode: "none" as const } }
+    const none = { tools: { bwrap: null, skopeo: null, umoci: "/usr/bin/umoci", nsenter: null, busybox: null, "mkfs.btrfs": null, runsc: null }, cgroup: { mode: "none" as const } }
     expect(missingToolsMessage(none, ["bwrap", "skopeo", "umoci"])).toBe("missing bwrap, skopeo: install Debian packages bubblewrap skopeo")
     expect(missingToolsMessage(none, ["busybox"])).toBe("missing busybox: install Debian package busybox-static")
+    expect(missingToolsMessage(none, ["runsc"])).toBe("missing runsc: install Debian package runsc")
     expect(hostToolsSummary(none)).toContain("bwrap=missing(bubblewrap)")
     expect(hostToolsSummary(none)).toContain("cgroup=none")
     expect(host.tools.skopeo).not.toBeNull()

@@ -4,6 +4,7 @@ import path from "node:path"
 import { VOLUME_MIN_BYTES, VolumeStoreError } from "../../../server/runtime/local/VolumeStore.ts"
 import { makeTestRunner, makeTestVolumes, run, type TestRunner } from "./harness.ts"
 import { expectNothingLeft, leftovers, makeRootfs, requireHostTools, runIn, sh, tempDir } from "./support.ts"
+import { requireIsolation, testIsolations } from "../../support/isolation.ts"
 
 const CGROUP_PARENT = "slipway-test-volumes"
 const MiB = 1024 * 1024
@@ -66,54 +67,64 @@ describe("volume store", () => {
     expect(await volumes.info("tiny")).toBeUndefined()
     expect(leftovers(path.join(base, "volumes", "tiny"))).toEqual({ mounts: [], loops: [] })
   })
+})
 
-  it("a write past the size fails with ENOSPC inside a box; grow while mounted; the write then succeeds; data survives a box restart", async () => {
-    const vol = await volumes.create("data", 256 * MiB)
-    expect(vol.path).toBe(await volumes.path("data"))
-    const spec = { id: "withvol", rootfs, env: {}, storageBytes: 32 * MiB, volumes: [{ hostPath: vol.path, mountPath: "/data" }] }
-    const box = await runner.start(spec)
-    const hostBefore = statfsSync(base).bavail * statfsSync(base).bsize
-    const full = await sh(box, "dd if=/dev/zero of=/data/big bs=1M count=300 2>&1; echo rc=$?")
-    expect(full.stdout).toMatch(/No space left on device/)
-    expect(full.stdout).not.toContain("rc=0")
-    expect(statSync(path.join(base, "volumes", "data", "volume.img")).blocks * 512).toBeLessThanOrEqual(256 * MiB)
-    const hostAfter = statfsSync(base).bavail * statfsSync(base).bsize
-    expect(hostBefore - hostAfter).toBeLessThan(1024 * MiB)
-    await sh(box, "rm -f /data/big; sync")
+describe.each(testIsolations)("volumes in boxes under %s", (isolation) => {
+  beforeAll(() => requireIsolation(isolation))
 
-    await expect(volumes.grow("data", 16 * MiB)).resolves.toMatchObject({ sizeBytes: 256 * MiB })
-    await expect(volumes.grow("data", 255 * MiB + 300 * MiB)).resolves.toMatchObject({ sizeBytes: 555 * MiB })
-    await expect(volumes.grow("data", 300 * MiB)).rejects.toThrow(/shrink/)
-    const grown = (await volumes.info("data"))!
-    expect(grown.availableBytes).toBeGreaterThan(400 * MiB)
-    const ok = await sh(box, "dd if=/dev/zero of=/data/big bs=1M count=300 2>&1; echo rc=$?; echo keep > /data/note; df -m /data")
-    expect(ok.stdout).toContain("rc=0")
+    it("a write past the size fails with ENOSPC inside a box; grow while mounted; the write then succeeds; data survives a box restart", async () => {
+      const vol = await volumes.create(`data-${isolation}`, 256 * MiB)
+      expect(vol.path).toBe(await volumes.path(`data-${isolation}`))
+      const spec = { id: `withvol-${isolation}`, rootfs, env: {}, storageBytes: 32 * MiB, volumes: [{ hostPath: vol.path, mountPath: "/data" }], isolation }
+      const box = await runner.start(spec)
+      const hostBefore = statfsSync(base).bavail * statfsSync(base).bsize
+      const full = await sh(box, "dd if=/dev/zero of=/data/big bs=1M count=300 2>&1; echo rc=$?")
+      expect(full.stdout).toMatch(/No space left on device/)
+      expect(full.stdout).not.toContain("rc=0")
+      expect(statSync(path.join(base, "volumes", `data-${isolation}`, "volume.img")).blocks * 512).toBeLessThanOrEqual(256 * MiB)
+      const hostAfter = statfsSync(base).bavail * statfsSync(base).bsize
+      expect(hostBefore - hostAfter).toBeLessThan(1024 * MiB)
+      await sh(box, "rm -f /data/big; sync")
 
-    await box.stop()
-    const again = await runner.start(spec)
-    expect((await runIn(again, ["cat", "/data/note"])).stdout).toBe("keep\n")
-    expect((await runIn(again, ["stat", "-c", "%s", "/data/big"])).stdout.trim()).toBe(String(300 * MiB))
-    await again.destroy()
-  })
+      await expect(volumes.grow(`data-${isolation}`, 16 * MiB)).resolves.toMatchObject({ sizeBytes: 256 * MiB })
+      await expect(volumes.grow(`data-${isolation}`, 255 * MiB + 300 * MiB)).resolves.toMatchObject({ sizeBytes: 555 * MiB })
+      await expect(volumes.grow(`data-${isolation}`, 300 * MiB)).rejects.toThrow(/shrink/)
+      const grown = (await volumes.info(`data-${isolation}`))!
+      expect(grown.availableBytes).toBeGreaterThan(400 * MiB)
+      const ok = await sh(box, "dd if=/dev/zero of=/data/big bs=1M count=300 2>&1; echo rc=$?; echo keep > /data/note; df -m /data")
+      expect(ok.stdout).toContain("rc=0")
 
-  it("a read-only volume cannot be written; a store started again mounts the volumes its last one unmounted", async () => {
-    const vol = await volumes.create("ro", 1)
-    const writer = await runner.start({ id: "writer", rootfs, env: {}, storageBytes: 16 * MiB, volumes: [{ hostPath: vol.path, mountPath: "/v" }] })
-    await sh(writer, "echo shared > /v/file")
-    // Stored with its real owner (0) on the volume: any box sees it as its own root's file.
-    expect(statSync(path.join(vol.path, "file")).uid).toBe(0)
-    await writer.destroy()
-    const reader = await runner.start({ id: "reader", rootfs, env: {}, storageBytes: 16 * MiB, volumes: [{ hostPath: vol.path, mountPath: "/v", readOnly: true }] })
-    expect((await runIn(reader, ["cat", "/v/file"])).stdout).toBe("shared\n")
-    const w = await sh(reader, "mount -o remount,rw /v; mount -o remount,rw,bind /v; echo x > /v/other; echo rc=$?")
-    expect(w.stdout).toContain("rc=1")
-    expect(existsSync(path.join(vol.path, "other"))).toBe(false)
-    await reader.destroy()
+      await box.stop()
+      const again = await runner.start(spec)
+      expect((await runIn(again, ["cat", "/data/note"])).stdout).toBe("keep\n")
+      expect((await runIn(again, ["stat", "-c", "%s", "/data/big"])).stdout.trim()).toBe(String(300 * MiB))
+      await again.destroy()
+    })
 
+    it("a read-only volume cannot be written; what a box of the other isolation wrote is box root's", async () => {
+      const other = isolation === "gvisor" ? "bwrap" : "gvisor"
+      const vol = await volumes.create(`ro-${isolation}`, 1)
+      const writer = await runner.start({ id: `writer-${isolation}`, rootfs, env: {}, storageBytes: 16 * MiB, volumes: [{ hostPath: vol.path, mountPath: "/v" }], isolation: other })
+      await sh(writer, "echo shared > /v/file")
+      // Stored with its real owner (0) on the volume: any box sees it as its own root's file.
+      expect(statSync(path.join(vol.path, "file")).uid).toBe(0)
+      await writer.destroy()
+      const reader = await runner.start({ id: `reader-${isolation}`, rootfs, env: {}, storageBytes: 16 * MiB, volumes: [{ hostPath: vol.path, mountPath: "/v", readOnly: true }], isolation })
+      expect((await runIn(reader, ["cat", "/v/file"])).stdout).toBe("shared\n")
+      expect((await runIn(reader, ["stat", "-c", "%u", "/v/file"])).stdout).toBe("0\n")
+      const w = await sh(reader, "mount -o remount,rw /v; mount -o remount,rw,bind /v; echo x > /v/other; echo rc=$?")
+      expect(w.stdout).toContain("rc=1")
+      expect(existsSync(path.join(vol.path, "other"))).toBe(false)
+      await reader.destroy()
+    })
+})
+
+describe("volume store, again", () => {
+  it("a store started again mounts the volumes its last one unmounted", async () => {
     await store.close()
     expect(leftovers(path.join(base, "volumes"))).toEqual({ mounts: [], loops: [] })
     store = await makeTestVolumes(path.join(base, "volumes"))
-    expect(leftovers(path.join(base, "volumes")).mounts.map((m) => /volumes\/(\w+)\/mnt/.exec(m)?.[1]).sort()).toEqual(["data", "ro"])
-    expect(existsSync(path.join(await volumes.path("ro"), "file"))).toBe(true)
+    expect(leftovers(path.join(base, "volumes")).mounts.map((m) => /volumes\/([\w-]+)\/mnt/.exec(m)?.[1]).sort()).toEqual(testIsolations.flatMap((i) => [`data-${i}`, `ro-${i}`]).sort())
+    for (const isolation of testIsolations) expect(existsSync(path.join(await volumes.path(`ro-${isolation}`), "file"))).toBe(true)
   })
 })

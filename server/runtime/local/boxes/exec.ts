@@ -1,16 +1,19 @@
 /**
- * Commands in a running box. Through the box's exec helper (started inside the box on the first
- * command, then one fork in the box per command), or, without it, a host spawn per command
- * (`nsenter --all` after joining the box's cgroups). Every command lives in the caller's scope:
- * it is killed when the scope closes. The helper lives in the box's scope.
+ * Commands and connections in a running box. Through the box's exec helper (started inside the
+ * box on the first command, or, under gVisor, the sandbox's pid 1; then one fork in the box per
+ * command, and connections to and from the box's loopback relayed over its channel), or, on a
+ * bwrap runner without it, a host spawn per command (`nsenter --all` after joining the box's
+ * cgroups) and bridges for ports. Every command lives in the caller's scope: it is killed when the
+ * scope closes. The helper lives in the box's scope.
  */
 import path from "node:path"
 import { type Duplex, Readable, type Stream, Writable } from "node:stream"
 import { Effect, Scope } from "effect"
 import { BOX_HOME, BOX_TOOLS, type BoxProcess, type ExecOptions, type ShellCommand, shellLaunchArgv } from "../../BoxProcess.ts"
-import type { ProcessRunner, SpawnOptions } from "../../ProcessRunner.ts"
+import type { ChildHandle, ProcessRunner, SpawnOptions } from "../../ProcessRunner.ts"
 import type { LimitsMode } from "../cgroups.ts"
-import { EXEC_HELPER, type HelperChannel, makeHelperChannel } from "../execHelper.ts"
+import { type HelperChannel, makeHelperChannel } from "../execHelper.ts"
+import { makeBridges } from "./forward.ts"
 import { joinLimits } from "./init.ts"
 import { BoxError } from "./model.ts"
 import { DEFAULT_PATH, HOST_PATH } from "./spec.ts"
@@ -19,7 +22,10 @@ import type { BoxRecord } from "./state.ts"
 export interface BoxCommands {
   readonly exec: (argv: ReadonlyArray<string>, options?: ExecOptions) => Effect.Effect<BoxProcess, BoxError, Scope.Scope>
   readonly execShell: (command: ShellCommand, options?: ExecOptions) => Effect.Effect<BoxProcess, BoxError, Scope.Scope>
-  readonly execInto: (argv: ReadonlyArray<string>, sink: Stream, options?: ExecOptions) => Effect.Effect<BoxProcess, BoxError, Scope.Scope>
+  /** Only where the host can enter the box (bwrap): a gVisor sandbox has no namespaces of the host's to join. */
+  readonly execInto?: (argv: ReadonlyArray<string>, sink: Stream, options?: ExecOptions) => Effect.Effect<BoxProcess, BoxError, Scope.Scope>
+  readonly connect: (port: number) => Effect.Effect<Duplex, BoxError>
+  readonly listen: (port: number, onConnection: (connection: Duplex) => void) => Effect.Effect<void, BoxError, Scope.Scope>
 }
 
 /** A relay's stdin that takes nothing, and a stdout that has nothing: what an `execInto` command offers instead of its stdout. */
@@ -28,68 +34,110 @@ const noOutput = () => Readable.from([])
 
 const envName = /^[^=\0]+$/
 
-export const makeBoxCommands = (options: {
+/** What the host needs to enter a bwrap box: its init, its cgroups (or rlimits). */
+interface HostEntry {
   readonly runner: ProcessRunner["Service"]
   readonly record: BoxRecord
   /** Host pid of the box's init. */
   readonly pid: number
   readonly mode: LimitsMode
-  /** The `cgroup.procs` files a command joins (nsenter path). */
+  /** The `cgroup.procs` files a command joins. */
   readonly procs: ReadonlyArray<string>
-  /** The box has the exec helper bound (and the runner has one). */
-  readonly helper: boolean
+}
+
+/** The host argv that runs `command` inside a bwrap box: cgroups joined, then nsenter into every namespace and the root. */
+const inBox = (options: HostEntry, command: ReadonlyArray<string>, oomScoreAdj: boolean): ReadonlyArray<string> => [
+  // oom_score_adj 500: under the memory limit the kernel kills commands before the box's init.
+  ...joinLimits(options.procs, options.mode, options.record, oomScoreAdj ? "echo 500 > /proc/self/oom_score_adj" : ""),
+  "/usr/bin/nsenter",
+  "-t",
+  String(options.pid),
+  "--all",
+  "--root",
+  "--wd",
+  "--",
+  ...command
+]
+
+const hostSpawn = (options: HostEntry, argv: ReadonlyArray<string>, stdio: SpawnOptions["stdio"], unref: boolean): Effect.Effect<ChildHandle, BoxError, Scope.Scope> =>
+  options.runner
+    .spawn(argv, { cleanEnv: true, env: { PATH: HOST_PATH }, stdio, killSignal: "SIGKILL", unref })
+    .pipe(Effect.mapError((error) => new BoxError({ message: `box ${options.record.spec.id}: ${error.message}` })))
+
+/** Spawns `command` inside a bwrap box from the host. */
+export const spawnInBox = (options: HostEntry, command: ReadonlyArray<string>, stdio: ReadonlyArray<"pipe" | "ignore">, oomScoreAdj: boolean, unref: boolean) =>
+  hostSpawn(options, inBox(options, command, oomScoreAdj), stdio, unref)
+
+/**
+ * The helper's channel over `socket` (its end of a socketpair): closed when the scope closes; when
+ * it goes on its own, `stop` ends what is left of the helper's host side and it is logged.
+ */
+export const helperChannelOver = (options: {
+  readonly socket: Duplex
+  readonly id: string
+  readonly isRunning: () => boolean
+  readonly log: (event: string, detail?: Record<string, unknown>) => void
+  /** The end of what its host side wrote to stderr. */
+  readonly stderr: () => string
+  readonly stop: () => void
+}): Effect.Effect<HelperChannel, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    // The helper never keeps the server's event loop alive (the box's life is its scope's business).
+    ;(options.socket as unknown as { unref?: () => void }).unref?.()
+    const channel = makeHelperChannel(options.socket, (reason) => {
+      if (options.isRunning()) options.log("boxes.exec_helper_gone", { id: options.id, reason, stderr: options.stderr().trim() })
+      options.stop()
+    })
+    yield* Effect.addFinalizer(() => Effect.sync(() => channel.close()))
+    return channel
+  })
+
+export const makeBoxCommands = (options: HostEntry & {
+  /** The host can enter the box (bwrap): without the helper, commands and ports go through nsenter; downloads may (`execInto`). */
+  readonly enterable: boolean
+  /** Starts a helper in the box (in the scope given), or undefined: no helper (bwrap only: nsenter and bridges). */
+  readonly startHelper: Effect.Effect<HelperChannel, BoxError, Scope.Scope> | undefined
+  /** The helper already running (gVisor's pid 1, started with the box). */
+  readonly initialHelper?: HelperChannel | undefined
+  /** Where the bridges' unix sockets go (root only, short). */
+  readonly socketDir: string
   readonly isRunning: () => boolean
   /** The box's own scope: the helper lives in it. */
   readonly scope: Scope.Scope
   readonly log: (event: string, detail?: Record<string, unknown>) => void
 }): BoxCommands => {
-  const { runner, record, pid, isRunning } = options
+  const { record, isRunning } = options
   const id = record.spec.id
   const notRunning = () => new BoxError({ message: `box ${id} is not running` })
 
-  /** The host argv that runs `command` inside the box: cgroups joined, then nsenter into every namespace and the root. */
-  const inBox = (command: ReadonlyArray<string>, oomScoreAdj: boolean): ReadonlyArray<string> => [
-    // oom_score_adj 500: under the memory limit the kernel kills commands before the box's init.
-    ...joinLimits(options.procs, options.mode, record, oomScoreAdj ? "echo 500 > /proc/self/oom_score_adj" : ""),
-    "/usr/bin/nsenter",
-    "-t",
-    String(pid),
-    "--all",
-    "--root",
-    "--wd",
-    "--",
-    ...command
-  ]
-
-  const hostSpawn = (argv: ReadonlyArray<string>, stdio: SpawnOptions["stdio"], unref: boolean) =>
-    runner
-      .spawn(argv, { cleanEnv: true, env: { PATH: HOST_PATH }, stdio, killSignal: "SIGKILL", unref })
-      .pipe(Effect.mapError((error) => new BoxError({ message: `box ${id}: ${error.message}` })))
-
-  /** Spawns `command` inside the box from the host. */
-  const spawnInBox = (command: ReadonlyArray<string>, stdio: ReadonlyArray<"pipe" | "ignore">, oomScoreAdj: boolean, unref: boolean) =>
-    hostSpawn(inBox(command, oomScoreAdj), stdio, unref)
-
-  // The exec helper: started inside the box on the first command, then every command is one fork in the box.
-  let helper: HelperChannel | undefined
-  const startHelper = Effect.gen(function* () {
-    const child = yield* spawnInBox([EXEC_HELPER], ["ignore", "ignore", "pipe", "pipe"], false, true)
-    let stderr = ""
-    child.stderr!.on("data", (d: Buffer) => (stderr = (stderr + d.toString()).slice(-2000)))
-    const channel = child.stdio[3] as Duplex
-    // The helper never keeps the server's event loop alive (the box's life is its scope's business).
-    ;(channel as unknown as { unref?: () => void }).unref?.()
-    const started = makeHelperChannel(channel, (reason) => {
-      if (isRunning()) options.log("boxes.exec_helper_gone", { id, reason, stderr: stderr.trim() })
-      child.kill("SIGKILL")
-    })
-    yield* Effect.addFinalizer(() => Effect.sync(() => started.close()))
-    helper = started
-    return started
-  })
+  // The exec helper: started inside the box on the first command (unless it came with the box), then every command is one fork in the box.
+  let helper: HelperChannel | undefined = options.initialHelper
+  const startHelper = options.startHelper
+  /** The box's ports served by `listen`: a new helper (the previous one was killed in the box) serves them again. */
+  const listens = new Set<{ readonly port: number; readonly onConnection: (connection: Duplex) => void; close: () => void }>()
+  const relisten = (started: HelperChannel) =>
+    Effect.forEach(
+      listens,
+      (entry) =>
+        started.listen(entry.port, entry.onConnection).pipe(
+          Effect.match({
+            onFailure: (error) => options.log("boxes.listen_lost", { id, port: entry.port, error: error.message }),
+            onSuccess: (listener) => void (entry.close = listener.close)
+          })
+        ),
+      { discard: true }
+    )
   const helperChannel: Effect.Effect<HelperChannel | undefined, BoxError> = Effect.suspend(() =>
-    !options.helper ? Effect.succeed(undefined) : helper?.alive() ? Effect.succeed(helper) : Scope.provide(startHelper, options.scope)
+    !startHelper
+      ? Effect.succeed(undefined)
+      : helper?.alive()
+        ? Effect.succeed(helper)
+        : Scope.provide(
+            Effect.tap(startHelper, (started) => Effect.andThen(Effect.sync(() => (helper = started)), relisten(started))),
+            options.scope
+          )
   )
+  const bridges = startHelper ? undefined : makeBridges({ runner: options.runner, id, pid: options.pid, socketDir: options.socketDir, scope: options.scope })
 
   /** The command's whole environment: the box's defaults, the spec's, the request's; checked. */
   const envFor = (execOptions: ExecOptions | undefined, extra?: Readonly<Record<string, string>>): Record<string, string> | BoxError => {
@@ -137,7 +185,7 @@ export const makeBoxCommands = (options: {
     const viaHelper = yield* helperChannel
     // The helper starts in the init's directory: "" = stay there (as nsenter --wd does).
     if (viaHelper) return yield* scoped(() => viaHelper.exec(argv, command.env, command.cwd ?? ""))
-    const child = yield* spawnInBox(boxArgv(command), ["pipe", "pipe", "pipe"], true, false)
+    const child = yield* spawnInBox(options, boxArgv(command), ["pipe", "pipe", "pipe"], true, false)
     child.stdin!.on("error", () => undefined)
     return {
       pid: child.pid,
@@ -163,14 +211,37 @@ export const makeBoxCommands = (options: {
     return yield* scoped(() => viaHelper.execShell(command.shell, command.command, env, command.cwd))
   })
 
+  const connect: BoxCommands["connect"] = (port) =>
+    Effect.gen(function* () {
+      if (!isRunning()) return yield* notRunning()
+      const viaHelper = yield* helperChannel
+      return yield* viaHelper ? viaHelper.connect(port) : bridges!.connect(port)
+    })
+
+  const listen: BoxCommands["listen"] = (port, onConnection) =>
+    Effect.gen(function* () {
+      if (!isRunning()) return yield* notRunning()
+      const viaHelper = yield* helperChannel
+      if (!viaHelper) return yield* bridges!.listen(port, onConnection)
+      const listener = yield* viaHelper.listen(port, onConnection)
+      const entry = { port, onConnection, close: listener.close }
+      listens.add(entry)
+      yield* Effect.addFinalizer(() =>
+        Effect.sync(() => {
+          listens.delete(entry)
+          entry.close()
+        })
+      )
+    })
+
   // The relay is the host's `cat` on the other end of the command's stdout pipe, its own stdout
   // the sink: the box's process never holds the sink's descriptor (the shell gives the pipeline's
   // left side the pipe as fd 1, and nothing else refers to the sink there).
-  const execInto: BoxCommands["execInto"] = Effect.fnUntraced(function* (argv: ReadonlyArray<string>, sink: Stream, execOptions?: ExecOptions) {
+  const execInto: NonNullable<BoxCommands["execInto"]> = Effect.fnUntraced(function* (argv: ReadonlyArray<string>, sink: Stream, execOptions?: ExecOptions) {
     if (!isRunning()) return yield* notRunning()
     const command = checked(argv, execOptions)
     if (command instanceof BoxError) return yield* command
-    const child = yield* hostSpawn(["/bin/sh", "-c", '"$@" | /bin/cat', "relay", ...inBox(boxArgv(command), true)], ["ignore", sink, "pipe"], false)
+    const child = yield* hostSpawn(options, ["/bin/sh", "-c", '"$@" | /bin/cat', "relay", ...inBox(options, boxArgv(command), true)], ["ignore", sink, "pipe"], false)
     return {
       pid: child.pid,
       started: Effect.void,
@@ -182,5 +253,5 @@ export const makeBoxCommands = (options: {
     } satisfies BoxProcess
   })
 
-  return { exec, execShell, execInto }
+  return { exec, execShell, ...(options.enterable ? { execInto } : {}), connect, listen }
 }

@@ -4,15 +4,21 @@
  * later start that asks for more), the image seen through an id-mapped mount (its root-owned
  * files belong to box root), the overlay of the two, and the volumes (id-mapped too). Closing
  * the scope unmounts them in reverse order; the layer image stays.
+ *
+ * Under gVisor box root's files are host root's on disk (gVisor's file proxy, the gofer, is host
+ * root; the box reaches no host file but through it): no id-mapped mounts, and the layer's files
+ * are owned by 0-based uids. A box started under the other isolation than last time has its
+ * layer's owners converted first.
  */
 import { chmodSync, chownSync, closeSync, existsSync, ftruncateSync, lstatSync, mkdirSync, openSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { lchown, lstat, readdir } from "node:fs/promises"
 import path from "node:path"
 import { Effect, type Scope } from "effect"
 import { BOX_HOME } from "../../BoxProcess.ts"
 import { EXEC_HELPER } from "../execHelper.ts"
 import { idmapMount } from "../idmap.ts"
 import type { HostCommands } from "../mounts.ts"
-import { BoxError } from "./model.ts"
+import { BoxError, type Isolation } from "./model.ts"
 import { DEFAULT_STORAGE, MIN_STORAGE } from "./spec.ts"
 import type { BoxRecord } from "./state.ts"
 
@@ -53,6 +59,8 @@ export interface FilesystemDeps {
   readonly host: HostCommands
   readonly dirOf: (id: string) => string
   readonly execHelper: string | undefined
+  /** The runner's copies of the busybox and the exec helper for gVisor boxes (`busybox`, `exec`), in one directory. */
+  readonly gvisorTools: string | undefined
   /** Whether id-mapped mounts work on this kernel (undefined until the first box tries). */
   readonly idmap: { works: boolean | undefined }
   readonly log: (event: string, detail?: Record<string, unknown>) => void
@@ -63,16 +71,56 @@ export interface BoxFilesystem {
   readonly merged: string
   /** Host directories bound at the volumes' mount paths, in order. */
   readonly volumeSources: ReadonlyArray<string>
+  /** gVisor: the directory (a read-only mount) holding the busybox and the exec helper bound into the box. */
+  readonly tools?: string
 }
+
+/**
+ * A read-only view of `source` at `target` (a bind mount the host's kernel keeps read-only),
+ * unmounted when the scope closes. gVisor boxes get their read-only files through these: gVisor
+ * marks its own mounts read-only, but its file proxy (the gofer, host root) must not be able to
+ * write what the box must not (a box that unmounted its read-only bind could write through it).
+ */
+const readOnlyView = (deps: FilesystemDeps, source: string, target: string) =>
+  mounted(deps, target, deps.host.run(["/usr/bin/mount", "--bind", "-o", "ro,nosuid,nodev", source, target]))
 
 /** Mounts `what` (`mount` argv after the options) at `dir`, unmounted when the scope closes. */
 const mounted = (deps: FilesystemDeps, dir: string, mount: Effect.Effect<unknown, { readonly message: string }>) =>
   Effect.acquireRelease(Effect.mapError(mount, boxError), () => deps.host.unmount(dir))
 
-export const acquireFilesystem = (deps: FilesystemDeps, record: BoxRecord): Effect.Effect<BoxFilesystem, BoxError, Scope.Scope> =>
+/** The host uid of box root's files on disk (the owner of what it writes): its own uid under bwrap, 0 under gVisor. */
+export const diskOwner = (isolation: Isolation, hostUid: number) => (isolation === "gvisor" ? 0 : hostUid)
+
+/** Converts the owners of every file under `dir` from one isolation's box uids to the other's (chown clears set-id bits). */
+const remapOwners = (dir: string, from: number, to: number) =>
+  Effect.tryPromise({
+    try: async () => {
+      const map = (id: number) => (id >= from && id < from + 65_536 ? id - from + to : id)
+      for (const rel of ["", ...(await readdir(dir, { recursive: true }))]) {
+        const file = path.join(dir, rel)
+        const info = await lstat(file)
+        const [uid, gid] = [map(info.uid), map(info.gid)]
+        if (uid !== info.uid || gid !== info.gid) await lchown(file, uid, gid)
+      }
+    },
+    catch: (error) => new BoxError({ message: `converting the owners of the box's files: ${(error as Error)?.message ?? String(error)}` })
+  })
+
+export const acquireFilesystem = (
+  deps: FilesystemDeps,
+  record: BoxRecord,
+  options: {
+    readonly isolation: Isolation
+    /** The isolation the box's layer was written under (its files' owners), when it differs. */
+    readonly previous?: Isolation | undefined
+  }
+): Effect.Effect<BoxFilesystem, BoxError, Scope.Scope> =>
   Effect.gen(function* () {
     const { host, log } = deps
     const { spec, hostUid } = record
+    const owner = diskOwner(options.isolation, hostUid)
+    // Id-mapped views make root's files box root's under bwrap; gVisor's gofer needs none.
+    const idmapped = options.isolation === "bwrap"
     const dir = deps.dirOf(spec.id)
     const img = path.join(dir, "layer.img")
     const layer = path.join(dir, "layer")
@@ -112,7 +160,10 @@ export const acquireFilesystem = (deps: FilesystemDeps, record: BoxRecord): Effe
       )
       if (!existsSync(upper)) {
         mkdirSync(upper)
-        chownSync(upper, hostUid, hostUid)
+        chownSync(upper, owner, owner)
+      } else if (options.previous !== undefined && options.previous !== options.isolation) {
+        yield* remapOwners(upper, diskOwner(options.previous, hostUid), owner)
+        log("boxes.owners_converted", { id: spec.id, from: options.previous, to: options.isolation })
       }
       mkdirSync(work, { recursive: true })
       chmodSync(layer, 0o711)
@@ -120,7 +171,7 @@ export const acquireFilesystem = (deps: FilesystemDeps, record: BoxRecord): Effe
     const lower = Effect.gen(function* () {
       const lowerDir = path.join(dir, "lower")
       mkdirSync(lowerDir, { recursive: true })
-      if (deps.idmap.works === false) return spec.rootfs
+      if (!idmapped || deps.idmap.works === false) return spec.rootfs
       return yield* mounted(deps, lowerDir, idmapMount(host, spec.rootfs, lowerDir, hostUid, true)).pipe(
         Effect.as(lowerDir),
         Effect.tap(() => Effect.sync(() => (deps.idmap.works = true))),
@@ -140,10 +191,10 @@ export const acquireFilesystem = (deps: FilesystemDeps, record: BoxRecord): Effe
     // A symlink the box planted is left to bwrap, which resolves it inside the box (unprivileged).
     // Box root must own its home and working directory (the directory itself, not the image's files in it).
     for (const home of [BOX_HOME, ...(spec.workingDir ? [spec.workingDir] : [])]) {
-      if (!ensureDirNoFollow(merged, home, hostUid)) continue
+      if (!ensureDirNoFollow(merged, home, owner)) continue
       const full = path.join(merged, home)
       const st = lstatSync(full)
-      if (st.isDirectory() && st.uid !== hostUid) chownSync(full, hostUid, hostUid)
+      if (st.isDirectory() && st.uid !== owner) chownSync(full, owner, owner)
     }
     const tools = path.join(merged, ".slipway")
     try {
@@ -155,10 +206,24 @@ export const acquireFilesystem = (deps: FilesystemDeps, record: BoxRecord): Effe
     ensureFile(path.join(tools, "busybox"))
     if (deps.execHelper) ensureFile(path.join(merged, EXEC_HELPER))
     for (const v of spec.volumes ?? [])
-      if (!ensureDirNoFollow(merged, v.mountPath, hostUid))
+      if (!ensureDirNoFollow(merged, v.mountPath, owner))
         return yield* new BoxError({ message: `volume mountPath ${v.mountPath} crosses a symlink or a file in the box; refusing to mount there` })
 
     // The volumes: id-mapped views (or, without idmap, the volumes chowned to box root).
+    // Under gVisor the volumes as they are (root's files are box root's), the read-only ones and the
+    // tools through read-only views.
+    if (!idmapped) {
+      const view = (name: string) => {
+        const target = path.join(dir, name)
+        mkdirSync(target, { recursive: true })
+        return target
+      }
+      const tools = deps.gvisorTools ? yield* Effect.as(readOnlyView(deps, deps.gvisorTools, view("tools")), path.join(dir, "tools")) : undefined
+      const volumeSources = yield* Effect.forEach(spec.volumes ?? [], (v, i) =>
+        v.readOnly ? Effect.as(readOnlyView(deps, v.hostPath, view(path.join("volumes", String(i)))), path.join(dir, "volumes", String(i))) : Effect.succeed(v.hostPath)
+      )
+      return { merged, volumeSources, ...(tools ? { tools } : {}) }
+    }
     const volumeSources = yield* Effect.forEach(spec.volumes ?? [], (v, i) => {
       if (deps.idmap.works) {
         const target = path.join(dir, "volumes", String(i))

@@ -8,7 +8,7 @@ import type { Readable, Writable } from "node:stream"
 import { Deferred, Effect, Schedule, type Scope } from "effect"
 import { BOX_TOOLS } from "../../BoxProcess.ts"
 import type { ChildHandle, ProcessRunner } from "../../ProcessRunner.ts"
-import { createCgroup, type LimitsMode, removeCgroup, rlimitArgs } from "../cgroups.ts"
+import { createCgroup, type LimitsMode, removeCgroup, type Resources, rlimitArgs } from "../cgroups.ts"
 import { processAlive, processStartTicks } from "../host.ts"
 import { BoxError, type BoxExit } from "./model.ts"
 import { HOST_PATH, shQuote } from "./spec.ts"
@@ -24,13 +24,13 @@ export interface BoxInit {
 }
 
 /** The box's cgroup with its limits written, removed when the scope closes; answers the `cgroup.procs` files to join. */
-export const acquireCgroup = (mode: LimitsMode, parent: string, record: BoxRecord): Effect.Effect<ReadonlyArray<string>, BoxError, Scope.Scope> =>
+export const acquireCgroup = (mode: LimitsMode, parent: string, id: string, resources: Resources): Effect.Effect<ReadonlyArray<string>, BoxError, Scope.Scope> =>
   Effect.acquireRelease(
     Effect.try({
-      try: () => createCgroup(mode, parent, record.spec.id, record.spec.resources ?? {}),
-      catch: (error) => new BoxError({ message: `box ${record.spec.id}: cgroup: ${(error as Error)?.message ?? String(error)}` })
+      try: () => createCgroup(mode, parent, id, resources),
+      catch: (error) => new BoxError({ message: `box ${id}: cgroup: ${(error as Error)?.message ?? String(error)}` })
     }),
-    () => removeCgroup(mode, parent, record.spec.id)
+    () => removeCgroup(mode, parent, id)
   )
 
 /** The command that joins the cgroups (or takes the rlimits) and then execs `"$@"`. */
@@ -44,6 +44,7 @@ export const joinLimits = (procs: ReadonlyArray<string>, mode: LimitsMode, recor
 const waitDead = (pid: number, startTicks: string) =>
   Effect.sync(() => processAlive(pid, startTicks)).pipe(Effect.repeat({ schedule: Schedule.spaced("5 millis").pipe(Schedule.upTo({ duration: "5 seconds" })), while: (alive) => alive }))
 
+/** SIGKILL to `pid` if it is still the process that started at `startTicks`. */
 const killPid = (pid: number, startTicks: string) =>
   Effect.sync(() => {
     if (!processAlive(pid, startTicks)) return
@@ -99,9 +100,18 @@ export const startInit = (options: {
         Effect.andThen(Effect.sleep("10 millis"), Effect.fail(new BoxError({ message: `box ${id} failed to start (exit ${exit.code ?? exit.signal}): ${stderr.trim()}` })))
       )
     )
+    return yield* watchInit(child, pid)
+  })
+
+/**
+ * The init `pid` of a box whose host side is `child` (bwrap, or `runsc run`, which exits with its
+ * sandbox): closing the scope kills the init (the child then exits), expected; an init that dies
+ * on its own (OOM, killed from the host) ends the box unexpectedly.
+ */
+export const watchInit = (child: ChildHandle, pid: number): Effect.Effect<BoxInit, never, Scope.Scope> =>
+  Effect.gen(function* () {
     const startTicks = processStartTicks(pid) ?? ""
     const exit = Deferred.makeUnsafe<BoxExit>()
-    // The box's end: its init killed (then bwrap, our child, exits), expected.
     yield* Effect.addFinalizer(() =>
       Effect.gen(function* () {
         yield* killPid(pid, startTicks)
@@ -109,7 +119,6 @@ export const startInit = (options: {
         yield* Deferred.succeed(exit, { code: status._tag === "Some" ? status.value.code : null, signal: "SIGKILL", expected: true })
       })
     )
-    // An init that dies on its own: unexpected.
     yield* Effect.forkScoped(Effect.flatMap(child.exited, (status) => Deferred.succeed(exit, { ...status, expected: false })))
     return { pid, startTicks, exited: Deferred.await(exit), isRunning: () => !Deferred.isDoneUnsafe(exit) }
   })

@@ -1,10 +1,17 @@
 /** What the box runner deals in: specs, running boxes, forwards, exits and errors. */
-import type { Stream } from "node:stream"
+import type { Duplex, Stream } from "node:stream"
 import { Data, type Effect, type Scope } from "effect"
 import type { BoxProcess, ExecOptions, ShellCommand } from "../../BoxProcess.ts"
 import type { Resources } from "../cgroups.ts"
 
 export type { LimitsMode, Resources } from "../cgroups.ts"
+
+/**
+ * What keeps a box's code from the host: `bwrap` (namespaces and cgroups on the host's kernel) or
+ * `gvisor` (a gVisor sandbox, `runsc`: the box's system calls served by gVisor's own kernel). See
+ * docs/runtime-isolation.md.
+ */
+export type Isolation = "bwrap" | "gvisor"
 
 export class BoxError extends Data.TaggedError("BoxError")<{ readonly message: string }> {}
 
@@ -36,6 +43,8 @@ export interface BoxSpec {
    * sharing the host network.
    */
   readonly network?: "none"
+  /** Default "bwrap". A stopped box may be started again under the other isolation (its files' owners are converted). */
+  readonly isolation?: Isolation
 }
 
 export interface BoxExit {
@@ -59,7 +68,8 @@ export interface Forward {
 export interface RunningBox {
   readonly id: string
   readonly spec: BoxSpec
-  /** Host pid of the box's pid 1 (its init). */
+  readonly isolation: Isolation
+  /** Host pid of the box's pid 1 (its init); under gVisor, of the sandbox's kernel (the sentry). */
   readonly pid: number
   /** The host uid that box root is mapped to. */
   readonly hostUid: number
@@ -77,13 +87,26 @@ export interface RunningBox {
    * Runs argv inside the box with its stdout relayed by a host process straight into `sink` (a
    * socket with a descriptor: a download's client): the bytes never pass through the server's
    * JavaScript, and the box never holds the sink (its stdout is a pipe to the relay). The
-   * command's `stdout` is empty; its `stderr` is its own.
+   * command's `stdout` is empty; its `stderr` is its own. Only where the host can enter the box
+   * (bwrap); a gVisor box's output always streams through the server.
    */
-  readonly execInto: (argv: ReadonlyArray<string>, sink: Stream, options?: ExecOptions) => Effect.Effect<BoxProcess, BoxError, Scope.Scope>
+  readonly execInto?: (argv: ReadonlyArray<string>, sink: Stream, options?: ExecOptions) => Effect.Effect<BoxProcess, BoxError, Scope.Scope>
   /**
    * Listens on the host (default 127.0.0.1, a free port) and forwards each connection to
    * 127.0.0.1:`port` inside the box's own network namespace; closed when the scope closes.
    */
   readonly forward: (port: number, options?: { readonly host?: string; readonly hostPort?: number }) => Effect.Effect<Forward, BoxError, Scope.Scope>
+  /**
+   * A connection to 127.0.0.1:`port` on the box's own loopback (`end` half-closes it, `destroy`
+   * closes it); fails when nothing listens there.
+   */
+  readonly connect: (port: number) => Effect.Effect<Duplex, BoxError>
+  /**
+   * Serves 127.0.0.1:`port` on the box's loopback: each connection a process of the box makes
+   * there is handed to `onConnection`, until the scope closes.
+   */
+  readonly listen: (port: number, onConnection: (connection: Duplex) => void) => Effect.Effect<void, BoxError, Scope.Scope>
+  /** Whether something in the box listens on TCP `port` (any address of the box). */
+  readonly listening: (port: number) => Effect.Effect<boolean>
 }
 

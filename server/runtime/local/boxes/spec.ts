@@ -45,6 +45,7 @@ const problemOf = (spec: BoxSpec): string | undefined => {
     if (!path.isAbsolute(v.hostPath) || !existsSync(v.hostPath) || !statSync(v.hostPath).isDirectory()) return `volume hostPath ${v.hostPath} is not a directory`
   }
   if (spec.network !== undefined && spec.network !== "none") return `unsupported network mode ${String(spec.network)}`
+  if (spec.isolation !== undefined && spec.isolation !== "bwrap" && spec.isolation !== "gvisor") return `unknown isolation ${JSON.stringify(spec.isolation)} (bwrap or gvisor)`
   return undefined
 }
 
@@ -53,6 +54,14 @@ export const validateSpec = (spec: BoxSpec): Effect.Effect<void, BoxError> =>
     const problem = problemOf(spec)
     return problem === undefined ? Effect.void : Effect.fail(invalid(problem))
   })
+
+/**
+ * The size of the box's tmpfs /tmp. tmpfs pages are charged to the box's memory and cannot be
+ * reclaimed: a /tmp as large as the memory limit would let a full /tmp OOM-kill the init. Default:
+ * a quarter of it, at most 512 MiB.
+ */
+export const tmpBytesOf = (spec: BoxSpec): number =>
+  spec.tmpBytes ?? Math.min(512 * MiB, Math.max(MiB, Math.floor((spec.resources?.memoryBytes ?? 2048 * MiB) / 4)))
 
 /** bubblewrap's arguments for the box (given through a pipe: the box's /proc/1/cmdline shows no host paths). */
 export const bwrapArgs = (options: {
@@ -63,14 +72,11 @@ export const bwrapArgs = (options: {
   readonly execHelper: string | undefined
 }): Array<string> => {
   const { spec, merged, volumeSources } = options
-  // tmpfs pages are charged to the box's memory and cannot be reclaimed: a /tmp as large as the
-  // memory limit would let a full /tmp OOM-kill the init. Default: a quarter of it.
-  const tmpBytes = spec.tmpBytes ?? Math.min(512 * MiB, Math.max(MiB, Math.floor((spec.resources?.memoryBytes ?? 2048 * MiB) / 4)))
   const args = [
     "--bind", merged, "/",
     "--proc", "/proc",
     "--dev", "/dev",
-    "--size", String(tmpBytes), "--tmpfs", "/tmp",
+    "--size", String(tmpBytesOf(spec)), "--tmpfs", "/tmp",
     "--ro-bind", options.busybox, BOX_TOOLS,
     ...(options.execHelper ? ["--ro-bind", options.execHelper, EXEC_HELPER] : [])
   ]

@@ -6,7 +6,7 @@
 import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import path from "node:path"
 import type { LimitsMode } from "../cgroups.ts"
-import { BoxError, type BoxSpec } from "./model.ts"
+import { BoxError, type BoxSpec, type Isolation } from "./model.ts"
 import { ID } from "./spec.ts"
 
 const UID_BASE = 1_000_000_000
@@ -16,6 +16,8 @@ const UID_SLOTS = 17_000
 export interface BoxRecord {
   readonly spec: BoxSpec
   readonly hostUid: number
+  /** The isolation the box last ran under (its layer's owners are that isolation's); absent: bwrap. */
+  readonly isolation?: Isolation
 }
 
 export interface RunRecord {
@@ -24,6 +26,8 @@ export interface RunRecord {
   readonly limitsMode: LimitsMode
   /** The box has the exec helper bound at EXEC_HELPER (boxes started before it existed have not). */
   readonly execHelper?: boolean
+  /** gvisor: `pid` is the sandbox's sentry, runsc keeps state of it; absent: bwrap. */
+  readonly isolation?: Isolation
 }
 
 const readJson = <A>(file: string): A | undefined => {

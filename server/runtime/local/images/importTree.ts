@@ -4,7 +4,7 @@
  * image the box ran. It is in no registry: boxes find it by its digest.
  */
 import { createHash, randomUUID } from "node:crypto"
-import { lchown, lstat, mkdir, readdir } from "node:fs/promises"
+import { chmod, lchown, lstat, mkdir, readdir } from "node:fs/promises"
 import { join } from "node:path"
 import { Clock, type Duration, Effect } from "effect"
 import type { ProcessRunner } from "../../ProcessRunner.ts"
@@ -36,10 +36,11 @@ export const importTree = (
             const path = join(rootfs, rel)
             const info = await lstat(path)
             const [uid, gid] = [back(info.uid), back(info.gid)]
-            if (uid === info.uid && gid === info.gid) continue
-            // chown clears set-id bits, and they stay cleared: a box could otherwise leave a set-uid
-            // root program on the host (boxes mount their filesystem nosuid, so nothing is lost in them).
-            await lchown(path, uid, gid)
+            if (uid !== info.uid || gid !== info.gid) await lchown(path, uid, gid)
+            // No set-id bits in a captured image (chown clears them; a gVisor box's files need no
+            // chown): a box could otherwise leave a set-uid root program on the host. Boxes mount
+            // their filesystem nosuid, so nothing is lost in them.
+            if (info.isFile() && (info.mode & 0o6000) !== 0) await chmod(path, info.mode & 0o1777)
           }
         },
         catch: fsError("mapping the owners back")
