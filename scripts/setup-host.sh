@@ -10,6 +10,12 @@ set -euo pipefail
 declare -A probes=(
   [bubblewrap]=/usr/bin/bwrap
   [runsc]=/usr/bin/runsc
+  [buildah]=/usr/bin/buildah
+  [git]=/usr/bin/git
+  [python3-click]=/usr/lib/python3/dist-packages/click
+  [python3-dotenv]=/usr/lib/python3/dist-packages/dotenv
+  [python3-pathspec]=/usr/lib/python3/dist-packages/pathspec
+  [python3-httpx]=/usr/lib/python3/dist-packages/httpx
   [skopeo]=/usr/bin/skopeo
   [umoci]=/usr/bin/umoci
   [docker-registry]=/usr/bin/docker-registry

@@ -8,7 +8,8 @@
  * of deploy.mjs / deploy.py), reading the build log while it builds as the CLI does (`offset` /
  * `next_offset`) and the last lines of a failed build (`desc`, 30). Then the unmodified
  * `langgraphjs deploy --remote` itself, which creates the deployment, builds and waits until it
- * serves; the official SDK talks to what it deployed.
+ * serves; the official SDK talks to what it deployed. Last the unmodified Python CLI
+ * (`langgraph deploy --remote`, libs/cli/langgraph_cli under Debian's python3), the same way.
  */
 import { execFile } from "node:child_process"
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
@@ -30,6 +31,10 @@ import { closeLocalServer } from "./closeLocalServer.ts"
 
 const root = join(import.meta.dirname, "..", "..")
 const cliDist = join(root, "node_modules", "@langchain", "langgraph-cli", "dist", "cli")
+/** The Python CLI, unmodified (test/vendor/langgraph_cli/README.md), and what it needs from Debian. */
+const pythonCli = join(root, "test", "vendor", "langgraph_cli")
+const PYTHON = "/usr/bin/python3"
+const PYTHON_PACKAGES = ["click", "dotenv", "pathspec", "httpx"]
 const database = tempDatabasePath("lgremote")
 const work = mkdtempSync(join(tmpdir(), "slipway-lgremote-"))
 type Server = Awaited<ReturnType<typeof startServer>>
@@ -198,6 +203,39 @@ describe("langgraph deploy --remote: upload-url, PUT, PATCH internal_source, the
     expect(run.stdout).toMatch(/BUILDING \(build logs\)|AWAITING_BUILD \(build logs\)/)
     expect((await ask(`${server.url}/d/${name}`)).answer).toBe("slipway v2 answers: HELLO")
     // The secret from .env reached the deployment (masked in answers).
+    const listed = await cli.listDeployments(name)
+    const deployment = listed.resources.find((item: { name: string }) => item.name === name)
+    expect(deployment).toMatchObject({ source: "internal_source", secrets: [{ name: "GREETING", value: "********" }] })
+  }, 900_000)
+
+  it("the unmodified Python langgraph deploy --remote (LANGGRAPH_HOST_URL at Slipway) creates, uploads, builds and waits until the agent serves", async () => {
+    if (!existsSync(PYTHON)) throw new Error(`${PYTHON} not found: install Debian package python3`)
+    for (const module of PYTHON_PACKAGES) {
+      if (!existsSync(join("/usr/lib/python3/dist-packages", module))) throw new Error(`python module ${module} not found: install Debian package python3-${module}`)
+    }
+    const name = `py-cli-${randomUUID().slice(0, 8)}`
+    const dir = await project("v3")
+    const run = await promisify(execFile)(PYTHON, ["-m", "langgraph_cli", "deploy", "--remote", "--api-key", TEST_KEY, "--name", name, "--no-input", "--verbose"], {
+      cwd: dir,
+      env: {
+        PATH: process.env.PATH ?? "/usr/bin:/bin",
+        HOME: process.env.HOME ?? "/root",
+        PYTHONPATH: pythonCli,
+        PYTHONDONTWRITEBYTECODE: "1",
+        LANGGRAPH_HOST_URL: server.url,
+        LANGGRAPH_CLI_NO_ANALYTICS: "1",
+        NO_COLOR: "1"
+      },
+      encoding: "utf8",
+      timeout: 900_000,
+      maxBuffer: 64 * 1024 * 1024
+    }).catch((error: { stdout?: string; stderr?: string; message: string }) => {
+      throw new Error(`langgraph deploy failed: ${error.message}\n${error.stdout ?? ""}\n${error.stderr ?? ""}`)
+    })
+    const output = run.stdout + run.stderr
+    expect(output).toContain("Deployment successful!")
+    expect(output).toContain(`${server.url}/d/${name}`)
+    expect((await ask(`${server.url}/d/${name}`)).answer).toBe("slipway v3 answers: HELLO")
     const listed = await cli.listDeployments(name)
     const deployment = listed.resources.find((item: { name: string }) => item.name === name)
     expect(deployment).toMatchObject({ source: "internal_source", secrets: [{ name: "GREETING", value: "********" }] })
