@@ -26,6 +26,7 @@ import { startRegistry, type TestRegistry } from "../support/registry.ts"
 import { makeRequester, TEST_KEY, tempDatabasePath } from "../support/server.ts"
 import { pushDelivery } from "../support/pushes.ts"
 import { closeLocalServer } from "./closeLocalServer.ts"
+import { setEnv } from "../support/env.ts"
 
 const PRIVATE_TOKEN = `ghs_${randomUUID().replace(/-/g, "")}`
 const database = tempDatabasePath("builds")
@@ -38,7 +39,7 @@ let repo: TestRepo
 let privateRepo: TestRepo
 let baseImage: string
 let integration: { integration_id: string; webhook_secret: string }
-const saved = { ...process.env }
+let restoreEnv: () => void = () => undefined
 
 const root = join(import.meta.dirname, "..", "..")
 const keysTool = async (args: ReadonlyArray<string>) =>
@@ -73,8 +74,7 @@ beforeAll(async () => {
   repo = await git.createRepo("acme/agent.git", [{ files: await agentFiles(baseImage, "v1"), message: "agent v1" }])
   // Its langgraph.json has no graphs: once cloned, the build fails with the CLI's message.
   privateRepo = await git.createRepo("acme/private.git", [{ files: { "langgraph.json": JSON.stringify({ node_version: "24", graphs: {} }) }, message: "private" }])
-  process.env.SLIPWAY_INSECURE_REGISTRIES = registry.host
-  process.env.SLIPWAY_DEPLOY_DRAIN_MS = "2000"
+  restoreEnv = setEnv({ SLIPWAY_INSECURE_REGISTRIES: registry.host, SLIPWAY_DEPLOY_DRAIN_MS: "2000" })
   await start()
   integration = JSON.parse(await keysTool(["integration", "add", "--tenant", DEFAULT_TENANT_ID, "--owner", "acme"]))
   console.log(`setup: base image ${base.buildSeconds > 0 ? `built in ${base.buildSeconds.toFixed(1)} s` : "cached"}, ready after ${((Date.now() - started) / 1000).toFixed(1)} s`)
@@ -84,10 +84,7 @@ afterAll(async () => {
   const { running, leftCgroups, closed } = await closeLocalServer(server, database.dir, 120_000)
   await git?.stop()
   await registry?.stop()
-  for (const key of ["SLIPWAY_INSECURE_REGISTRIES", "SLIPWAY_DEPLOY_DRAIN_MS"]) {
-    if (saved[key] === undefined) delete process.env[key]
-    else process.env[key] = saved[key]
-  }
+  restoreEnv()
   database.remove()
   if (closed) throw closed
   expect(running).toEqual([])

@@ -24,6 +24,7 @@ import { closeLocalServer } from "./closeLocalServer.ts"
 import { slipway } from "../cli/run.ts"
 import { openDatabases } from "./openDatabases.ts"
 import { pushVersionedImage } from "./versioned.ts"
+import { setEnv } from "../support/env.ts"
 
 let registry: TestRegistry
 let refs: TestImageRefs
@@ -35,7 +36,7 @@ const database = tempDatabasePath("deploylocal", { deep: true })
 type Server = Awaited<ReturnType<typeof startServer>>
 let server: Server
 let request: ReturnType<typeof makeRequester>
-const saved = { ...process.env }
+let restoreEnv: () => void = () => undefined
 
 /** Starts the server (again on the same port after a restart: the deployment URLs name it). */
 const start = async () => {
@@ -47,9 +48,7 @@ beforeAll(async () => {
   registry = await startRegistry()
   refs = await pushTestImages(registry.host, { only: ["busybox", "crash", "never-healthy"] })
   versioned = await pushVersionedImage(registry)
-  process.env.SLIPWAY_INSECURE_REGISTRIES = registry.host
-  process.env.SLIPWAY_DEPLOY_HEALTH_TIMEOUT_MS = "4000"
-  process.env.SLIPWAY_DEPLOY_DRAIN_MS = "2000"
+  restoreEnv = setEnv({ SLIPWAY_INSECURE_REGISTRIES: registry.host, SLIPWAY_DEPLOY_HEALTH_TIMEOUT_MS: "4000", SLIPWAY_DEPLOY_DRAIN_MS: "2000" })
   await start()
 }, 180_000)
 
@@ -59,10 +58,7 @@ afterAll(async () => {
   const { running, closed, leftCgroups } = await closeLocalServer(server, database.dir)
   await registry?.stop()
   removeTestImages()
-  for (const key of ["SLIPWAY_INSECURE_REGISTRIES", "SLIPWAY_DEPLOY_HEALTH_TIMEOUT_MS", "SLIPWAY_DEPLOY_DRAIN_MS"]) {
-    if (saved[key] === undefined) delete process.env[key]
-    else process.env[key] = saved[key]
-  }
+  restoreEnv()
   database.remove()
   if (closed) throw closed
   // Nothing of the server's is left running.

@@ -1,7 +1,7 @@
 /** A server restart brings every box back to the state the database says, with its files. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type ImageMirror, startImageMirror } from "../support/mirror.ts"
-import { startTestServer, tempDatabasePath } from "../support/server.ts"
+import { startTestServer, tempDatabasePath, executeIn } from "../support/server.ts"
 import { testIsolations, useIsolation } from "../support/isolation.ts"
 
 describe.each(testIsolations)("sandboxes under %s", (isolation) => {
@@ -19,14 +19,7 @@ describe.each(testIsolations)("sandboxes under %s", (isolation) => {
     database.remove()
   })
 
-  const execute = async (url: string, key: string, command: string) => {
-    const response = await fetch(`${url}/execute`, {
-      method: "POST",
-      headers: { "x-api-key": key, "content-type": "application/json" },
-      body: JSON.stringify({ command, timeout: 30, shell: "/bin/sh" })
-    })
-    return (await response.json()) as { stdout: string; exit_code: number }
-  }
+  const execute = (url: string, key: string, command: string) => executeIn(url, key, command, 30)
 
   it("ready boxes are running again after a restart, stopped ones stay stopped, files are kept", async () => {
     const first = await startTestServer({ runtime: "local", databasePath: database.path })

@@ -9,7 +9,7 @@ import { dirname, join } from "node:path"
 import * as Current from "langsmith/sandbox"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type ImageMirror, startImageMirror } from "../support/mirror.ts"
-import { startTestServer, type TestServer } from "../support/server.ts"
+import { startTestServer, type TestServer, executeIn } from "../support/server.ts"
 import { testIsolations, useIsolation } from "../support/isolation.ts"
 
 describe.each(testIsolations)("sandboxes under %s", (isolation) => {
@@ -30,15 +30,7 @@ describe.each(testIsolations)("sandboxes under %s", (isolation) => {
 
   type Box = { id: string; name: string; pool_name: string | null; status: string; dataplane_url: string }
 
-  const run = async (box: { dataplane_url: string }, command: string) => {
-    const response = await fetch(`${box.dataplane_url}/execute`, {
-      method: "POST",
-      headers: { "x-api-key": t.key, "content-type": "application/json" },
-      body: JSON.stringify({ command, timeout: 60, shell: "/bin/sh" })
-    })
-    expect(response.status).toBe(200)
-    return (await response.json()) as { stdout: string; stderr: string; exit_code: number }
-  }
+  const run = (box: { dataplane_url: string }, command: string) => executeIn(box.dataplane_url, t.key, command)
 
   const poolBoxes = async (pool: string): Promise<Array<Box>> =>
     ((await t.request("GET", "/v2/sandboxes/boxes?limit=100")).body.sandboxes as Array<Box>).filter((box) => box.pool_name === pool)

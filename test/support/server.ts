@@ -150,6 +150,17 @@ export interface SpawnOptions {
  * outgoing connection of this machine can hold it; another test's server still may, and a start
  * that loses that race is retried (EADDRINUSE).
  */
+/** Runs `command` with /bin/sh in a box at its dataplane URL (`POST /execute`), as a client does; anything but a 200 throws. */
+export const executeIn = async (dataplaneUrl: string, key: string, command: string, timeout = 60) => {
+  const response = await fetch(`${dataplaneUrl}/execute`, {
+    method: "POST",
+    headers: { "x-api-key": key, "content-type": "application/json" },
+    body: JSON.stringify({ command, timeout, shell: "/bin/sh" })
+  })
+  if (response.status !== 200) throw new Error(`POST ${dataplaneUrl}/execute answered ${response.status}: ${await response.text()}`)
+  return (await response.json()) as { stdout: string; stderr: string; exit_code: number }
+}
+
 export const testPort = () => 20000 + Math.floor(Math.random() * 12000)
 
 export const spawnServer = async (options: SpawnOptions): Promise<ChildServer> => {
