@@ -15,7 +15,7 @@ import type { IncomingMessage, ServerResponse } from "node:http"
 import { Cause, Effect, Exit } from "effect"
 import { clientGone, makeRequestRunner } from "../http/app.ts"
 import type { NeutralResponse } from "../http/neutral.ts"
-import type { RawHttp } from "../module.ts"
+import { type RawHttp, ServerEnv } from "../module.ts"
 import { Registry, REGISTRY_TOKEN_PATH } from "../registry/Registry.ts"
 import { SOURCE_UPLOAD_PREFIX, SourceUploads } from "../uploads/SourceUploads.ts"
 
@@ -29,12 +29,15 @@ const send = (request: IncomingMessage, response: ServerResponse, answer: Neutra
 export const sourceHttp = Effect.gen(function* () {
   const registry = yield* Registry
   const uploads = yield* SourceUploads
+  const { log } = yield* ServerEnv
   const runRequest = makeRequestRunner(yield* Effect.context<never>())
 
   const run = (request: IncomingMessage, response: ServerResponse, effect: Effect.Effect<NeutralResponse>) => {
     const done = (exit: Exit.Exit<NeutralResponse>) => {
       if (clientGone(exit)) return
-      send(request, response, Exit.isSuccess(exit) ? exit.value : { status: 500, headers: { "content-type": "application/json" }, body: { detail: `Internal error: ${Cause.squash(exit.cause)}` } })
+      if (Exit.isSuccess(exit)) return send(request, response, exit.value)
+      log.error("unhandled error", { path: request.url?.split("?")[0], error: String(Cause.squash(exit.cause)) })
+      send(request, response, { status: 500, headers: { "content-type": "application/json" }, body: { detail: "Internal Server Error" } })
     }
     const exit = runRequest(effect, response)
     if (exit instanceof Promise) void exit.then(done)
@@ -43,7 +46,10 @@ export const sourceHttp = Effect.gen(function* () {
 
   return {
     request: (request: IncomingMessage, response: ServerResponse) => {
-      const url = new URL(request.url ?? "/", "http://slipway")
+      // Every deployment URL's request passes here first: decide on the raw path before parsing it.
+      const raw = request.url ?? "/"
+      if (!raw.startsWith(REGISTRY_TOKEN_PATH) && !raw.startsWith(SOURCE_UPLOAD_PREFIX)) return false
+      const url = new URL(raw, "http://slipway")
       const neutral = { method: request.method ?? "GET", headers: request.headers, query: url.searchParams }
       if (url.pathname === REGISTRY_TOKEN_PATH) {
         run(request, response, registry.handleTokenRequest(neutral))
