@@ -30,6 +30,8 @@ for (const suffix of ["-wal", "-shm", ".secrets-key"]) if (existsSync(source + s
 
 class FakeRequest extends EventEmitter {
   readonly headers: Record<string, string>
+  /** As Node gives them: name, value, name, value… (the replicas' hook scans these). */
+  readonly rawHeaders: ReadonlyArray<string>
   readonly url: string
   readonly method: string
   readonly body: string | undefined
@@ -40,6 +42,7 @@ class FakeRequest extends EventEmitter {
     this.url = url
     this.body = body
     this.headers = body === undefined ? headers : { ...headers, "content-type": "application/json", "content-length": String(Buffer.byteLength(body)) }
+    this.rawHeaders = Object.entries(this.headers).flat()
   }
   resume() {
     return this
