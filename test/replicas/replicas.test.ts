@@ -114,7 +114,27 @@ const upgradeRoundTrip = async (url: string, path: string, headers: Record<strin
  * in one), mounts of its boxes, loop devices backed by its files, processes naming the directory
  * (Redis, bridges).
  */
-const leftoversOf = (dir: string) => {
+/** Whether `ancestor` is `pid`'s parent, grandparent, … (read from /proc). */
+const descendsFrom = (pid: number, ancestor: number): boolean => {
+  for (let current = pid, hops = 0; current > 1 && hops < 64; hops++) {
+    if (current === ancestor) return true
+    try {
+      // The parent is the field after the command name, which is in parentheses and may hold spaces.
+      const stat = readFileSync(`/proc/${current}/stat`, "utf8")
+      current = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1])
+    } catch {
+      return false
+    }
+  }
+  return false
+}
+
+/**
+ * What a replica's data directory still has running or mounted: cgroups, mounts, loop devices and
+ * processes. `current`: the pid of a server running on that directory now, whose own processes
+ * (its registry, say) are not leftovers.
+ */
+const leftoversOf = (dir: string, current?: number) => {
   const root = join(dir, "runtime")
   const parent = cgroupParentFor(root)
   const mode = detectLimitsMode(parent)
@@ -134,6 +154,7 @@ const leftoversOf = (dir: string) => {
       try {
         const args = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ").trim()
         const cwd = readlinkSync(`/proc/${pid}/cwd`)
+        if (current !== undefined && descendsFrom(Number(pid), current)) return []
         return args.includes(dir) || cwd.startsWith(dir) ? [`${pid} ${args}`] : []
       } catch {
         return []
@@ -443,9 +464,9 @@ describe("three replicas with the local runtime on one database", () => {
     const restarted = await spawnReplica(0)
     replicas[0] = restarted
     const left = await eventually(async () => {
-      const found = leftovers(dirs[0]!.dir)
+      const found = leftovers(dirs[0]!.dir, restarted.process.pid)
       return found.cgroups.length + found.mounts.length + found.loops.length + found.processes.length === 0 ? found : undefined
-    }, 60_000, 500).catch(() => leftovers(dirs[0]!.dir))
+    }, 60_000, 500).catch(() => leftovers(dirs[0]!.dir, restarted.process.pid))
     expect(left).toEqual({ cgroups: [], mounts: [], loops: [], processes: [] })
     // It serves again: through it, the deployment (on another replica) and the pinned box (on C).
     expect((await fetch(`${restarted.url}/d/agent/ok`)).status).toBe(200)
