@@ -22,6 +22,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { derivedPassword } from "../../server/deployments/local/databases.ts"
 import { cgroupParentFor } from "../../server/runtime/local/RuntimeRoot.ts"
 import { detectLimitsMode, listCgroups } from "../../server/runtime/local/cgroups.ts"
+import { parentPid } from "../../server/runtime/local/host.ts"
 import { openFrameSocket, streamText, type Frame } from "../support/dataplane-server.ts"
 import { buildTestImages } from "../support/images.ts"
 import { type ImageMirror, startImageMirror } from "../support/mirror.ts"
@@ -114,17 +115,11 @@ const upgradeRoundTrip = async (url: string, path: string, headers: Record<strin
  * in one), mounts of its boxes, loop devices backed by its files, processes naming the directory
  * (Redis, bridges).
  */
-/** Whether `ancestor` is `pid`'s parent, grandparent, … (read from /proc). */
+/** Whether `ancestor` is `pid`'s parent, grandparent, … */
 const descendsFrom = (pid: number, ancestor: number): boolean => {
-  for (let current = pid, hops = 0; current > 1 && hops < 64; hops++) {
+  for (let current: number | undefined = pid, hops = 0; current !== undefined && current > 1 && hops < 64; hops++) {
     if (current === ancestor) return true
-    try {
-      // The parent is the field after the command name, which is in parentheses and may hold spaces.
-      const stat = readFileSync(`/proc/${current}/stat`, "utf8")
-      current = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1])
-    } catch {
-      return false
-    }
+    current = parentPid(current)
   }
   return false
 }

@@ -49,28 +49,29 @@ export const unsearchableAncestor = (dir: string): string | undefined => {
   }
 }
 
-/** Kernel clock ticks since boot at which `pid` started (field 22 of /proc/<pid>/stat), or undefined. */
-export const processStartTicks = (pid: number): string | undefined => {
+/** The fields of /proc/<pid>/stat after the command name (which may hold spaces): state first, then the parent's pid…; undefined when the process is gone. */
+const statFields = (pid: number): ReadonlyArray<string> | undefined => {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
-    const afterComm = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-    return afterComm[19]
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")
   } catch {
     return undefined
   }
 }
 
-/** Is `pid` alive and the same process that started at `startTicks` (guards against pid reuse)? */
+/** Kernel clock ticks since boot at which `pid` started (field 22 of /proc/<pid>/stat), or undefined. */
+export const processStartTicks = (pid: number): string | undefined => statFields(pid)?.[19]
+
+/** The pid of `pid`'s parent (field 4 of /proc/<pid>/stat), or undefined when it is gone. */
+export const parentPid = (pid: number): number | undefined => {
+  const fields = statFields(pid)
+  return fields === undefined ? undefined : Number(fields[1])
+}
+
+/** Is `pid` alive and the same process that started at `startTicks` (guards against pid reuse)? One read of its stat. */
 export const processAlive = (pid: number, startTicks: string): boolean => {
-  const ticks = processStartTicks(pid)
-  if (ticks !== startTicks) return false
-  try {
-    const state = readFileSync(`/proc/${pid}/stat`, "utf8")
-    const s = state.slice(state.lastIndexOf(")") + 2, state.lastIndexOf(")") + 3)
-    return s !== "Z" && s !== "X"
-  } catch {
-    return false
-  }
+  const fields = statFields(pid)
+  return fields !== undefined && fields[19] === startTicks && fields[0] !== "Z" && fields[0] !== "X"
 }
 
 /**
