@@ -84,20 +84,16 @@ export const deploymentController = DeploymentControllerLive
 /**
  * The deployments area's raw HTTP: the registry's token realm and the upload URLs, then each
  * deployment's URL, HTTP and WebSocket (a driver that runs nothing sets no route: it answers
- * nothing). Several replicas: a `{public}/d/{name}` URL that
- * matches nothing here may be a deployment another replica started serving a moment ago: the
- * routes are read again (at most twice a second) and the request matched once more.
+ * nothing). Several replicas: a `{public}/d/{name}` URL that matches nothing here may be a
+ * deployment another replica started serving a moment ago: the routes are read again (at most
+ * twice a second) and the request matched once more.
  */
 const deploymentHttp = Effect.gen(function* () {
   const proxy = yield* DeploymentProxy
   const sources = yield* sourceHttp
   const replicas = yield* Replicas
-  if (!replicas.shared || replicas.forwarder === undefined) {
-    return {
-      request: (request: IncomingMessage, response: ServerResponse) => sources.request(request, response) || proxy.handle(request, response),
-      upgrade: proxy.handleUpgrade
-    } satisfies RawHttp
-  }
+  const here = (request: IncomingMessage, response: ServerResponse) => sources.request(request, response) || proxy.handle(request, response)
+  if (!replicas.shared || replicas.forwarder === undefined) return { request: here, upgrade: proxy.handleUpgrade } satisfies RawHttp
   const { publicUrl } = yield* ServerEnv
   const controller = yield* DeploymentController
   const runFork = Effect.runForkWith(yield* Effect.context<never>())
@@ -117,7 +113,7 @@ const deploymentHttp = Effect.gen(function* () {
   }
   return {
     request: (request: IncomingMessage, response: ServerResponse) => {
-      if (sources.request(request, response) || proxy.handle(request, response)) return true
+      if (here(request, response)) return true
       if (!(request.url ?? "").startsWith(prefix)) return false
       void refreshed().then(() => {
         if (!proxy.handle(request, response)) {
