@@ -3,7 +3,7 @@
  * runsc, real cgroups, real loop mounts; the system calls busybox has no applet for are made by a
  * small static probe (fixtures/escape-probe.c) built here and put in the image.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import { spawn, type ChildProcess } from "node:child_process"
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statfsSync, statSync, writeFileSync } from "node:fs"
 import net from "node:net"
@@ -94,6 +94,8 @@ describe.each(testIsolations)("a box under %s cannot", (isolation: Isolation) =>
     requireIsolation(isolation)
     box = await runner.start(jail())
   }, 60_000)
+  // One failed attempt that ended the sandbox does not fail the attempts after it.
+  beforeEach(restartIfEnded, 60_000)
   afterAll(() => box?.stop())
 
   it("read a host file, by any path", async () => {
@@ -273,7 +275,10 @@ describe.each(testIsolations)("a box under %s cannot", (isolation: Isolation) =>
     const hog = await runIn(box, ["dd", "if=/dev/zero", "of=/dev/null", `bs=${Math.ceil(limit / (1 << 20)) + 100}M`, "count=1"]).catch(() => ({ code: null, signal: "SIGKILL" }))
     expect(hog.code === 0 && hog.signal === null).toBe(false)
     expect(oomKills()).toBeGreaterThan(0)
-    expect(Number(readFileSync(cgroupFile("memory", "memory.max_usage_in_bytes"), "utf8"))).toBeLessThanOrEqual(limit)
+    // The kernel lets a task it is killing charge past the limit so it can exit (a page was seen
+    // under gVisor): far less than the 100 MiB beyond the limit the hog asked for.
+    const dyingTaskSlack = 2 << 20
+    expect(Number(readFileSync(cgroupFile("memory", "memory.max_usage_in_bytes"), "utf8"))).toBeLessThanOrEqual(limit + dyingTaskSlack)
     if (isolation === "bwrap") {
       // The box's init survived the OOM killer.
       expect((await runIn(box, ["echo", "alive"])).stdout).toBe("alive\n")
