@@ -83,6 +83,24 @@ const readSuffix = (suffix: string): { readonly binary: number; readonly decimal
  * The failure is a message that names the input and says what is wrong with it.
  */
 export const parseQuantity = (input: string): Result.Result<Quantity, string> => {
+  const known = parsed.get(input)
+  if (known !== undefined) return known
+  const result = parseUncached(input)
+  // Bounded: a client sending new texts forever only ever refills it.
+  if (parsed.size >= parsedCacheSize) parsed.clear()
+  parsed.set(input, result)
+  return result
+}
+
+/**
+ * Recent parses, by text: a request reads the same few texts several times (a body's size is
+ * checked, constrained and decoded; the stored size and the quota are read again), and a parse is
+ * BigInt arithmetic. Results are immutable values, so sharing them is safe.
+ */
+const parsed = new Map<string, Result.Result<Quantity, string>>()
+const parsedCacheSize = 1024
+
+const parseUncached = (input: string): Result.Result<Quantity, string> => {
   if (input.length === 0) return Result.fail("Invalid quantity '': must not be empty")
   if (input.length > maxQuantityLength) return invalid(`${input.slice(0, 20)}...`, `must be at most ${maxQuantityLength} characters`)
   // The pattern matches every string; only the fraction group is optional.
@@ -149,9 +167,12 @@ export const fromMillis = (millis: bigint | number): Quantity => makeQuantity(Bi
 /** Largest k ≤ 6 with 1024^k dividing n (n ≠ 0). */
 const binaryPowerDividing = (n: bigint): number => {
   let power = 0
-  while (power < binarySuffixes.length - 1 && n % 1024n ** BigInt(power + 1) === 0n) power += 1
+  while (power < binarySuffixes.length - 1 && n % binaryPowerValues[power + 1]! === 0n) power += 1
   return power
 }
+
+/** 1024^k for every suffix's k. */
+const binaryPowerValues = binarySuffixes.map((_, k) => 1024n ** BigInt(k))
 
 /**
  * Decimal canonical form: the largest SI suffix that keeps the mantissa an integer
@@ -174,7 +195,7 @@ export const formatQuantity = (q: Quantity): string => {
   if (q.format === "BinarySI" && q.exponent >= 0) {
     const value = q.coefficient * pow10(q.exponent)
     const power = binaryPowerDividing(value)
-    if (power > 0) return `${value / 1024n ** BigInt(power)}${binarySuffixes[power]}`
+    if (power > 0) return `${value / binaryPowerValues[power]!}${binarySuffixes[power]}`
   }
   return formatDecimal(q)
 }

@@ -26,6 +26,14 @@ const millis = (q: Quantity): bigint => Result.getOrThrow(toMillis(q))
 const parseError = (text: string): string => Result.match(parseQuantity(text), { onFailure: (message) => message, onSuccess: () => "parsed" })
 
 describe("parseQuantity", () => {
+  it("answers a text it parsed before the same, however many other texts came between (its cache is bounded)", () => {
+    const first = parseQuantity("1025Mi")
+    for (let i = 1; i <= 5000; i++) expect(Result.getOrThrow(Result.flatMap(parseQuantity(`${i}Ki`), toBytes))).toBe(BigInt(i) * 1024n)
+    expect(parseQuantity("1025Mi")).toEqual(first)
+    expect(Result.getOrThrow(Result.flatMap(parseQuantity("1025Mi"), toBytes))).toBe(1025n << 20n)
+    for (let i = 0; i < 2; i++) expect(Result.isFailure(parseQuantity("10Zi"))).toBe(true)
+  })
+
   it.each([
     ["10Gi", 10n * 1024n ** 3n],
     ["1536Mi", 1536n * 1024n ** 2n],
