@@ -25,7 +25,7 @@ import { LocalDeploymentDriver, localDeploymentOptionsFromEnv } from "./drivers/
 import { SimulatedDeploymentDriver } from "./drivers/simulated.ts"
 import { DeploymentObservationsLive } from "./Driver.ts"
 import { DeploymentDatabasesLive } from "./local/databases.ts"
-import { LogStoreLive } from "./local/logs.ts"
+import { LogStoreLive } from "./logs/index.ts"
 import { DeploymentProxy, DeploymentProxyLive } from "./local/proxy.ts"
 import { deploymentRoutes } from "./routes/deployments.ts"
 import { integrationRoutes } from "./routes/integrations.ts"

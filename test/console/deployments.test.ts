@@ -3,7 +3,7 @@
  * 422 shown next to the form, create a deployment and watch it reach DEPLOYED, deploy a second
  * image, roll back to the first, follow its logs as they arrive, delete with confirmation.
  *
- * The server gets the log endpoints wired here to the real log store (server/deployments/local/logs.ts),
+ * The server gets the log endpoints wired here to the real log store (server/deployments/logs/index.ts),
  * ahead of the default modules, so the test can append lines while the page follows them.
  */
 import { Effect, Exit, Scope } from "effect"
@@ -12,7 +12,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { logEndpoints } from "../../core/api/logs.ts"
-import { buildLogs, deployLogs, type LogStore, makeLogStore } from "../../server/deployments/local/logs.ts"
+import { buildLogs, deployLogs, type LogStore, makeFileLogStore } from "../../server/deployments/logs/index.ts"
 import { implement, type ServerModule } from "../../server/module.ts"
 import { modules } from "../../server/modules.ts"
 import { eventually, startTestServer, type TestServer } from "../support/server.ts"
@@ -34,7 +34,7 @@ const logModule = (store: LogStore["Service"]): ServerModule<never> => ({
 
 beforeAll(async () => {
   logRoot = mkdtempSync(join(tmpdir(), "slipway-console-logs-"))
-  logs = Effect.runSync(Scope.provide(logScope)(makeLogStore({ root: logRoot })))
+  logs = Effect.runSync(Scope.provide(logScope)(makeFileLogStore({ root: logRoot })))
   server = await startTestServer({ revisionStepMs: 150, modules: [logModule(logs), ...modules] })
   browser = await launchBrowser()
 })

@@ -1,14 +1,19 @@
-/** The on-disk log store and the reads behind the langgraph CLI's log endpoints, on the test clock. */
+/**
+ * The log store's contract, on both backends (files for a server on SQLite, PostgreSQL for servers
+ * on PostgreSQL), and the reads behind the langgraph CLI's log endpoints, on the test clock.
+ */
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Fiber, Result, Scope } from "effect"
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import { Context, Effect, Exit, Fiber, Layer, Result, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import { logEndpoints, LogsRequest } from "../../core/api/logs.ts"
 import { decodeWithIssues } from "../../core/api/validation.ts"
-import { buildLogs, deployLogs, levelOfLine, type LogStore, makeLogStore } from "../../server/deployments/local/logs.ts"
+import { buildLogs, deployLogs, levelOfLine, type LogLimits, type LogStore, makeFileLogStore, makePostgresLogStore, sweepOrphanLogs } from "../../server/deployments/logs/index.ts"
+import { PostgresDatabase, PostgresDatabaseLive } from "../../server/store/postgres/PostgresDatabase.ts"
+import { type PostgresServer, startPostgres } from "../support/postgres.ts"
 
 const DEP = "6f1c2f0e-8a47-4c43-9c2a-4f3c2e1d0b01"
 const R1 = "a1000000-0000-4000-8000-000000000001"
@@ -16,18 +21,36 @@ const R2 = "a2000000-0000-4000-8000-000000000002"
 
 const START = Date.parse("2026-03-08T10:00:00.000Z")
 
-/** A store over a fresh directory, the test clock at START; the directory goes with the test. */
-const withStore = <A, E>(test: (store: LogStore["Service"], root: string) => Effect.Effect<A, E, Scope.Scope>) =>
-  Effect.scoped(
-    Effect.gen(function* () {
-      const root = yield* Effect.acquireRelease(
-        Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "slipway-logs-"))),
-        (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
-      )
-      yield* TestClock.setTime(START)
-      return yield* test(yield* makeLogStore({ root }), root)
-    })
-  )
+type Store = LogStore["Service"]
+/** Opens a store over one storage (the same files, the same database): opened twice, it is a restart, or a second replica. */
+type Storage = (limits?: LogLimits) => Effect.Effect<Store, never, Scope.Scope>
+
+/** A backend: fresh, empty storage for one test, gone with the test's scope. */
+interface LogBackend {
+  readonly name: string
+  readonly storage: Effect.Effect<Storage, never, Scope.Scope>
+}
+
+const tempDir = Effect.acquireRelease(
+  Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "slipway-logs-"))),
+  (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+)
+
+const files: LogBackend = {
+  name: "files",
+  storage: Effect.map(tempDir, (root): Storage => (limits) => makeFileLogStore({ root, ...limits }))
+}
+
+let postgresServer: PostgresServer | undefined
+const postgres: LogBackend = {
+  name: "PostgreSQL",
+  storage: Effect.gen(function* () {
+    if (postgresServer === undefined) return yield* Effect.die(new Error("the PostgreSQL server did not start (see beforeAll)"))
+    const url = yield* Effect.promise(() => postgresServer!.createDatabase())
+    const kit = Context.get(yield* Effect.orDie(Layer.build(PostgresDatabaseLive({ url }))), PostgresDatabase)
+    return (limits) => makePostgresLogStore(kit, limits)
+  })
+}
 
 const tick = (ms = 1000) => TestClock.adjust(ms)
 const now = Effect.clockWith((clock) => clock.currentTimeMillis)
@@ -64,7 +87,23 @@ describe("LogsRequest (what the langgraph CLI sends)", () => {
   })
 })
 
-describe("log store", () => {
+const withStorage = <A, E>(backend: LogBackend, test: (store: Store, storage: Storage) => Effect.Effect<A, E, Scope.Scope>) =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      const storage = yield* backend.storage
+      yield* TestClock.setTime(START)
+      return yield* test(yield* storage(), storage)
+    })
+  )
+
+beforeAll(async () => {
+  postgresServer = await startPostgres()
+}, 120_000)
+afterAll(() => postgresServer?.stop())
+
+describe.each([files, postgres])("log store on $name", (backend) => {
+  const withStore = <A, E>(test: (store: Store, storage: Storage) => Effect.Effect<A, E, Scope.Scope>) => withStorage(backend, test)
+
   it.effect("follows a build as the CLI does: asc pages with next_offset, then only new lines", () =>
     withStore((store) =>
       Effect.gen(function* () {
@@ -92,15 +131,17 @@ describe("log store", () => {
   it.effect("answers the last lines newest first (the CLI's failure tail) with the entry shape it prints", () =>
     withStore((store) =>
       Effect.gen(function* () {
-        yield* store.append(DEP, R1, "build", { message: "pulling image" })
+        const first = yield* store.append(DEP, R1, "build", { message: "pulling image" })
         yield* tick()
-        yield* store.append(DEP, R1, "build", { message: "pull failed: manifest unknown", level: "ERROR" })
+        const second = yield* store.append(DEP, R1, "build", { message: "pull failed: manifest unknown", level: "ERROR" })
         const r = yield* buildLogs(store, DEP, R1, { order: "desc", limit: 30 })
         const clock = yield* now
         expect(r.logs).toEqual([
-          { id: `${R1}:build:2`, timestamp: clock, level: "ERROR", message: "pull failed: manifest unknown", revision_id: R1, stream: "system" },
-          { id: `${R1}:build:1`, timestamp: clock - 1000, level: "INFO", message: "pulling image", revision_id: R1, stream: "system" }
+          { id: second.id, timestamp: clock, level: "ERROR", message: "pull failed: manifest unknown", revision_id: R1, stream: "system" },
+          { id: first.id, timestamp: clock - 1000, level: "INFO", message: "pulling image", revision_id: R1, stream: "system" }
         ])
+        expect(first.id).toMatch(new RegExp(`^${R1}:build:\\d+$`))
+        expect(second.id).not.toBe(first.id)
         // Build and deploy logs are separate.
         expect((yield* deployLogs(store, DEP, { limit: 10 })).logs).toEqual([])
       })
@@ -133,39 +174,45 @@ describe("log store", () => {
         const p2 = yield* deployLogs(store, DEP, { order: "desc", limit: 3, offset: p1.next_offset })
         expect([...messages(p1), ...messages(p2)]).toEqual(["r2 fatal boom", "r2 warming up", "r1 Boom happened", "r1 started"])
         expect(new Set(all.logs.map((e) => e.id)).size).toBe(4)
+        // Lines of the same millisecond keep the order they were written in.
+        for (let i = 0; i < 20; i++) yield* store.append(DEP, R2, "deploy", { message: `same ms ${i}` })
+        const same = messages(yield* deployLogs(store, DEP, { order: "asc", query: "same ms", limit: 100 }))
+        expect(same).toEqual(Array.from({ length: 20 }, (_, i) => `same ms ${i}`))
+        expect(messages(yield* deployLogs(store, DEP, { order: "desc", query: "same ms", limit: 3 }))).toEqual(["same ms 19", "same ms 18", "same ms 17"])
       })
     )
   )
 
-  it.effect("keeps the newest bytes within the bound per revision and log", () =>
-    withStore((_, root) =>
+  it.effect("keeps the newest lines within the bound per revision and log", () =>
+    withStore((_, storage) =>
       Effect.gen(function* () {
-        const small = yield* makeLogStore({ root: path.join(root, "small"), maxBytesPerLog: 8192 })
+        const small = yield* storage({ maxBytesPerLog: 8192 })
         for (let i = 1; i <= 2000; i++) yield* small.append(DEP, R1, "deploy", { message: `line ${i} ${"x".repeat(40)}` })
-        const dir = path.join(root, "small", DEP, R1)
-        const bytes = fs.readdirSync(dir).reduce((n, f) => n + fs.statSync(path.join(dir, f)).size, 0)
-        expect(bytes).toBeLessThanOrEqual(8192)
-        const kept = (yield* small.read(DEP, { kind: "deploy", order: "asc", limit: 1000 })).logs
-        expect(kept.length).toBeGreaterThan(50)
+        // Another log of the same deployment is bounded on its own.
+        yield* small.append(DEP, R2, "deploy", { message: "the other revision" })
+        const kept = (yield* small.read(DEP, { kind: "deploy", revisionId: R1, order: "asc", limit: 1000 })).logs
+        expect(kept.reduce((n, e) => n + Buffer.byteLength(e.message), 0)).toBeLessThanOrEqual(8192)
+        // At least half the bound, in lines of at most 128 bytes as stored.
+        expect(kept.length).toBeGreaterThanOrEqual(4096 / 128)
         expect(kept[kept.length - 1]!.message).toMatch(/^line 2000 /)
         // Contiguous: the newest lines, none missing in between.
         const numbers = kept.map((e) => Number(/^line (\d+)/.exec(e.message)![1]))
         expect(numbers).toEqual(numbers.map((_, i) => numbers[0]! + i))
-        expect(fs.existsSync(path.join(dir, "deploy.jsonl.1"))).toBe(true)
+        expect(messages(yield* small.read(DEP, { kind: "deploy", revisionId: R2 }))).toEqual(["the other revision"])
       })
     )
   )
 
   it.effect("continues ids after a restart instead of reusing them", () =>
-    withStore((_, root) =>
+    withStore((_, storage) =>
       Effect.gen(function* () {
         const first = yield* Scope.make()
-        const before = yield* Scope.provide(first)(makeLogStore({ root }))
-        yield* before.append(DEP, R1, "deploy", { message: "before" })
+        const before = yield* Scope.provide(first)(storage())
+        const old = yield* before.append(DEP, R1, "deploy", { message: "before" })
         yield* Scope.close(first, Exit.void)
-        const store = yield* makeLogStore({ root })
+        const store = yield* storage()
         const e = yield* store.append(DEP, R1, "deploy", { message: "after" })
-        expect(e.id).toBe(`${R1}:deploy:2`)
+        expect(e.id).not.toBe(old.id)
         expect(messages(yield* store.read(DEP, { kind: "deploy", order: "asc" }))).toEqual(["before", "after"])
       })
     )
@@ -193,6 +240,23 @@ describe("log store", () => {
     )
   )
 
+  it.effect("keeps every line of a chatty process, in order, by the time the pipe completes", () =>
+    withStore((store) =>
+      Effect.gen(function* () {
+        const child = spawn("sh", ["-c", "i=1; while [ $i -le 3000 ]; do echo \"line $i\"; i=$((i+1)); done"])
+        yield* store.pipe(child.stdout, DEP, R1, "deploy", { stream: "stdout" })
+        const read = (offset?: string | null) => store.read(DEP, { kind: "deploy", order: "asc", limit: 1000, ...(offset ? { offset } : {}) })
+        const seen: Array<string> = []
+        let page = yield* read()
+        while (page.logs.length > 0) {
+          seen.push(...messages(page))
+          page = yield* read(page.next_offset)
+        }
+        expect(seen).toEqual(Array.from({ length: 3000 }, (_, i) => `line ${i + 1}`))
+      })
+    )
+  )
+
   it.effect("stops reading a process's output when the pipe is interrupted", () =>
     withStore((store) =>
       Effect.gen(function* () {
@@ -213,7 +277,9 @@ describe("log store", () => {
         const long = yield* store.append(DEP, R1, "deploy", { message: "é".repeat(20_000) })
         expect(Buffer.byteLength(long.message)).toBeLessThan(16 * 1024 + 32)
         expect(long.message.endsWith(" …[truncated]")).toBe(true)
+        expect((yield* store.read(DEP, { kind: "deploy" })).logs[0]!.message).toBe(long.message)
         expect(yield* Effect.flip(store.append("../etc", R1, "deploy", { message: "x" }))).toMatchObject({ _tag: "LogStoreError" })
+        expect(yield* Effect.flip(store.appendText(DEP, "a b", "deploy", "x", { stream: "stdout" }))).toMatchObject({ _tag: "LogStoreError" })
         expect((yield* Effect.flip(store.read(DEP, { kind: "deploy", revisionId: "a/b" }))).message).toMatch(/invalid revision id/)
         expect((yield* Effect.flip(store.read(DEP, { kind: "deploy", offset: "not-a-cursor" }))).message).toMatch(/not a next_offset/)
         expect(yield* store.read("0b0e6a8e-0000-4000-8000-000000000000", { kind: "deploy" })).toEqual({ logs: [], next_offset: null })
@@ -221,6 +287,124 @@ describe("log store", () => {
     )
   )
 
+  it.effect("appends text line by line, whatever the line breaks", () =>
+    withStore((store) =>
+      Effect.gen(function* () {
+        yield* store.appendText(DEP, R1, "build", "step 1\r\nstep 2\rstep 3\n\n   \nstep 4", { stream: "stderr", replica: "builder" })
+        const logs = (yield* store.read(DEP, { kind: "build", order: "asc" })).logs
+        expect(messages({ logs })).toEqual(["step 1", "step 2", "step 3", "step 4"])
+        expect(logs.every((e) => e.stream === "stderr" && e.replica === "builder")).toBe(true)
+      })
+    )
+  )
+
+  it.effect("removes a revision's or a deployment's logs", () =>
+    withStore((store) =>
+      Effect.gen(function* () {
+        yield* store.append(DEP, R1, "deploy", { message: "a" })
+        yield* store.append(DEP, R2, "deploy", { message: "b" })
+        expect(yield* store.revisions(DEP)).toEqual([R1, R2])
+        yield* store.removeRevision(DEP, R1)
+        expect(yield* store.revisions(DEP)).toEqual([R2])
+        expect(messages(yield* store.read(DEP, { kind: "deploy" }))).toEqual(["b"])
+        yield* store.removeDeployment(DEP)
+        expect(yield* store.revisions(DEP)).toEqual([])
+        expect(yield* store.read(DEP, { kind: "deploy" })).toEqual({ logs: [], next_offset: null })
+      })
+    )
+  )
+})
+
+describe("log store on files", () => {
+  it.effect("rotates into one older file, so the disk holds at most the bound", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const root = yield* tempDir
+        const small = yield* makeFileLogStore({ root, maxBytesPerLog: 8192 })
+        for (let i = 1; i <= 2000; i++) yield* small.append(DEP, R1, "deploy", { message: `line ${i} ${"x".repeat(40)}` })
+        const dir = path.join(root, DEP, R1)
+        expect(fs.readdirSync(dir).reduce((n, f) => n + fs.statSync(path.join(dir, f)).size, 0)).toBeLessThanOrEqual(8192)
+        expect(fs.existsSync(path.join(dir, "deploy.jsonl.1"))).toBe(true)
+      })
+    )
+  )
+
+  it.effect("numbers a log's lines from 1 and goes on after a restart; removing a deployment removes its directory", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const root = yield* tempDir
+        const first = yield* Scope.make()
+        const before = yield* Scope.provide(first)(makeFileLogStore({ root }))
+        expect((yield* before.append(DEP, R1, "deploy", { message: "before" })).id).toBe(`${R1}:deploy:1`)
+        yield* Scope.close(first, Exit.void)
+        const store = yield* makeFileLogStore({ root })
+        expect((yield* store.append(DEP, R1, "deploy", { message: "after" })).id).toBe(`${R1}:deploy:2`)
+        yield* store.removeDeployment(DEP)
+        expect(fs.existsSync(path.join(root, DEP))).toBe(false)
+      })
+    )
+  )
+})
+
+describe("log store on PostgreSQL", () => {
+  it.effect("two replicas on one database: each reads what the other wrote, in one order, with distinct ids", () =>
+    withStorage(postgres, (a, storage) =>
+      Effect.gen(function* () {
+        const b = yield* storage()
+        yield* a.append(DEP, R1, "build", { message: "built on a" })
+        yield* tick()
+        // The revision moved to b (a takeover): its deploy log goes on there.
+        yield* a.append(DEP, R1, "deploy", { message: "started on a" })
+        yield* tick()
+        yield* b.append(DEP, R1, "deploy", { message: "started again on b" })
+        const child = spawn("sh", ["-c", "echo from the process on b"])
+        yield* b.pipe(child.stdout, DEP, R1, "deploy", { stream: "stdout", replica: "b-0" })
+        for (const store of [a, b]) {
+          expect(messages(yield* buildLogs(store, DEP, R1, {}))).toEqual(["built on a"])
+          const deploy = (yield* deployLogs(store, DEP, { order: "asc" })).logs
+          expect(messages({ logs: deploy })).toEqual(["started on a", "started again on b", "from the process on b"])
+          expect(new Set(deploy.map((e) => e.id)).size).toBe(3)
+        }
+      })
+    )
+  )
+
+  it.effect("sweeps the lines of deployments that no longer exist, and only those", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const url = yield* Effect.promise(() => postgresServer!.createDatabase())
+        const kit = Context.get(yield* Effect.orDie(Layer.build(PostgresDatabaseLive({ url }))), PostgresDatabase)
+        const store = yield* makePostgresLogStore(kit)
+        const LIVE = "6f1c2f0e-8a47-4c43-9c2a-4f3c2e1d0b02"
+        yield* Effect.orDie(
+          kit.client.execute(
+            `INSERT INTO organizations (id, name, created_at) VALUES ('o', 'o', now());
+             INSERT INTO tenants (id, organization_id, name, created_at) VALUES ('t', 'o', 't', now());
+             INSERT INTO deployments (id, tenant_id, name, source, source_config, source_revision_config, secrets, status, created_at, updated_at)
+               VALUES ('${LIVE}', 't', 'live', 'external_container', '{}', '{}', '[]', 'READY', now(), now())`
+          )
+        )
+        yield* store.append(LIVE, R1, "deploy", { message: "still deployed" })
+        yield* store.append(DEP, R1, "deploy", { message: "deleted while its replica was down" })
+        yield* store.append(DEP, R2, "build", { message: "deleted too" })
+        expect(yield* sweepOrphanLogs(kit)).toBe(2)
+        expect(yield* store.revisions(DEP)).toEqual([])
+        expect(messages(yield* store.read(LIVE, { kind: "deploy" }))).toEqual(["still deployed"])
+      })
+    )
+  )
+
+  it.effect("stores a line with a NUL (PostgreSQL's text has none: it becomes U+FFFD)", () =>
+    withStorage(postgres, (store) =>
+      Effect.gen(function* () {
+        yield* store.append(DEP, R1, "deploy", { message: "before\u0000after" })
+        expect(messages(yield* store.read(DEP, { kind: "deploy" }))).toEqual(["before\uFFFDafter"])
+      })
+    )
+  )
+})
+
+describe("levels", () => {
   it("reads levels from common line formats", () => {
     expect(levelOfLine("WARNING: low disk")).toBe("WARNING")
     expect(levelOfLine("[error] x")).toBe("ERROR")
@@ -228,18 +412,4 @@ describe("log store", () => {
     expect(levelOfLine("ts=1 level=debug msg=x")).toBe("DEBUG")
     expect(levelOfLine("information only")).toBeUndefined()
   })
-
-  it.effect("removes a revision's or a deployment's logs", () =>
-    withStore((store, root) =>
-      Effect.gen(function* () {
-        yield* store.append(DEP, R1, "deploy", { message: "a" })
-        yield* store.append(DEP, R2, "deploy", { message: "b" })
-        yield* store.removeRevision(DEP, R1)
-        expect(yield* store.revisions(DEP)).toEqual([R2])
-        yield* store.removeDeployment(DEP)
-        expect(yield* store.revisions(DEP)).toEqual([])
-        expect(fs.existsSync(path.join(root, DEP))).toBe(false)
-      })
-    )
-  )
 })

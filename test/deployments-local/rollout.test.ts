@@ -14,7 +14,7 @@ import { Effect, Exit, Layer, Schedule, Scope } from "effect"
 import { afterAll, beforeAll, expect, it } from "vitest"
 import { DeploymentDatabases, makeDeploymentDatabases } from "../../server/deployments/local/databases.ts"
 import { waitHealthy } from "../../server/deployments/local/health.ts"
-import { type LogStore, makeLogStore } from "../../server/deployments/local/logs.ts"
+import { type LogStore, makeFileLogStore } from "../../server/deployments/logs/index.ts"
 import { type DeploymentProxy, deploymentUrl, makeDeploymentProxy, type ProxyTarget } from "../../server/deployments/local/proxy.ts"
 import { PortAllocatorLive } from "../../server/runtime/PortAllocator.ts"
 import { ProcessRunnerLive } from "../../server/runtime/ProcessRunner.ts"
@@ -92,7 +92,7 @@ beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), "slipway-rollout-"))
   fs.chmodSync(dir, 0o755)
   ;[dbs, logs, proxy] = await run(
-    Effect.all([makeDeploymentDatabases({ dataDir: dir }), makeLogStore({ root: path.join(dir, "logs") }), makeDeploymentProxy({ publicUrl })]).pipe(
+    Effect.all([makeDeploymentDatabases({ dataDir: dir }), makeFileLogStore({ root: path.join(dir, "logs") }), makeDeploymentProxy({ publicUrl })]).pipe(
       Scope.provide(scope),
       Effect.provide(Layer.mergeAll(ProcessRunnerLive, PortAllocatorLive))
     )

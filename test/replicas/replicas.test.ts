@@ -337,6 +337,14 @@ describe("three replicas with the local runtime on one database", () => {
   }, 180_000)
 
   let deployment: { id: string; name: string; revision: string }
+  /** The deployment's logs as A answered them while it served. */
+  let logsBefore: { build: Array<unknown>; deploy: Array<unknown> }
+  /** A log endpoint of the deployment (asc, the first 1000 lines), through a replica. */
+  const logsVia = async (via: ChildServer, path: string) => {
+    const answer = await api(via)("POST", `/v1/projects/${deployment?.id ?? ""}${path}`, { body: { order: "asc", limit: 1000 } })
+    expect(answer.status, JSON.stringify(answer.body)).toBe(200)
+    return answer.body as { logs: Array<unknown>; next_offset: string | null }
+  }
 
   it("serves deployments rolled out on A through B and C, HTTP and WebSocket; the database is on the shared server", async () => {
     const [a, b, c] = replicas as [ChildServer, ChildServer, ChildServer]
@@ -375,6 +383,17 @@ describe("three replicas with the local runtime on one database", () => {
       }, 10_000, 100)
       expect(upgraded.echoed).toBe("ping through the replicas\n")
     }
+    // Its build and deploy logs, written by A, read the same through every replica (they are in the database).
+    const build = await logsVia(a, `/revisions/${revision}/build_logs`)
+    expect(build.logs.length).toBeGreaterThan(0)
+    const deploy = await logsVia(a, "/deploy_logs")
+    expect(deploy.logs.length).toBeGreaterThan(0)
+    for (const via of [b, c]) {
+      expect(await logsVia(via, `/revisions/${revision}/build_logs`)).toEqual(build)
+      // Later lines (health results) may have come since: what A answered is how it starts.
+      expect((await logsVia(via, "/deploy_logs")).logs.slice(0, deploy.logs.length)).toEqual(deploy.logs)
+    }
+    logsBefore = { build: build.logs, deploy: deploy.logs }
     // A URL no deployment has is still Slipway's 404 on every replica.
     expect((await fetch(`${b.url}/d/nothing-here/ok`)).status).toBe(404)
     // Its database is on the shared server, with credentials every replica derives alike.
@@ -443,6 +462,12 @@ describe("three replicas with the local runtime on one database", () => {
     expect(row!.active_revision_id).toBe(deployment.revision)
     expect(await sql("SELECT count(*)::int AS n FROM revisions WHERE deployment_id = $1", [deployment.id])).toEqual(revisionsBefore)
     for (const via of [b, c]) expect((await fetch(`${via.url}/d/agent/ok`)).status).toBe(200)
+    // What A logged is still read through the survivors.
+    for (const via of [b, c]) {
+      // (its build log goes on with the image pulled again where the revision runs now)
+      expect((await logsVia(via, `/revisions/${deployment.revision}/build_logs`)).logs).toEqual(expect.arrayContaining(logsBefore.build))
+      expect((await logsVia(via, "/deploy_logs")).logs).toEqual(expect.arrayContaining(logsBefore.deploy))
+    }
     // The same database, the same credentials: what A's replicas wrote is there.
     expect((await withDeploymentDatabase(deployment.id, (client) => client.query("SELECT note FROM kept"))).rows).toEqual([{ note: "written while A served" }])
 

@@ -6,7 +6,8 @@
 import { Effect } from "effect"
 import { Api, NotFound, ValidationError } from "../../../core/index.ts"
 import { implement } from "../../module.ts"
-import { buildLogs, deployLogs, type LogStoreError, LogStore } from "../local/logs.ts"
+import { StoreError } from "../../store/StoreError.ts"
+import { buildLogs, deployLogs, type LogStoreError, LogStore } from "../logs/LogStore.ts"
 import { deploymentNotFound } from "../wire.ts"
 import type { DeploymentWrites } from "../writes.ts"
 
@@ -21,8 +22,9 @@ export const logRoutes = ({ deploymentStore, revisionStore }: DeploymentWrites) 
         return yield* Effect.fail(new NotFound({ message: `Revision ${revisionId} not found in deployment ${deploymentId}` }))
     })
 
-    /** A bad offset (or other input the store refuses) is a 422 at the body's offset. */
-    const read = <A>(effect: Effect.Effect<A, LogStoreError>) => Effect.mapError(effect, (error) => ValidationError.single(["body", "offset"], error.message))
+    /** A bad offset (or other input the store refuses) is a 422 at the body's offset; storage that did not answer, a 503. */
+    const read = <A>(effect: Effect.Effect<A, LogStoreError>) =>
+      Effect.mapError(effect, (error) => (error.unavailable ? new StoreError({ message: error.message, busy: true }) : ValidationError.single(["body", "offset"], error.message)))
 
     return [
       implement(Api.getBuildLogs, ({ params, body }, { auth }) =>

@@ -395,6 +395,28 @@ export const postgresMigrations: ReadonlyArray<PgMigration> = [
     // Builds: an integration may hold a read token (sealed) for its private repositories.
     id: "builds-integration-read-token",
     sql: "ALTER TABLE integrations ADD COLUMN read_token text;"
+  },
+  {
+    // Deployment build and deploy logs (server/deployments/logs/postgres.ts): every replica reads
+    // every revision's lines. No foreign keys: lines of a deployment being deleted may still
+    // arrive; the driver's teardown removes its logs after its processes stop.
+    id: "replicas-2_deployment_logs",
+    sql: `
+      CREATE TABLE deployment_logs (
+        seq bigserial PRIMARY KEY,
+        deployment_id text COLLATE "C" NOT NULL,
+        revision_id text COLLATE "C" NOT NULL,
+        kind smallint NOT NULL,
+        t bigint NOT NULL,
+        level smallint NOT NULL,
+        message text NOT NULL,
+        stream text NOT NULL,
+        replica text,
+        bytes integer NOT NULL
+      );
+      CREATE INDEX deployment_logs_by_time ON deployment_logs (deployment_id, kind, t, revision_id, seq);
+      CREATE INDEX deployment_logs_by_log ON deployment_logs (deployment_id, revision_id, kind, seq);
+    `
   }
 ]
 
