@@ -42,14 +42,15 @@ const files: LogBackend = {
 }
 
 let postgresServer: PostgresServer | undefined
+/** A fresh, migrated database on the file's PostgreSQL server, closed with the scope. */
+const freshDatabase = Effect.gen(function* () {
+  if (postgresServer === undefined) return yield* Effect.die(new Error("the PostgreSQL server did not start (see beforeAll)"))
+  const url = yield* Effect.promise(() => postgresServer!.createDatabase())
+  return Context.get(yield* Effect.orDie(Layer.build(PostgresDatabaseLive({ url }))), PostgresDatabase)
+})
 const postgres: LogBackend = {
   name: "PostgreSQL",
-  storage: Effect.gen(function* () {
-    if (postgresServer === undefined) return yield* Effect.die(new Error("the PostgreSQL server did not start (see beforeAll)"))
-    const url = yield* Effect.promise(() => postgresServer!.createDatabase())
-    const kit = Context.get(yield* Effect.orDie(Layer.build(PostgresDatabaseLive({ url }))), PostgresDatabase)
-    return (limits) => makePostgresLogStore(kit, limits)
-  })
+  storage: Effect.map(freshDatabase, (kit): Storage => (limits) => makePostgresLogStore(kit, limits))
 }
 
 const tick = (ms = 1000) => TestClock.adjust(ms)
@@ -372,8 +373,7 @@ describe("log store on PostgreSQL", () => {
   it.effect("sweeps the lines of deployments that no longer exist, and only those", () =>
     Effect.scoped(
       Effect.gen(function* () {
-        const url = yield* Effect.promise(() => postgresServer!.createDatabase())
-        const kit = Context.get(yield* Effect.orDie(Layer.build(PostgresDatabaseLive({ url }))), PostgresDatabase)
+        const kit = yield* freshDatabase
         const store = yield* makePostgresLogStore(kit)
         const LIVE = "6f1c2f0e-8a47-4c43-9c2a-4f3c2e1d0b02"
         yield* Effect.orDie(
