@@ -5,7 +5,7 @@
  */
 import { Effect } from "effect"
 import { Api, NotFound, ValidationError } from "../../../core/index.ts"
-import { implement } from "../../module.ts"
+import { implement, ServerEnv } from "../../module.ts"
 import { StoreError } from "../../store/StoreError.ts"
 import { buildLogs, deployLogs, type LogStoreError, LogStore } from "../logs/LogStore.ts"
 import { deploymentNotFound } from "../wire.ts"
@@ -14,6 +14,7 @@ import type { DeploymentWrites } from "../writes.ts"
 export const logRoutes = ({ deploymentStore, revisionStore }: DeploymentWrites) =>
   Effect.gen(function* () {
     const logs = yield* LogStore
+    const { log } = yield* ServerEnv
 
     const mustExist = Effect.fnUntraced(function* (tenantId: string, deploymentId: string, revisionId?: string) {
       const deployment = yield* deploymentStore.deployment(tenantId, deploymentId)
@@ -22,9 +23,19 @@ export const logRoutes = ({ deploymentStore, revisionStore }: DeploymentWrites) 
         return yield* Effect.fail(new NotFound({ message: `Revision ${revisionId} not found in deployment ${deploymentId}` }))
     })
 
-    /** A bad offset (or other input the store refuses) is a 422 at the body's offset; storage that did not answer, a 503. */
-    const read = <A>(effect: Effect.Effect<A, LogStoreError>) =>
-      Effect.mapError(effect, (error) => (error.unavailable ? new StoreError({ message: error.message, busy: true }) : ValidationError.single(["body", "offset"], error.message)))
+    /**
+     * A bad offset (or other input the store refuses) is a 422 at the body's offset; storage that
+     * did not answer is a 503 whose cause is logged, not sent (it names the server's paths).
+     */
+    const read = <A>(effect: Effect.Effect<A, LogStoreError>): Effect.Effect<A, StoreError | ValidationError> =>
+      Effect.catch(effect, (error): Effect.Effect<never, StoreError | ValidationError> =>
+        error.unavailable
+          ? Effect.andThen(
+              Effect.sync(() => log.warn("deployment logs unavailable", { error: error.message })),
+              Effect.fail(new StoreError({ message: "Deployment logs are unavailable, retry shortly", busy: true }))
+            )
+          : Effect.fail(ValidationError.single(["body", "offset"], error.message))
+      )
 
     return [
       implement(Api.getBuildLogs, ({ params, body }, { auth }) =>

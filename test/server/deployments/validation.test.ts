@@ -1,4 +1,8 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { layerFileLogStore } from "../../../server/deployments/logs/index.ts"
 import { startTestServer, type TestServer } from "../../support/server.ts"
 import { containerBody, gitrepoBody, uniqueName } from "./helpers.ts"
 
@@ -243,5 +247,28 @@ describe("the log endpoints (what the langgraph CLI calls)", () => {
     const openapi = (await t.request("GET", "/openapi.json")).body
     expect(openapi.paths["/v1/projects/{deployment_id}/deploy_logs"].post.requestBody.required).toBe(false)
     expect(openapi.paths["/v2/deployments"].post.requestBody.required).toBe(true)
+  })
+})
+
+describe("the log endpoints when the log storage fails", () => {
+  it("answer 503 with Retry-After, not a 422 about the offset (a store on a path that is a file: ENOTDIR)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "slipway-logs-broken-"))
+    const notADirectory = join(dir, "deployment-logs")
+    writeFileSync(notADirectory, "a file where the logs' directory should be")
+    const broken = await startTestServer({ substitute: layerFileLogStore({ root: notADirectory }) })
+    try {
+      const created = await broken.request("POST", "/v2/deployments", { body: containerBody() })
+      expect(created.status).toBe(201)
+      const answer = await broken.request("POST", `/v1/projects/${created.body.id}/deploy_logs`, { body: { order: "asc" } })
+      expect(answer.status, JSON.stringify(answer.body)).toBe(503)
+      expect(answer.headers.get("retry-after")).toBe("1")
+      // The cause is the server's to log: it names the server's paths.
+      expect(answer.body.detail).toBe("Deployment logs are unavailable, retry shortly")
+      // Bad input is still bad input.
+      expect((await broken.request("POST", `/v1/projects/${created.body.id}/deploy_logs`, { body: { offset: "not-a-cursor" } })).status).toBe(422)
+    } finally {
+      await broken.close()
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 })
