@@ -13,7 +13,7 @@
  * overlong line, and the splitting of a process's output into lines.
  */
 import type { Readable } from "node:stream"
-import { Context, Data, type Effect } from "effect"
+import { Context, Data, Effect } from "effect"
 import { defaultLogLimit, maxLogLimit, logLevels, type LogEntry, type LogLevel, type LogsRequest, type LogsResponse } from "../../../core/api/logs.ts"
 
 export type LogKind = "build" | "deploy"
@@ -222,6 +222,17 @@ export const pageOf = (plan: ReadPlan, page: ReadonlyArray<{ readonly key: Key; 
   const last = page[page.length - 1]
   return { logs: page.map((m) => m.entry), next_offset: last === undefined ? plan.offset : encodeCursor(last.key) }
 }
+
+/** A process's line as an entry of its source (stream, replica). */
+export const entryFrom = (message: string, source: LineSource): AppendEntry => ({
+  message,
+  stream: source.stream,
+  ...(source.replica === undefined ? {} : { replica: source.replica })
+})
+
+/** `f` run now: a `LogStoreError` it throws (bad input) as it is, anything else as `other(message)`. */
+export const attempt = <A>(f: () => A, other: (message: string) => LogStoreError = invalid): Effect.Effect<A, LogStoreError> =>
+  Effect.try({ try: f, catch: (error) => (error instanceof LogStoreError ? error : other(String((error as Error)?.message ?? error))) })
 
 /** Splits text into its non-blank lines (`\n`, `\r\n` or `\r`). */
 export const linesOf = (text: string): Array<string> => text.split(/\r\n|\n|\r/).filter((line) => line.trim() !== "")

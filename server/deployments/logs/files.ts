@@ -13,8 +13,10 @@ import { Clock, Effect, Layer, type Scope } from "effect"
 import type { LogEntry, LogLevel } from "../../../core/api/logs.ts"
 import {
   type AppendEntry,
+  attempt,
   checkKind,
   compareKeys,
+  entryFrom,
   invalid,
   isSegment,
   type Key,
@@ -130,7 +132,7 @@ const makeFiles = (options: FileLogStoreOptions) => {
   }
 
   const appendText = (now: number, dep: string, rev: string, kind: LogKind, text: string, source: LineSource) => {
-    for (const line of linesOf(text)) append(now, dep, rev, kind, { message: line, stream: source.stream, ...(source.replica === undefined ? {} : { replica: source.replica }) })
+    for (const line of linesOf(text)) append(now, dep, rev, kind, entryFrom(line, source))
   }
 
   const revisions = (dep: string): string[] => {
@@ -201,8 +203,7 @@ const makeFiles = (options: FileLogStoreOptions) => {
 }
 
 /** A thrown `LogStoreError` as it is; any other error (the disk) as an unavailable store with its message. */
-const attempt = <A>(f: () => A): Effect.Effect<A, LogStoreError> =>
-  Effect.try({ try: f, catch: (error) => (error instanceof LogStoreError ? error : unavailable(String((error as Error)?.message ?? error))) })
+const onDisk = <A>(f: () => A): Effect.Effect<A, LogStoreError> => attempt(f, unavailable)
 
 /** The store over `options.root`; its open files are closed with the scope. */
 export const makeFileLogStore = (options: FileLogStoreOptions): Effect.Effect<LogStore["Service"], never, Scope.Scope> =>
@@ -213,8 +214,8 @@ export const makeFileLogStore = (options: FileLogStoreOptions): Effect.Effect<Lo
     ),
     (files) =>
       LogStore.of({
-        append: (dep, rev, kind, entry) => Clock.clockWith((clock) => attempt(() => files.append(clock.currentTimeMillisUnsafe(), dep, rev, kind, entry))),
-        appendText: (dep, rev, kind, text, source) => Clock.clockWith((clock) => attempt(() => files.appendText(clock.currentTimeMillisUnsafe(), dep, rev, kind, text, source))),
+        append: (dep, rev, kind, entry) => Clock.clockWith((clock) => onDisk(() => files.append(clock.currentTimeMillisUnsafe(), dep, rev, kind, entry))),
+        appendText: (dep, rev, kind, text, source) => Clock.clockWith((clock) => onDisk(() => files.appendText(clock.currentTimeMillisUnsafe(), dep, rev, kind, text, source))),
         pipe: (readable, dep, rev, kind, source) =>
           Clock.clockWith((clock) =>
             Effect.callback<void, LogStoreError>((resume) => {
@@ -226,7 +227,7 @@ export const makeFileLogStore = (options: FileLogStoreOptions): Effect.Effect<Lo
                   files.maxLine,
                   (message) => {
                     try {
-                      files.append(clock.currentTimeMillisUnsafe(), dep, rev, kind, { message, stream: source.stream, ...(source.replica === undefined ? {} : { replica: source.replica }) })
+                      files.append(clock.currentTimeMillisUnsafe(), dep, rev, kind, entryFrom(message, source))
                     } catch {
                       // A line the disk did not take is lost; the process's output goes on.
                     }
@@ -239,10 +240,10 @@ export const makeFileLogStore = (options: FileLogStoreOptions): Effect.Effect<Lo
               }
             })
           ),
-        read: (dep, o) => attempt(() => files.read(dep, o)),
-        revisions: (dep) => attempt(() => files.revisions(dep)),
-        removeRevision: (dep, rev) => attempt(() => files.removeRevision(dep, rev)),
-        removeDeployment: (dep) => attempt(() => files.removeDeployment(dep))
+        read: (dep, o) => onDisk(() => files.read(dep, o)),
+        revisions: (dep) => onDisk(() => files.revisions(dep)),
+        removeRevision: (dep, rev) => onDisk(() => files.removeRevision(dep, rev)),
+        removeDeployment: (dep) => onDisk(() => files.removeDeployment(dep))
       })
   )
 

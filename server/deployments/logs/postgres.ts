@@ -16,8 +16,9 @@ import type { PgError } from "../../store/postgres/client.ts"
 import { PostgresDatabase, type PgStoreKit } from "../../store/postgres/PostgresDatabase.ts"
 import {
   type AppendEntry,
+  attempt,
   checkKind,
-  invalid,
+  entryFrom,
   type Key,
   kindIndex,
   type Line,
@@ -213,10 +214,6 @@ export const makePostgresLogStore = (kit: PgStoreKit, limits: LogLimits = {}) =>
         })
       )
 
-    /** `f` run now; a `LogStoreError` it throws (bad input) is the effect's failure. */
-    const attempt = <A>(f: () => A): Effect.Effect<A, LogStoreError> =>
-      Effect.try({ try: f, catch: (error) => (error instanceof LogStoreError ? error : invalid(String((error as Error)?.message ?? error))) })
-
     const forget = (deploymentId: string, revisionId?: string) =>
       Effect.sync(() => {
         queue = queue.filter((p) => p.deploymentId !== deploymentId || (revisionId !== undefined && p.revisionId !== revisionId))
@@ -239,7 +236,7 @@ export const makePostgresLogStore = (kit: PgStoreKit, limits: LogLimits = {}) =>
           Effect.flatMap(
             attempt(() =>
               linesOf(text).map((message) =>
-                pending(clock.currentTimeMillisUnsafe(), deploymentId, revisionId, kind, { message, stream: source.stream, ...(source.replica === undefined ? {} : { replica: source.replica }) })
+                pending(clock.currentTimeMillisUnsafe(), deploymentId, revisionId, kind, entryFrom(message, source))
               )
             ),
             enqueue
@@ -260,7 +257,7 @@ export const makePostgresLogStore = (kit: PgStoreKit, limits: LogLimits = {}) =>
               readable,
               maxLine,
               (message) => {
-                queue.push(pending(clock.currentTimeMillisUnsafe(), deploymentId, revisionId, kind, { message, stream: source.stream, ...(source.replica === undefined ? {} : { replica: source.replica }) }))
+                queue.push(pending(clock.currentTimeMillisUnsafe(), deploymentId, revisionId, kind, entryFrom(message, source)))
                 schedule()
               },
               // Its last lines are stored before the pipe completes (a line the database did not take is lost; the output went on).
