@@ -394,6 +394,29 @@ describe("log store on PostgreSQL", () => {
     )
   )
 
+  it.effect("a process faster than the database: lines past the queue's cap are dropped and counted in its log, the rest kept in order", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const kit = yield* freshDatabase
+        const store = yield* makePostgresLogStore(kit, { maxBytesPerLog: 256 << 20 })
+        const total = 200_000
+        const child = spawn("seq", ["1", String(total)])
+        yield* store.pipe(child.stdout, DEP, R1, "deploy", { stream: "stdout" })
+        const rows = yield* Effect.orDie(kit.client.query<{ message: string; level: number }>("SELECT message, level FROM deployment_logs ORDER BY seq"))
+        const notices = rows.filter((row) => / lines? of output dropped: the log database did not keep up$/.test(row.message))
+        const kept = rows.filter((row) => /^\d+$/.test(row.message)).map((row) => Number(row.message))
+        const droppedCount = notices.reduce((n, row) => n + Number(/^(\d+)/.exec(row.message)![1]), 0)
+        // A burst of 200,000 lines outruns the inserts: some are dropped, and every line is either kept or counted.
+        expect(droppedCount).toBeGreaterThan(0)
+        expect(kept.length + droppedCount).toBe(total)
+        expect(notices.every((row) => row.level === 30)).toBe(true)
+        // What is kept is in the process's order, with no line twice.
+        expect(kept.every((n, i) => i === 0 || n > kept[i - 1]!)).toBe(true)
+      })
+    ),
+  { timeout: 60_000 }
+  )
+
   it.effect("stores a line with a NUL (PostgreSQL's text has none: it becomes U+FFFD)", () =>
     withStorage(postgres, (store) =>
       Effect.gen(function* () {

@@ -3,9 +3,10 @@
  * writes the lines of the revisions it runs and reads everyone's, so a log endpoint answers the
  * same through any replica, and a revision's earlier lines survive the replica that wrote them.
  *
- * Writes are batched: lines wait in one queue and go in one multi-row INSERT, one at a time, so a
- * chatty process costs a statement per batch, not per line (a batch is whatever arrived while the
- * previous one was written). `append` and `appendText` answer once their lines are stored, `pipe`
+ * Writes are batched: lines wait in one queue and go in multi-row INSERTs (at most `MAX_BATCH`
+ * lines each), one at a time, so a chatty process costs a statement per batch, not per line (a
+ * batch is whatever arrived while the previous one was written). A process faster than the
+ * database loses lines past `MAX_QUEUE` waiting ones, and its log says how many. `append` and `appendText` answer once their lines are stored, `pipe`
  * once its stream ended and its lines are stored, and a read first writes what is waiting, so a
  * read after a write on the same replica sees it. The bound per (revision, kind) is kept by
  * deleting the oldest lines down to half of it once the log passes it.
@@ -38,6 +39,14 @@ import {
   toEntry,
   unavailable
 } from "./LogStore.ts"
+
+/** Lines per INSERT. */
+const MAX_BATCH = 2_000
+/**
+ * Lines of process output waiting for the database, at most: past it a stream's lines are dropped
+ * (and counted in a line of its log) rather than held in memory or the process slowed down.
+ */
+const MAX_QUEUE = 50_000
 
 /** What a stored line costs against the bound besides its message (the row's other columns). */
 const ROW_OVERHEAD = 64
@@ -114,6 +123,8 @@ export const makePostgresLogStore = (kit: PgStoreKit, limits: LogLimits = {}) =>
     const logs = new Map<string, { stored: number | undefined; lastTime: number }>()
     const logKey = (deploymentId: string, revisionId: string, kind: LogKind) => `${deploymentId}/${revisionId}/${kind}`
     let queue: Array<Pending> = []
+    /** Lines of streams not queued because the queue was full, by log: how many, and when the first was. */
+    const dropped = new Map<string, { readonly at: number; count: number }>()
     const writer = yield* Semaphore.make(1)
 
     const pending = (now: number, deploymentId: string, revisionId: string, kind: LogKind, entry: AppendEntry): Pending => {
@@ -175,16 +186,30 @@ export const makePostgresLogStore = (kit: PgStoreKit, limits: LogLimits = {}) =>
 
     /** Writes what waits (one batch); the lines of a batch that failed carry the failure. */
     const writeWaiting = Effect.suspend(() => {
-      if (queue.length === 0) return Effect.void
-      const batch = queue
+      if (queue.length === 0 && dropped.size === 0) return Effect.void
+      const waiting = queue
       queue = []
-      return write(batch).pipe(
-        Effect.mapError(failed("written")),
-        Effect.catch((failure) =>
-          Effect.sync(() => {
-            for (const p of batch) if (p.entry === undefined) p.failure = failure
-          })
-        )
+      // What a stream lost while the queue was full, said in its log where the gap is.
+      for (const [key, { at, count }] of dropped) {
+        const [deploymentId, revisionId, kind] = key.split("/") as [string, string, LogKind]
+        const notice = `${count} line${count === 1 ? "" : "s"} of output dropped: the log database did not keep up`
+        waiting.push(pending(at, deploymentId, revisionId, kind, { message: notice, level: "WARNING" }))
+      }
+      dropped.clear()
+      const batches: Array<Array<Pending>> = []
+      for (let i = 0; i < waiting.length; i += MAX_BATCH) batches.push(waiting.slice(i, i + MAX_BATCH))
+      return Effect.forEach(
+        batches,
+        (batch) =>
+          write(batch).pipe(
+            Effect.mapError(failed("written")),
+            Effect.catch((failure) =>
+              Effect.sync(() => {
+                for (const p of batch) if (p.entry === undefined) p.failure = failure
+              })
+            )
+          ),
+        { discard: true }
       )
     })
     /** Everything queued before this call is written (or failed) when it completes. */
@@ -257,7 +282,15 @@ export const makePostgresLogStore = (kit: PgStoreKit, limits: LogLimits = {}) =>
               readable,
               maxLine,
               (message) => {
-                queue.push(pending(clock.currentTimeMillisUnsafe(), deploymentId, revisionId, kind, entryFrom(message, source)))
+                const now = clock.currentTimeMillisUnsafe()
+                if (queue.length < MAX_QUEUE) queue.push(pending(now, deploymentId, revisionId, kind, entryFrom(message, source)))
+                else {
+                  // The database is slower than the process: its output goes on, the lines are counted.
+                  const key = logKey(deploymentId, revisionId, kind)
+                  const gap = dropped.get(key)
+                  if (gap) gap.count++
+                  else dropped.set(key, { at: now, count: 1 })
+                }
                 schedule()
               },
               // Its last lines are stored before the pipe completes (a line the database did not take is lost; the output went on).
