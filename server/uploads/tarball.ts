@@ -283,5 +283,9 @@ export const extractTarball = (file: string, directory: string, limits: TarballL
             return true
           }
         })
-    ).pipe(Effect.tapError(() => Effect.promise(() => rm(directory, { recursive: true, force: true }))))
+    ).pipe(
+      // The unpacker's writes already under way finish after its abort: a removal that meets one
+      // (ENOTEMPTY) is tried again.
+      Effect.tapError(() => Effect.promise(() => rm(directory, { recursive: true, force: true, maxRetries: 20, retryDelay: 10 })))
+    )
   })
