@@ -95,6 +95,13 @@ export const checkKind = (kind: LogKind): LogKind => {
   return kind
 }
 
+/** One log's address, checked (throws `LogStoreError`): what every write checks once, before its first line. */
+export const checkLog = (deploymentId: string, revisionId: string, kind: LogKind): void => {
+  segment("deployment id", deploymentId)
+  segment("revision id", revisionId)
+  checkKind(kind)
+}
+
 export const severity: Record<LogLevel, number> = { DEBUG: 10, INFO: 20, WARNING: 30, ERROR: 40, CRITICAL: 50 }
 
 const levelWords: Record<string, LogLevel> = {

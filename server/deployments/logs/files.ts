@@ -15,6 +15,7 @@ import {
   type AppendEntry,
   attempt,
   checkKind,
+  checkLog,
   compareKeys,
   entryFrom,
   invalid,
@@ -221,7 +222,7 @@ export const makeFileLogStore = (options: FileLogStoreOptions): Effect.Effect<Lo
             Effect.callback<void, LogStoreError>((resume) => {
               try {
                 // Validate now, not on the first chunk.
-                checkIds(dep, rev)
+                checkLog(dep, rev, kind)
                 const stop = readLines(
                   readable,
                   files.maxLine,
@@ -246,10 +247,5 @@ export const makeFileLogStore = (options: FileLogStoreOptions): Effect.Effect<Lo
         removeDeployment: (dep) => onDisk(() => files.removeDeployment(dep))
       })
   )
-
-const checkIds = (dep: string, rev: string) => {
-  segment("deployment id", dep)
-  segment("revision id", rev)
-}
 
 export const layerFileLogStore = (options: FileLogStoreOptions) => Layer.effect(LogStore, makeFileLogStore(options))

@@ -6,9 +6,10 @@
  * Writes are batched: lines wait in one queue and go in multi-row INSERTs (at most `MAX_BATCH`
  * lines each), one at a time, so a chatty process costs a statement per batch, not per line (a
  * batch is whatever arrived while the previous one was written). A process faster than the
- * database loses lines past `MAX_QUEUE` waiting ones, and its log says how many. `append` and `appendText` answer once their lines are stored, `pipe`
- * once its stream ended and its lines are stored, and a read first writes what is waiting, so a
- * read after a write on the same replica sees it. The bound per (revision, kind) is kept by
+ * database loses lines past `MAX_QUEUE` waiting ones, and its log says how many. `append` and
+ * `appendText` answer once their lines are stored, `pipe` once its stream ended and its lines
+ * are stored, and a read first writes what is waiting, so a read after a write on the same
+ * replica sees it. The bound per (revision, kind) is kept by
  * deleting the oldest lines down to half of it once the log passes it.
  */
 import { Clock, Effect, Layer, Semaphore } from "effect"
@@ -18,7 +19,7 @@ import { PostgresDatabase, type PgStoreKit } from "../../store/postgres/Postgres
 import {
   type AppendEntry,
   attempt,
-  checkKind,
+  checkLog,
   entryFrom,
   type Key,
   kindIndex,
@@ -127,10 +128,8 @@ export const makePostgresLogStore = (kit: PgStoreKit, limits: LogLimits = {}) =>
     const dropped = new Map<string, { readonly at: number; count: number }>()
     const writer = yield* Semaphore.make(1)
 
+    /** A line of a log `checkLog` accepted, timed and sized for the queue. */
     const pending = (now: number, deploymentId: string, revisionId: string, kind: LogKind, entry: AppendEntry): Pending => {
-      segment("deployment id", deploymentId)
-      segment("revision id", revisionId)
-      checkKind(kind)
       const line = lineOf(entry, maxLine)
       // PostgreSQL's text holds no NUL.
       const stored: Line = line.message.includes("\u0000") ? { ...line, message: line.message.replaceAll("\u0000", "\uFFFD") } : line
@@ -184,7 +183,7 @@ export const makePostgresLogStore = (kit: PgStoreKit, limits: LogLimits = {}) =>
         yield* trim(batch)
       })
 
-    /** Writes what waits (one batch); the lines of a batch that failed carry the failure. */
+    /** Writes what waits (and a notice per stream that lost lines), `MAX_BATCH` lines per INSERT; the lines of a batch that failed carry the failure. */
     const writeWaiting = Effect.suspend(() => {
       if (queue.length === 0 && dropped.size === 0) return Effect.void
       const waiting = queue
@@ -252,18 +251,21 @@ export const makePostgresLogStore = (kit: PgStoreKit, limits: LogLimits = {}) =>
     return LogStore.of({
       append: (deploymentId, revisionId, kind, entry) =>
         Clock.clockWith((clock) =>
-          Effect.flatMap(attempt(() => pending(clock.currentTimeMillisUnsafe(), deploymentId, revisionId, kind, entry)), (line) =>
-            Effect.map(enqueue([line]), () => line.entry!)
+          Effect.flatMap(
+            attempt(() => {
+              checkLog(deploymentId, revisionId, kind)
+              return pending(clock.currentTimeMillisUnsafe(), deploymentId, revisionId, kind, entry)
+            }),
+            (line) => Effect.map(enqueue([line]), () => line.entry!)
           )
         ),
       appendText: (deploymentId, revisionId, kind, text, source) =>
         Clock.clockWith((clock) =>
           Effect.flatMap(
-            attempt(() =>
-              linesOf(text).map((message) =>
-                pending(clock.currentTimeMillisUnsafe(), deploymentId, revisionId, kind, entryFrom(message, source))
-              )
-            ),
+            attempt(() => {
+              checkLog(deploymentId, revisionId, kind)
+              return linesOf(text).map((message) => pending(clock.currentTimeMillisUnsafe(), deploymentId, revisionId, kind, entryFrom(message, source)))
+            }),
             enqueue
           )
         ),
@@ -271,10 +273,8 @@ export const makePostgresLogStore = (kit: PgStoreKit, limits: LogLimits = {}) =>
         Clock.clockWith((clock) =>
           Effect.callback<void, LogStoreError>((resume) => {
             try {
-              // Validate now, not on the first chunk.
-              segment("deployment id", deploymentId)
-              segment("revision id", revisionId)
-              checkKind(kind)
+              // Validate now, not on the first chunk (nor on every line).
+              checkLog(deploymentId, revisionId, kind)
             } catch (error) {
               return resume(Effect.fail(error as LogStoreError))
             }
