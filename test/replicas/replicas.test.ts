@@ -110,11 +110,6 @@ const upgradeRoundTrip = async (url: string, path: string, headers: Record<strin
   return { head, echoed: text() }
 }
 
-/**
- * What runs of a data directory's runtime: box cgroups (every box init and what it started is
- * in one), mounts of its boxes, loop devices backed by its files, processes naming the directory
- * (Redis, bridges).
- */
 /** Whether `ancestor` is `pid`'s parent, grandparent, … */
 const descendsFrom = (pid: number, ancestor: number): boolean => {
   for (let current: number | undefined = pid, hops = 0; current !== undefined && current > 1 && hops < 64; hops++) {
@@ -125,9 +120,10 @@ const descendsFrom = (pid: number, ancestor: number): boolean => {
 }
 
 /**
- * What a replica's data directory still has running or mounted: cgroups, mounts, loop devices and
- * processes. `current`: the pid of a server running on that directory now, whose own processes
- * (its registry, say) are not leftovers.
+ * What runs of a data directory's runtime: box cgroups (every box init and what it started is
+ * in one), mounts of its boxes, loop devices backed by its files, processes naming the directory
+ * (Redis, bridges). `current`: the pid of a server running on that directory now, whose own
+ * processes (its registry, say) are not leftovers.
  */
 const leftoversOf = (dir: string, current?: number) => {
   const root = join(dir, "runtime")
