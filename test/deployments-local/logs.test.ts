@@ -316,7 +316,7 @@ describe.each([files, postgres])("log store on $name", (backend) => {
   )
 })
 
-describe("log store on files", () => {
+describe("log store on files: what only the files do", () => {
   it.effect("rotates into one older file, so the disk holds at most the bound", () =>
     Effect.scoped(
       Effect.gen(function* () {
@@ -347,7 +347,7 @@ describe("log store on files", () => {
   )
 })
 
-describe("log store on PostgreSQL", () => {
+describe("log store on PostgreSQL: what only the database does", () => {
   it.effect("two replicas on one database: each reads what the other wrote, in one order, with distinct ids", () =>
     withStorage(postgres, (a, storage) =>
       Effect.gen(function* () {
